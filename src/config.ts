@@ -1,0 +1,212 @@
+import { readFileSync } from 'node:fs';
+import { Duration } from 'luxon';
+import { parse as parseYaml } from 'yaml';
+import { z } from 'zod';
+import { isValidZone } from './core/bounds.js';
+
+/**
+ * One schema, one defaults object. Precedence (lowest first): defaults, the YAML file
+ * (--config or COVERAGE_ROLLUP_CONFIG), environment overrides (DATABASE_URL, REDIS_URL, PORT,
+ * LOG_LEVEL, API_TOKENS). A bad value is an error naming the field, never a silent fallback.
+ */
+
+const isoDuration = z
+  .string()
+  .refine((s) => Duration.fromISO(s).isValid && Duration.fromISO(s).toMillis() >= 0, {
+    message: 'expected an ISO 8601 duration such as PT30S, PT5M or PT1H',
+  })
+  .transform((s) => Duration.fromISO(s).toMillis());
+
+const zone = z
+  .string()
+  .refine(isValidZone, { message: 'expected an IANA time zone such as UTC or Europe/Berlin' });
+const nonEmpty = z.string().trim().min(1);
+
+const assetSchema = z.strictObject({
+  name: nonEmpty,
+  domain: z.enum(['time', 'integer']).optional(),
+  zone: zone.default('UTC'),
+});
+
+const targetSchema = z.discriminatedUnion('type', [
+  z.strictObject({ type: z.literal('queue'), queue: nonEmpty, prefix: z.string().optional() }),
+  z.strictObject({
+    type: z.literal('webhook'),
+    url: z.url(),
+    headers: z.record(z.string(), z.string()).default({}),
+    timeout: isoDuration.default(10_000),
+  }),
+  z.strictObject({
+    type: z.literal('airflow'),
+    url: z.url(),
+    dag_id: nonEmpty,
+    token: z.string().optional(),
+    username: z.string().optional(),
+    password: z.string().optional(),
+    timeout: isoDuration.default(10_000),
+  }),
+]);
+
+const policySchema = z.strictObject({
+  ratio: z.number().gt(0).lte(1).default(1),
+  max_missing: z.union([isoDuration, z.number().int().nonnegative()]).optional(),
+  settle: isoDuration.default(0),
+  deadline: isoDuration.optional(),
+  on_deadline: z.enum(['trigger', 'miss']).default('trigger'),
+});
+
+const rollupSchema = z.strictObject({
+  id: z
+    .string()
+    .regex(
+      /^[A-Za-z0-9_.-]{1,100}$/,
+      'expected 1-100 letters, digits, "_", "." or "-" (it becomes part of job ids)',
+    ),
+  upstream: z.union([nonEmpty, z.array(nonEmpty).min(1)]).transform((u) => (Array.isArray(u) ? u : [u])),
+  every: z.union([nonEmpty, z.number().int().positive()]),
+  timezone: zone.default('UTC'),
+  begin: z
+    .union([nonEmpty, z.number().int(), z.date()])
+    .transform((b) => (b instanceof Date ? b.toISOString() : b)),
+  origin: z.union([nonEmpty, z.number().int()]).optional(),
+  policy: policySchema.default(policySchema.parse({})),
+  rerun: z.enum(['never', 'on_replay', 'on_update']).default('on_replay'),
+  target: targetSchema,
+});
+
+const configSchema = z
+  .strictObject({
+    database_url: nonEmpty.default('postgres://127.0.0.1:5432/coverage_rollup'),
+    redis_url: nonEmpty.default('redis://127.0.0.1:6379'),
+    log_level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+    http: z
+      .strictObject({
+        host: nonEmpty.default('0.0.0.0'),
+        port: z.number().int().min(0).max(65535).default(8080),
+        body_limit: z.number().int().positive().default(1_048_576),
+      })
+      .default({ host: '0.0.0.0', port: 8080, body_limit: 1_048_576 }),
+    api_tokens: z.array(z.string().min(16, 'tokens must be at least 16 characters')).default([]),
+    read_tokens: z.array(z.string().min(16, 'tokens must be at least 16 characters')).default([]),
+    queue: z
+      .strictObject({
+        name: nonEmpty.default('asset-events'),
+        dead_letter: nonEmpty.default('asset-events-dead'),
+        prefix: nonEmpty.default('bull'),
+        concurrency: z.number().int().min(1).max(10_000).default(500),
+        max_payload_bytes: z.number().int().min(256).default(65_536),
+        batch_size: z.number().int().min(1).max(10_000).default(500),
+        batch_wait: isoDuration.default(5),
+        max_stalled_count: z.number().int().min(1).default(100),
+      })
+      .default({
+        name: 'asset-events',
+        dead_letter: 'asset-events-dead',
+        prefix: 'bull',
+        concurrency: 500,
+        max_payload_bytes: 65_536,
+        batch_size: 500,
+        batch_wait: 5,
+        max_stalled_count: 100,
+      }),
+    assets: z.array(assetSchema).default([]),
+    lease: z
+      .strictObject({
+        name: nonEmpty.default('scheduler'),
+        ttl: isoDuration.default(15_000),
+        renew_every: isoDuration.default(5_000),
+        retry_every: isoDuration.default(2_000),
+      })
+      .default({ name: 'scheduler', ttl: 15_000, renew_every: 5_000, retry_every: 2_000 }),
+    scheduler: z
+      .strictObject({
+        enabled: z.boolean().default(true),
+        dispatch_concurrency: z.number().int().min(1).default(16),
+      })
+      .default({ enabled: true, dispatch_concurrency: 16 }),
+    shutdown_timeout: isoDuration.default(30_000),
+    rollups: z.array(rollupSchema).default([]),
+  })
+  .superRefine((config, ctx) => {
+    const { ttl, renew_every } = config.lease;
+    if (renew_every * 2 > ttl) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['lease', 'renew_every'],
+        message: 'must be at most half of lease.ttl',
+      });
+    }
+    const seen = new Set<string>();
+    config.rollups.forEach((r, i) => {
+      if (seen.has(r.id))
+        ctx.addIssue({ code: 'custom', path: ['rollups', i, 'id'], message: `duplicate id ${r.id}` });
+      seen.add(r.id);
+    });
+    const names = new Set<string>();
+    config.assets.forEach((a, i) => {
+      if (names.has(a.name))
+        ctx.addIssue({ code: 'custom', path: ['assets', i, 'name'], message: `duplicate ${a.name}` });
+      names.add(a.name);
+    });
+  });
+
+export type Config = z.output<typeof configSchema>;
+export type RollupConfig = Config['rollups'][number];
+export type TargetConfig = RollupConfig['target'];
+
+export class ConfigError extends Error {
+  override readonly name = 'ConfigError';
+}
+
+export interface ConfigSource {
+  readonly path?: string | undefined;
+  readonly env?: NodeJS.ProcessEnv;
+}
+
+export function loadConfig({ path, env = process.env }: ConfigSource = {}): Config {
+  const file = path ?? env.COVERAGE_ROLLUP_CONFIG;
+  const raw = file ? readYaml(file) : {};
+  return parseConfig(applyEnv(raw, env), file ?? 'defaults');
+}
+
+export function parseConfig(raw: unknown, origin = 'config'): Config {
+  const result = configSchema.safeParse(raw);
+  if (result.success) return result.data;
+  const lines = result.error.issues.map((issue) => {
+    const field = issue.path.length > 0 ? issue.path.join('.') : '(top level)';
+    return `  ${field}: ${issue.message}`;
+  });
+  throw new ConfigError(`invalid configuration (${origin}):\n${lines.join('\n')}`);
+}
+
+function readYaml(file: string): unknown {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (error) {
+    throw new ConfigError(`cannot read config file ${file}: ${(error as Error).message}`);
+  }
+  try {
+    return parseYaml(text) ?? {};
+  } catch (error) {
+    throw new ConfigError(`config file ${file} is not valid YAML: ${(error as Error).message}`);
+  }
+}
+
+function applyEnv(raw: unknown, env: NodeJS.ProcessEnv): unknown {
+  if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) return raw;
+  const out: Record<string, unknown> = { ...(raw as Record<string, unknown>) };
+  if (env.DATABASE_URL) out.database_url = env.DATABASE_URL;
+  if (env.REDIS_URL) out.redis_url = env.REDIS_URL;
+  if (env.LOG_LEVEL) out.log_level = env.LOG_LEVEL;
+  if (env.API_TOKENS !== undefined) {
+    out.api_tokens = env.API_TOKENS.split(',')
+      .map((t) => t.trim())
+      .filter(Boolean);
+  }
+  if (env.PORT !== undefined) {
+    const port = /^\d+$/.test(env.PORT) ? Number(env.PORT) : env.PORT;
+    out.http = { ...((out.http as object | undefined) ?? {}), port };
+  }
+  return out;
+}

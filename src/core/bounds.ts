@@ -1,0 +1,164 @@
+import { DateTime, Duration, IANAZone } from 'luxon';
+import { BadInputError } from './errors.js';
+import type { Domain } from './types.js';
+
+/** A parsed bound: the comparable value (see types.ts) and the producer's text, kept for display. */
+export interface Bound {
+  readonly domain: Domain;
+  readonly value: number;
+  readonly text: string;
+}
+
+const MICROS_PER_MS = 1000;
+// Year 0001..9999, as PostgreSQL's timestamptz accepts and a safe integer of microseconds holds.
+const MIN_TIME = Date.UTC(1, 0, 1) * MICROS_PER_MS;
+const MAX_TIME = Date.UTC(9999, 11, 31, 23, 59, 59, 999) * MICROS_PER_MS;
+
+const ISO_TIME =
+  /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d{1,9}))?)?)?(Z|z|[+-]\d{2}(?::?\d{2})?)?$/;
+const DECIMAL = /^-?\d+$/;
+
+export function isValidZone(zone: string): boolean {
+  return IANAZone.isValidZone(zone);
+}
+
+/** Which domain a raw JSON bound belongs to; null when it is neither. */
+export function domainOf(raw: unknown): Domain | null {
+  if (typeof raw === 'number') return 'integer';
+  if (typeof raw !== 'string') return null;
+  const text = raw.trim();
+  if (DECIMAL.test(text)) return 'integer';
+  return ISO_TIME.test(text) ? 'time' : null;
+}
+
+export function parseIntegerBound(raw: unknown, field: string): Bound {
+  if (typeof raw === 'number') {
+    if (!Number.isInteger(raw))
+      throw new BadInputError('invalid_bound', `${field} must be an integer, got ${raw}`);
+    if (!Number.isSafeInteger(raw)) {
+      throw new BadInputError('out_of_range', `${field} ${raw} is outside the safe integer range (±2^53-1)`);
+    }
+    return { domain: 'integer', value: raw, text: String(raw) };
+  }
+  if (typeof raw === 'string' && DECIMAL.test(raw.trim())) {
+    const value = Number(raw.trim());
+    if (!Number.isSafeInteger(value)) {
+      throw new BadInputError('out_of_range', `${field} ${raw} is outside the safe integer range (±2^53-1)`);
+    }
+    return { domain: 'integer', value, text: raw.trim() };
+  }
+  throw new BadInputError(
+    'invalid_bound',
+    `${field} must be an integer or a decimal string, got ${describe(raw)}`,
+  );
+}
+
+/**
+ * ISO 8601 date or date-time. An offset may be Z, +hh, +hhmm or +hh:mm; without one the local
+ * time is read in `zone`. Fractions keep microseconds; finer digits must be zero, since rounding
+ * them either way would claim or drop coverage.
+ */
+export function parseTimeBound(raw: unknown, field: string, zone: string): Bound {
+  if (typeof raw !== 'string') {
+    throw new BadInputError(
+      'invalid_bound',
+      `${field} must be an ISO 8601 timestamp string, got ${describe(raw)}`,
+    );
+  }
+  const text = raw.trim();
+  const m = ISO_TIME.exec(text);
+  if (!m) {
+    throw new BadInputError(
+      'invalid_bound',
+      `${field} "${clip(text)}" is not an ISO 8601 timestamp (expected e.g. 2025-06-01T10:05:00Z)`,
+    );
+  }
+  const [, y, mo, d, h = '0', mi = '0', s = '0', frac = '', offset] = m;
+  const digits = frac.padEnd(9, '0');
+  if (/[1-9]/.test(digits.slice(6))) {
+    throw new BadInputError('invalid_bound', `${field} "${clip(text)}" is finer than a microsecond`);
+  }
+  const dt = DateTime.fromObject(
+    {
+      year: Number(y),
+      month: Number(mo),
+      day: Number(d),
+      hour: Number(h),
+      minute: Number(mi),
+      second: Number(s),
+    },
+    { zone: offset ? offsetZone(offset) : zone },
+  );
+  if (!dt.isValid) {
+    throw new BadInputError(
+      'invalid_bound',
+      `${field} "${clip(text)}" is not a valid date-time (${dt.invalidReason})`,
+    );
+  }
+  const value = dt.toMillis() * MICROS_PER_MS + Number(digits.slice(0, 6));
+  if (value < MIN_TIME || value > MAX_TIME) {
+    throw new BadInputError('out_of_range', `${field} "${clip(text)}" is outside years 0001-9999`);
+  }
+  return { domain: 'time', value, text };
+}
+
+function offsetZone(offset: string): string {
+  if (offset === 'Z' || offset === 'z') return 'UTC';
+  const sign = offset[0];
+  const digits = offset.slice(1).replace(':', '');
+  const hours = Number(digits.slice(0, 2));
+  const minutes = Number(digits.slice(2) || '0');
+  if (hours > 23 || minutes > 59)
+    throw new BadInputError('invalid_bound', `offset ${offset} is out of range`);
+  const total = hours * 60 + minutes;
+  return total === 0 ? 'UTC' : `UTC${sign}${Math.floor(total / 60)}:${String(total % 60).padStart(2, '0')}`;
+}
+
+/** start + an ISO 8601 duration, calendar-aware in `zone` (P1D across DST is one local day). */
+export function addIsoDuration(start: Bound, iso: string, zone: string): Bound {
+  const duration = Duration.fromISO(iso);
+  if (!duration.isValid) {
+    throw new BadInputError('invalid_duration', `"${clip(iso)}" is not an ISO 8601 duration (e.g. PT5M)`);
+  }
+  const micros = start.value % MICROS_PER_MS;
+  const startMs = (start.value - micros) / MICROS_PER_MS;
+  const endMs = DateTime.fromMillis(startMs, { zone }).plus(duration).toMillis();
+  if (endMs <= startMs) {
+    throw new BadInputError(
+      'invalid_duration',
+      `"${clip(iso)}" is not a positive ISO 8601 duration (e.g. PT5M)`,
+    );
+  }
+  const value = endMs * MICROS_PER_MS + micros;
+  if (value > MAX_TIME) throw new BadInputError('out_of_range', `${start.text}/${iso} ends after year 9999`);
+  return { domain: 'time', value, text: formatTime(value) };
+}
+
+/** ISO 8601 in UTC; fractional seconds only when present, to the microsecond. */
+export function formatTime(value: number): string {
+  const micros = ((value % 1_000_000) + 1_000_000) % 1_000_000;
+  const seconds = (value - micros) / 1_000_000;
+  const base = new Date(seconds * 1000).toISOString().slice(0, 19);
+  if (micros === 0) return `${base}Z`;
+  return `${base}.${String(micros).padStart(6, '0').replace(/0+$/, '')}Z`;
+}
+
+export function formatPoint(domain: Domain, value: number): string | number {
+  return domain === 'time' ? formatTime(value) : value;
+}
+
+/** Parses a user-supplied bound of a known domain (query strings, CLI flags). */
+export function parseBound(raw: unknown, domain: Domain, field: string, zone = 'UTC'): Bound {
+  return domain === 'time' ? parseTimeBound(raw, field, zone) : parseIntegerBound(raw, field);
+}
+
+function describe(raw: unknown): string {
+  if (raw === null) return 'null';
+  if (Array.isArray(raw)) return 'an array';
+  if (typeof raw === 'string') return `"${clip(raw)}"`;
+  return typeof raw === 'object' ? 'an object' : `${typeof raw} ${String(raw)}`;
+}
+
+function clip(text: string): string {
+  return text.length > 64 ? `${text.slice(0, 61)}...` : text;
+}

@@ -1,0 +1,76 @@
+import postgres, { type Sql } from 'postgres';
+import { type Logger, redactUrl } from '../log.js';
+
+export type { Sql };
+
+export interface ConnectOptions {
+  readonly max?: number;
+  readonly applicationName?: string;
+}
+
+export function connect(
+  url: string,
+  { max = 10, applicationName = 'coverage-rollup' }: ConnectOptions = {},
+): Sql {
+  return postgres(url, {
+    max,
+    onnotice: () => {},
+    connection: { application_name: applicationName },
+    // int8 as JS numbers: every value we store is a safe integer (see core/types.ts).
+    types: {
+      int8: { to: 20, from: [20], serialize: (x: number) => String(x), parse: (x: string) => Number(x) },
+    },
+    transform: { undefined: null },
+  });
+}
+
+export class DatabaseUnavailableError extends Error {
+  override readonly name = 'DatabaseUnavailableError';
+}
+
+/**
+ * A newcomer's first start must not stop at "database does not exist": create it when the role
+ * may, otherwise say what to run.
+ */
+export async function ensureDatabase(url: string, log: Logger): Promise<void> {
+  const probe = postgres(url, { max: 1, onnotice: () => {}, connect_timeout: 10 });
+  try {
+    await probe`select 1`;
+    return;
+  } catch (error) {
+    if ((error as { code?: string }).code !== '3D000') throw unavailable(url, error);
+  } finally {
+    await probe.end({ timeout: 1 });
+  }
+  const name = databaseName(url);
+  const adminUrl = new URL(url);
+  adminUrl.pathname = '/postgres';
+  const admin = postgres(adminUrl.toString(), { max: 1, onnotice: () => {} });
+  try {
+    await admin`create database ${admin(name)}`;
+    log.info({ database: name }, 'created database (it did not exist)');
+  } catch (error) {
+    const code = (error as { code?: string }).code;
+    if (code === '42P04') return; // created by a concurrent starter
+    if (code === '42501') {
+      throw new DatabaseUnavailableError(
+        `database "${name}" does not exist and this role may not create it; run: createdb ${name} (as a role that may), then start again`,
+      );
+    }
+    throw unavailable(url, error);
+  } finally {
+    await admin.end({ timeout: 1 });
+  }
+}
+
+function databaseName(url: string): string {
+  const name = decodeURIComponent(new URL(url).pathname.replace(/^\//, ''));
+  if (!name) throw new DatabaseUnavailableError(`database_url ${redactUrl(url)} names no database`);
+  return name;
+}
+
+function unavailable(url: string, error: unknown): DatabaseUnavailableError {
+  return new DatabaseUnavailableError(
+    `cannot reach PostgreSQL at ${redactUrl(url)}: ${(error as Error).message}`,
+  );
+}

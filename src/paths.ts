@@ -1,0 +1,14 @@
+import { existsSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/** The package root, whether running from src/ (tests) or dist/src/ (built). */
+export function packageRoot(): string {
+  let dir = dirname(fileURLToPath(import.meta.url));
+  while (!existsSync(join(dir, 'package.json'))) {
+    const parent = dirname(dir);
+    if (parent === dir) throw new Error('coverage-rollup: cannot find package.json above the running module');
+    dir = parent;
+  }
+  return dir;
+}
