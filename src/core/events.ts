@@ -19,6 +19,8 @@ export interface NormalizedEvent {
   readonly kind: 'completion' | 'replay_requirement';
   readonly asset: string;
   readonly domain: Domain;
+  /** The zone bounds without an offset were read in; recorded on the asset at first sight. */
+  readonly zone: string;
   readonly start: Bound;
   readonly end: Bound;
   readonly version: string | null;
@@ -66,7 +68,7 @@ export function normalizeEvent(raw: unknown, options: NormalizeOptions): Normali
     id !== null
       ? `id:${id}`
       : `sha256:${contentHash([kind, asset, start.value, end.value, version, producedAt, extra])}`;
-  return { kind, asset, domain, start, end, version, id, producedAt, extra, key };
+  return { kind, asset, domain, zone, start, end, version, id, producedAt, extra, key };
 }
 
 function parseJson(raw: unknown, maxBytes: number): Record<string, unknown> {

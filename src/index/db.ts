@@ -1,7 +1,11 @@
-import postgres, { type Sql } from 'postgres';
+import postgres, { type Sql, type TransactionSql } from 'postgres';
 import { type Logger, redactUrl } from '../log.js';
 
 export type { Sql };
+/** A transaction handle; functions that must run inside one take this. */
+export type Tx = TransactionSql;
+/** Either: for reads that run alone or inside a transaction. */
+export type Db = Sql | TransactionSql;
 
 export interface ConnectOptions {
   readonly max?: number;

@@ -1,4 +1,4 @@
-import type { Sql } from '../index/db.js';
+import type { Tx } from '../index/db.js';
 
 /** Thrown when a trigger would commit without a current lease: the transaction must roll back. */
 export class LeaseLostError extends Error {
@@ -13,5 +13,5 @@ export interface Fence {
    * Inside a trigger transaction: lock the lease row and check, in database time, that `token`
    * is still the current, unexpired one. Throws LeaseLostError otherwise.
    */
-  verify(tx: Sql, token: number): Promise<void>;
+  verify(tx: Tx, token: number): Promise<void>;
 }

@@ -1,0 +1,17 @@
+import { ensureDatabase } from '../../index/db.js';
+import { latestVersion, migrate } from '../../index/migrate.js';
+import { createLogger } from '../../log.js';
+import { configFrom, type GlobalOptions, withSql } from './shared.js';
+
+export async function runMigrate(values: GlobalOptions): Promise<number> {
+  const config = configFrom(values);
+  const log = createLogger(config.log_level);
+  await ensureDatabase(config.database_url, log);
+  const applied = await withSql(config, (sql) => migrate(sql, log));
+  process.stdout.write(
+    applied.length > 0
+      ? `applied migrations ${applied.join(', ')}; schema at version ${latestVersion()}\n`
+      : `schema already at version ${latestVersion()}\n`,
+  );
+  return 0;
+}

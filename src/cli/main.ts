@@ -1,0 +1,70 @@
+#!/usr/bin/env node
+import { parseArgs } from 'node:util';
+import { ConfigError } from '../config.js';
+import { runCheck } from './commands/check.js';
+import { runEmit } from './commands/emit.js';
+import { runMigrate } from './commands/migrate.js';
+import { runStart } from './commands/start.js';
+import { runStatus } from './commands/status.js';
+import { HELP, version } from './help.js';
+
+/** Exit codes: 0 ok (or covered), 1 not covered, 2 usage or runtime error. */
+async function main(argv: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    strict: true,
+    options: {
+      config: { type: 'string', short: 'c' },
+      help: { type: 'boolean', short: 'h' },
+      version: { type: 'boolean', short: 'v' },
+      start: { type: 'string' },
+      end: { type: 'string' },
+      limit: { type: 'string' },
+      json: { type: 'boolean' },
+      asset: { type: 'string' },
+      'data-version': { type: 'string' },
+      id: { type: 'string' },
+      interval: { type: 'string' },
+      replay: { type: 'boolean' },
+      file: { type: 'string', short: 'f' },
+      serve: { type: 'boolean' },
+    },
+  });
+  const [command, ...rest] = positionals;
+  if (values.version) {
+    process.stdout.write(`${version()}\n`);
+    return 0;
+  }
+  if (values.help || command === undefined || command === 'help') {
+    process.stdout.write(HELP);
+    return command === undefined && !values.help ? 2 : 0;
+  }
+  switch (command) {
+    case 'start':
+      return runStart(values);
+    case 'migrate':
+      return runMigrate(values);
+    case 'check':
+      return runCheck(rest, values);
+    case 'emit':
+      return runEmit(rest, values);
+    case 'status':
+      return runStatus(values);
+    default:
+      process.stderr.write(`coverage-rollup: unknown command "${command}"; see coverage-rollup --help\n`);
+      return 2;
+  }
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (error: unknown) => {
+    const message =
+      error instanceof ConfigError ? error.message : `coverage-rollup: ${(error as Error).message}`;
+    process.stderr.write(`${message}\n`);
+    process.exitCode = 2;
+  },
+);

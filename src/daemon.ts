@@ -1,0 +1,81 @@
+import { Queue } from 'bullmq';
+import type { FastifyInstance } from 'fastify';
+import type { Config } from './config.js';
+import { TokenAuth } from './http/auth.js';
+import { buildServer } from './http/server.js';
+import { connect, ensureDatabase, type Sql } from './index/db.js';
+import { migrate } from './index/migrate.js';
+import { redisConnection } from './ingest/redis.js';
+import { type IngestWorker, startIngestWorker } from './ingest/worker.js';
+import { type Logger, redactUrl } from './log.js';
+import { createMetrics, type Metrics } from './metrics.js';
+
+export interface Daemon {
+  readonly sql: Sql;
+  readonly metrics: Metrics;
+  readonly http: FastifyInstance;
+  /** The bound HTTP address, e.g. http://127.0.0.1:8080. */
+  readonly url: string;
+  /** Stops taking work, drains in-flight work within shutdown_timeout, releases the lease, closes. */
+  stop(): Promise<void>;
+}
+
+/** Starts every part of one instance: migrations, ingest, HTTP and (when configured) the scheduler. */
+export async function startDaemon(config: Config, log: Logger): Promise<Daemon> {
+  log.info(
+    {
+      database: redactUrl(config.database_url),
+      redis: redactUrl(config.redis_url),
+      queue: config.queue.name,
+    },
+    'starting coverage-rollup',
+  );
+  await ensureDatabase(config.database_url, log);
+  const sql = connect(config.database_url, { max: 20 });
+  const closers: Array<() => Promise<void>> = [() => sql.end({ timeout: 5 })];
+  try {
+    await migrate(sql, log);
+    const metrics = createMetrics();
+    const redis = redisConnection(config.redis_url);
+    closers.unshift(async () => void redis.disconnect());
+    const eventsQueue = new Queue(config.queue.name, { connection: redis, prefix: config.queue.prefix });
+    closers.unshift(() => eventsQueue.close());
+
+    const ingest: IngestWorker = startIngestWorker(config, sql, log.child({ component: 'ingest' }), metrics);
+    closers.unshift(() => ingest.close(config.shutdown_timeout));
+
+    const http = buildServer({
+      config,
+      sql,
+      eventsQueue,
+      redis,
+      log,
+      metrics,
+      auth: new TokenAuth(config.api_tokens, config.read_tokens),
+    });
+    const url = await http.listen({ host: config.http.host, port: config.http.port });
+    closers.unshift(() => http.close());
+    log.info({ url }, 'listening');
+
+    return {
+      sql,
+      metrics,
+      http,
+      url,
+      stop: () => closeAll(closers, log),
+    };
+  } catch (error) {
+    await closeAll(closers, log);
+    throw error;
+  }
+}
+
+async function closeAll(closers: Array<() => Promise<void>>, log: Logger): Promise<void> {
+  for (const close of closers) {
+    try {
+      await close();
+    } catch (error) {
+      log.warn({ err: error }, 'error while shutting down');
+    }
+  }
+}

@@ -1,0 +1,20 @@
+import type { Queue } from 'bullmq';
+import type { Redis } from 'ioredis';
+import type { Config } from '../config.js';
+import type { Sql } from '../index/db.js';
+import type { Logger } from '../log.js';
+import type { Metrics } from '../metrics.js';
+import type { TokenAuth } from './auth.js';
+
+/** What routes may use; every field is owned and closed by the daemon, not by the routes. */
+export interface HttpContext {
+  readonly config: Config;
+  readonly sql: Sql;
+  readonly eventsQueue: Queue;
+  readonly redis: Redis;
+  readonly log: Logger;
+  readonly metrics: Metrics;
+  readonly auth: TokenAuth;
+  /** Role and lease facts for /readyz; absent when this instance runs no scheduler. */
+  readonly schedulerStatus?: () => Record<string, unknown>;
+}

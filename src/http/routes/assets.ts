@@ -1,0 +1,75 @@
+import type { FastifyInstance } from 'fastify';
+import { formatPoint, parseBound } from '../../core/bounds.js';
+import { toCoverageAnswer } from '../../core/coverage-answer.js';
+import { BadInputError } from '../../core/errors.js';
+import { findAsset, listAssets } from '../../index/assets.js';
+import { queryCoverage } from '../../index/coverage-query.js';
+import type { HttpContext } from '../context.js';
+import { HttpError } from '../errors.js';
+
+const DEFAULT_LIMIT = 200;
+const MAX_LIMIT = 1000;
+
+export function registerAssetRoutes(app: FastifyInstance, ctx: HttpContext): void {
+  app.get('/v1/assets', async (request) => {
+    ctx.auth.requireRead(request);
+    const rows = await listAssets(ctx.sql);
+    return {
+      assets: rows.map((a) => ({
+        asset: a.name,
+        domain: a.domain,
+        zone: a.zone,
+        event_count: a.event_count,
+        segment_count: a.segment_count,
+        covered_extent:
+          a.covered_lo === null || a.covered_hi === null
+            ? null
+            : { start: formatPoint(a.domain, a.covered_lo), end: formatPoint(a.domain, a.covered_hi) },
+        updated_at: a.updated_at.toISOString(),
+      })),
+    };
+  });
+
+  app.get<{ Params: { asset: string }; Querystring: Record<string, string | undefined> }>(
+    '/v1/assets/:asset/coverage',
+    async (request) => {
+      ctx.auth.requireRead(request);
+      const asset = await findAsset(ctx.sql, request.params.asset);
+      if (!asset)
+        throw new HttpError(404, 'unknown_asset', `no asset named ${request.params.asset} has been seen`);
+      const { start, end, limit } = request.query;
+      const window = badRequest(() => {
+        if (start === undefined || end === undefined) {
+          throw new BadInputError('missing_bounds', 'give the window as ?start=...&end=...');
+        }
+        const s = parseBound(start, asset.domain, 'start', asset.zone);
+        const e = parseBound(end, asset.domain, 'end', asset.zone);
+        if (e.value < s.value)
+          throw new BadInputError('end_before_start', `end ${end} is before start ${start}`);
+        return { start: s.value, end: e.value };
+      });
+      const n = parseLimit(limit);
+      const coverage = await queryCoverage(ctx.sql, asset, window, n);
+      return toCoverageAnswer(asset.name, asset.domain, window, coverage);
+    },
+  );
+}
+
+function parseLimit(raw: string | undefined): number {
+  if (raw === undefined) return DEFAULT_LIMIT;
+  const n = /^\d+$/.test(raw) ? Number(raw) : Number.NaN;
+  if (!Number.isInteger(n) || n < 0 || n > MAX_LIMIT) {
+    throw new HttpError(400, 'invalid_limit', `limit must be an integer from 0 to ${MAX_LIMIT}`);
+  }
+  return n;
+}
+
+/** Runs a parse step, turning BadInputError into a 400 with its reason as the code. */
+export function badRequest<T>(parse: () => T): T {
+  try {
+    return parse();
+  } catch (error) {
+    if (error instanceof BadInputError) throw new HttpError(400, error.reason, error.message);
+    throw error;
+  }
+}

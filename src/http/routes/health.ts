@@ -1,0 +1,47 @@
+import type { FastifyInstance } from 'fastify';
+import { appliedVersion, latestVersion } from '../../index/migrate.js';
+import type { HttpContext } from '../context.js';
+
+export function registerHealthRoutes(app: FastifyInstance, ctx: HttpContext): void {
+  const latest = latestVersion();
+
+  app.get('/healthz', async () => ({ status: 'ok' }));
+
+  app.get('/readyz', async (_request, reply) => {
+    const checks: Record<string, unknown> = {};
+    let ready = true;
+    try {
+      const version = await ctx.sql`select 1`.then(() => appliedVersion(ctx.sql));
+      checks.postgres = 'ok';
+      checks.migrations = { applied: version, expected: latest, current: version === latest };
+      ready &&= version === latest;
+    } catch (error) {
+      checks.postgres = `error: ${(error as Error).message}`;
+      ready = false;
+    }
+    try {
+      checks.redis = (await ctx.redis.ping()) === 'PONG' ? 'ok' : 'error';
+    } catch (error) {
+      checks.redis = `error: ${(error as Error).message}`;
+      ready = false;
+    }
+    if (ctx.schedulerStatus) checks.scheduler = ctx.schedulerStatus();
+    return reply.status(ready ? 200 : 503).send({ status: ready ? 'ready' : 'not_ready', ...checks });
+  });
+
+  app.get('/metrics', async (_request, reply) => {
+    try {
+      const counts = await ctx.eventsQueue.getJobCounts(
+        'waiting',
+        'active',
+        'delayed',
+        'failed',
+        'prioritized',
+      );
+      for (const [state, n] of Object.entries(counts)) ctx.metrics.queueDepth.set({ state }, n);
+    } catch {
+      // Redis down: the other metrics still serve, and /readyz reports it.
+    }
+    return reply.type(ctx.metrics.registry.contentType).send(await ctx.metrics.registry.metrics());
+  });
+}

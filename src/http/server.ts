@@ -1,0 +1,41 @@
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import type { HttpContext } from './context.js';
+import { HttpError } from './errors.js';
+import { registerAssetRoutes } from './routes/assets.js';
+import { registerEventRoutes } from './routes/events.js';
+import { registerHealthRoutes } from './routes/health.js';
+
+export type RouteRegistrar = (app: FastifyInstance, ctx: HttpContext) => void;
+
+export function buildServer(ctx: HttpContext, extraRoutes: readonly RouteRegistrar[] = []): FastifyInstance {
+  const logger: FastifyBaseLogger = ctx.log.child({ component: 'http' });
+  const app = Fastify({
+    loggerInstance: logger,
+    disableRequestLogging: true,
+    bodyLimit: ctx.config.http.body_limit,
+  });
+  app.setErrorHandler((error, request, reply) => {
+    if (error instanceof HttpError) {
+      return reply.status(error.status).send({ code: error.code, message: error.message, ...error.details });
+    }
+    const {
+      statusCode: status,
+      code = 'bad_request',
+      message,
+    } = error as { statusCode?: number; code?: string; message: string };
+    if (status && status >= 400 && status < 500) {
+      return reply.status(status).send({ code: code.toLowerCase(), message });
+    }
+    request.log.error({ err: error, url: request.url }, 'request failed');
+    return reply.status(500).send({ code: 'internal_error', message: 'internal error; see the daemon log' });
+  });
+  app.setNotFoundHandler((request, reply) =>
+    reply
+      .status(404)
+      .send({ code: 'not_found', message: `no route ${request.method} ${request.url.split('?')[0]}` }),
+  );
+  for (const register of [registerHealthRoutes, registerAssetRoutes, registerEventRoutes, ...extraRoutes]) {
+    register(app, ctx);
+  }
+  return app;
+}

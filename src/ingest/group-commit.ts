@@ -1,0 +1,121 @@
+import { backoffMs } from '../index/transient.js';
+
+export interface GroupCommitOptions<T, R> {
+  /** Commits items in one transaction; returns one result per item, in order. */
+  readonly commit: (items: T[]) => Promise<R[]>;
+  readonly isTransient: (error: unknown) => boolean;
+  readonly maxBatch: number;
+  readonly maxWaitMs: number;
+  /** Transactions in flight at once; more batches wait and grow meanwhile. */
+  readonly maxInFlight: number;
+  readonly onRetry?: (error: unknown, attempt: number, size: number) => void;
+  readonly onCommit?: (size: number, seconds: number) => void;
+}
+
+interface Pending<T, R> {
+  readonly item: T;
+  readonly resolve: (result: R) => void;
+  readonly reject: (error: unknown) => void;
+}
+
+/**
+ * Group commit: callers add one item each and wait; items are committed together when a batch is
+ * full or after maxWaitMs. Transient failures are retried with backoff for as long as it takes
+ * (the callers' jobs stay active meanwhile); any other failure splits the batch, so one poisoned
+ * item fails alone. After abandon(), waiting callers are left unsettled: their jobs go back to the
+ * queue by lock expiry, never failed.
+ */
+export class GroupCommitter<T, R> {
+  private pending: Pending<T, R>[] = [];
+  private timer: NodeJS.Timeout | undefined;
+  private inFlight = 0;
+  private closed = false;
+  private readonly drained = new Set<() => void>();
+  private wakeSleepers = new Set<() => void>();
+
+  constructor(private readonly options: GroupCommitOptions<T, R>) {}
+
+  add(item: T): Promise<R> {
+    if (this.closed) return new Promise(() => {});
+    return new Promise<R>((resolve, reject) => {
+      this.pending.push({ item, resolve, reject });
+      if (this.pending.length >= this.options.maxBatch) this.flush();
+      else this.timer ??= setTimeout(() => this.flush(), this.options.maxWaitMs);
+    });
+  }
+
+  get size(): number {
+    return this.pending.length + this.inFlight;
+  }
+
+  /** Commits everything added so far; resolves when nothing is pending or in flight. */
+  drain(): Promise<void> {
+    this.flush();
+    if (this.size === 0) return Promise.resolve();
+    return new Promise<void>((resolve) => this.drained.add(resolve));
+  }
+
+  /** Stops retrying and takes no more work; callers still waiting are never settled. */
+  abandon(): void {
+    this.closed = true;
+    clearTimeout(this.timer);
+    for (const wake of this.wakeSleepers) wake();
+  }
+
+  private flush(): void {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    while (!this.closed && this.pending.length > 0 && this.inFlight < this.options.maxInFlight) {
+      const batch = this.pending.splice(0, this.options.maxBatch);
+      this.inFlight++;
+      void this.run(batch).finally(() => {
+        this.inFlight--;
+        if (this.pending.length > 0) this.flush();
+        if (this.size === 0) {
+          for (const resolve of this.drained) resolve();
+          this.drained.clear();
+        }
+      });
+    }
+  }
+
+  private async run(batch: Pending<T, R>[]): Promise<void> {
+    for (let attempt = 0; !this.closed; attempt++) {
+      const started = performance.now();
+      try {
+        const results = await this.options.commit(batch.map((p) => p.item));
+        this.options.onCommit?.(batch.length, (performance.now() - started) / 1000);
+        batch.forEach((p, i) => {
+          p.resolve(results[i]!);
+        });
+        return;
+      } catch (error) {
+        if (this.options.isTransient(error)) {
+          this.options.onRetry?.(error, attempt, batch.length);
+          await this.sleep(backoffMs(attempt));
+          continue;
+        }
+        if (batch.length === 1) {
+          batch[0]!.reject(error);
+          return;
+        }
+        const half = Math.ceil(batch.length / 2);
+        await this.run(batch.slice(0, half));
+        await this.run(batch.slice(half));
+        return;
+      }
+    }
+  }
+
+  private sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const wake = () => {
+        clearTimeout(timer);
+        this.wakeSleepers.delete(wake);
+        resolve();
+      };
+      const timer = setTimeout(wake, ms);
+      this.wakeSleepers.add(wake);
+    });
+  }
+}

@@ -1,0 +1,115 @@
+import { type Job, Queue, Worker } from 'bullmq';
+import type { Config } from '../config.js';
+import { BadInputError } from '../core/errors.js';
+import { type NormalizedEvent, normalizeEvent } from '../core/events.js';
+import { type CommitOutcome, commitEvents } from '../index/commit.js';
+import type { Sql } from '../index/db.js';
+import { isTransient } from '../index/transient.js';
+import type { Logger } from '../log.js';
+import type { Metrics } from '../metrics.js';
+import { deadLetter } from './dead-letter.js';
+import { GroupCommitter } from './group-commit.js';
+import { redisConnection } from './redis.js';
+
+export type IngestResult =
+  | { status: 'committed'; asset: string; seq: number }
+  | { status: 'duplicate'; asset: string }
+  | { status: 'dead_lettered'; reason: string };
+
+export interface IngestWorker {
+  readonly worker: Worker;
+  /** Stops taking jobs, lets in-flight commits finish (bounded), then closes connections. */
+  close(timeoutMs: number): Promise<void>;
+}
+
+export function normalizeOptions(config: Config) {
+  return {
+    maxPayloadBytes: config.queue.max_payload_bytes,
+    assets: new Map(config.assets.map((a) => [a.name, { domain: a.domain, zone: a.zone }])),
+  };
+}
+
+/**
+ * The events queue consumer. Bad input is dead-lettered and the job completes (never retried);
+ * good events join a group commit and their job completes only once the event is committed.
+ */
+export function startIngestWorker(config: Config, sql: Sql, log: Logger, metrics: Metrics): IngestWorker {
+  const { queue } = config;
+  const options = normalizeOptions(config);
+  const connection = redisConnection(config.redis_url);
+  const dlq = new Queue(queue.dead_letter, { connection, prefix: queue.prefix });
+  const committer = new GroupCommitter<NormalizedEvent, CommitOutcome>({
+    commit: (events) => commitEvents(sql, events),
+    isTransient,
+    maxBatch: queue.batch_size,
+    maxWaitMs: queue.batch_wait,
+    maxInFlight: 2,
+    onCommit: (size, seconds) => {
+      metrics.batchSize.observe(size);
+      metrics.commitSeconds.observe(seconds);
+    },
+    onRetry: (error, attempt, size) => {
+      metrics.commitRetries.inc();
+      log.warn({ err: error, attempt, size }, 'group commit failed transiently; retrying');
+    },
+  });
+
+  const reject = async (job: Job, error: BadInputError): Promise<IngestResult> => {
+    await deadLetter(dlq, error, job);
+    metrics.eventsRejected.inc({ reason: error.reason });
+    log.warn({ job_id: job.id, reason: error.reason, message: error.message }, 'event dead-lettered');
+    return { status: 'dead_lettered', reason: error.reason };
+  };
+
+  const worker = new Worker<unknown, IngestResult>(
+    queue.name,
+    async (job) => {
+      let event: NormalizedEvent;
+      try {
+        event = normalizeEvent(job.data, options);
+      } catch (error) {
+        if (error instanceof BadInputError) return reject(job, error);
+        throw error;
+      }
+      const outcome = await committer.add(event);
+      if (outcome.status === 'rejected') return reject(job, outcome.error);
+      metrics.eventsIngested.inc({ status: outcome.status });
+      return outcome.status === 'committed'
+        ? { status: 'committed', asset: event.asset, seq: outcome.seq }
+        : { status: 'duplicate', asset: event.asset };
+    },
+    {
+      connection,
+      prefix: queue.prefix,
+      concurrency: queue.concurrency,
+      maxStalledCount: queue.max_stalled_count,
+      removeOnComplete: { count: 1000 },
+      removeOnFail: { count: 10_000 },
+    },
+  );
+  worker.on('error', (error) => log.error({ err: error }, 'events worker error'));
+  worker.on('failed', (job, error) => log.error({ job_id: job?.id, err: error }, 'event job failed'));
+
+  return {
+    worker,
+    async close(timeoutMs) {
+      const drained = (async () => {
+        await worker.pause(true);
+        await committer.drain();
+      })();
+      const timedOut = await Promise.race([
+        drained.then(() => false),
+        new Promise<boolean>((r) => setTimeout(() => r(true), timeoutMs).unref()),
+      ]);
+      if (timedOut) {
+        committer.abandon();
+        log.warn(
+          'in-flight events did not commit in time; their jobs return to the queue when their locks lapse',
+        );
+      }
+      await worker.close(timedOut);
+      await dlq.close();
+      connection.disconnect();
+    },
+  };
+}

@@ -1,0 +1,104 @@
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+
+/** Every metric the daemon exports, on a registry of its own (one per daemon instance). */
+export function createMetrics() {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  const registers = [registry];
+  return {
+    registry,
+    eventsIngested: new Counter({
+      name: 'coverage_rollup_events_ingested_total',
+      help: 'Events taken from the queue and committed to the index, by status (committed or duplicate)',
+      labelNames: ['status'] as const,
+      registers,
+    }),
+    eventsRejected: new Counter({
+      name: 'coverage_rollup_events_rejected_total',
+      help: 'Events refused as bad input (dead-lettered or answered 400), by reason',
+      labelNames: ['reason'] as const,
+      registers,
+    }),
+    batchSize: new Histogram({
+      name: 'coverage_rollup_commit_batch_size',
+      help: 'Events per group-commit transaction',
+      buckets: [1, 5, 10, 25, 50, 100, 250, 500, 1000, 2500],
+      registers,
+    }),
+    commitSeconds: new Histogram({
+      name: 'coverage_rollup_commit_seconds',
+      help: 'Duration of one group-commit transaction',
+      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+      registers,
+    }),
+    commitRetries: new Counter({
+      name: 'coverage_rollup_commit_retries_total',
+      help: 'Group commits retried after a transient PostgreSQL failure',
+      registers,
+    }),
+    queueDepth: new Gauge({
+      name: 'coverage_rollup_queue_depth',
+      help: 'Jobs in the events queue, by state',
+      labelNames: ['state'] as const,
+      registers,
+    }),
+    periods: new Gauge({
+      name: 'coverage_rollup_periods',
+      help: 'Materialised periods, by rollup and state',
+      labelNames: ['rollup', 'state'] as const,
+      registers,
+    }),
+    triggers: new Counter({
+      name: 'coverage_rollup_triggers_total',
+      help: 'Trigger decisions committed, by rollup, reason and target type',
+      labelNames: ['rollup', 'reason', 'target'] as const,
+      registers,
+    }),
+    periodsMissed: new Counter({
+      name: 'coverage_rollup_periods_missed_total',
+      help: 'Periods marked missed at their deadline',
+      labelNames: ['rollup'] as const,
+      registers,
+    }),
+    decisionSeconds: new Histogram({
+      name: 'coverage_rollup_decision_latency_seconds',
+      help: 'From the newest event a decision saw being ingested to the decision committing',
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+      registers,
+    }),
+    deliveries: new Counter({
+      name: 'coverage_rollup_deliveries_total',
+      help: 'Trigger delivery attempts, by target type and result (delivered, retry, failed)',
+      labelNames: ['target', 'result'] as const,
+      registers,
+    }),
+    leaseLeader: new Gauge({
+      name: 'coverage_rollup_lease_leader',
+      help: '1 while this instance holds the scheduler lease, else 0',
+      registers,
+    }),
+    leaseToken: new Gauge({
+      name: 'coverage_rollup_lease_token',
+      help: 'Fencing token of the held lease',
+      registers,
+    }),
+    leaseExpirySeconds: new Gauge({
+      name: 'coverage_rollup_lease_expiry_seconds',
+      help: 'Seconds until the held lease lapses unless renewed',
+      registers,
+    }),
+    leaseRenewals: new Counter({
+      name: 'coverage_rollup_lease_renewals_total',
+      help: 'Lease renewals, by result (ok or failed)',
+      labelNames: ['result'] as const,
+      registers,
+    }),
+    leaseLosses: new Counter({
+      name: 'coverage_rollup_lease_losses_total',
+      help: 'Times this instance stepped down from the lease',
+      registers,
+    }),
+  };
+}
+
+export type Metrics = ReturnType<typeof createMetrics>;
