@@ -42,7 +42,7 @@ CREATE TABLE segments (
   span int8range NOT NULL CHECK (NOT isempty(span)),
   version text,
   state text NOT NULL CHECK (state IN ('complete', 'replay_required')),
-  required_version text,
+  required_version text CHECK ((state = 'replay_required') = (required_version IS NOT NULL)),
   -- Disjointness is a database guarantee; its GiST index also serves the overlap queries.
   CONSTRAINT segments_disjoint EXCLUDE USING gist (asset_id WITH =, span WITH &&)
 );
