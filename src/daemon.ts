@@ -2,6 +2,7 @@ import { Queue } from 'bullmq';
 import type { FastifyInstance } from 'fastify';
 import type { Config } from './config.js';
 import { TokenAuth } from './http/auth.js';
+import { registerRollupRoutes } from './http/routes/rollups.js';
 import { buildServer } from './http/server.js';
 import { connect, ensureDatabase, type Sql } from './index/db.js';
 import { migrate } from './index/migrate.js';
@@ -9,6 +10,9 @@ import { redisConnection } from './ingest/redis.js';
 import { type IngestWorker, startIngestWorker } from './ingest/worker.js';
 import { type Logger, redactUrl } from './log.js';
 import { createMetrics, type Metrics } from './metrics.js';
+import { SchedulerLease } from './scheduler/lease.js';
+import { defineRollups } from './scheduler/rollups.js';
+import { Scheduler } from './scheduler/scheduler.js';
 
 export interface Daemon {
   readonly sql: Sql;
@@ -30,6 +34,7 @@ export async function startDaemon(config: Config, log: Logger): Promise<Daemon> 
     },
     'starting coverage-rollup',
   );
+  const rollups = defineRollups(config);
   await ensureDatabase(config.database_url, log);
   const sql = connect(config.database_url, { max: 20 });
   const closers: Array<() => Promise<void>> = [() => sql.end({ timeout: 5 })];
@@ -44,15 +49,72 @@ export async function startDaemon(config: Config, log: Logger): Promise<Daemon> 
     const ingest: IngestWorker = startIngestWorker(config, sql, log.child({ component: 'ingest' }), metrics);
     closers.unshift(() => ingest.close(config.shutdown_timeout));
 
-    const http = buildServer({
-      config,
-      sql,
-      eventsQueue,
-      redis,
-      log,
-      metrics,
-      auth: new TokenAuth(config.api_tokens, config.read_tokens),
-    });
+    const scheduling = config.scheduler.enabled && rollups.length > 0;
+    let schedulerStatus: (() => Record<string, unknown>) | undefined;
+    if (scheduling) {
+      // The lease has its own small pool so renewals never wait behind evaluation queries.
+      const leaseSql = connect(config.database_url, { max: 2, applicationName: 'coverage-rollup-lease' });
+      closers.push(() => leaseSql.end({ timeout: 5 }));
+      const lease = new SchedulerLease({
+        sql: leaseSql,
+        name: config.lease.name,
+        ttlMs: config.lease.ttl,
+        renewEveryMs: config.lease.renew_every,
+        retryEveryMs: config.lease.retry_every,
+        log: log.child({ component: 'lease' }),
+      });
+      const scheduler = new Scheduler({
+        sql,
+        redis,
+        queuePrefix: config.queue.prefix,
+        rollups,
+        fence: lease,
+        log: log.child({ component: 'scheduler' }),
+        metrics,
+        dispatchConcurrency: config.scheduler.dispatch_concurrency,
+      });
+      lease.onAcquired((token) => {
+        metrics.leaseLeader.set(1);
+        metrics.leaseToken.set(token);
+        scheduler.kick();
+      });
+      lease.onLost(() => metrics.leaseLeader.set(0));
+      await scheduler.start();
+      lease.start();
+      // Stop evaluating first, then release the lease so a standby takes over at once.
+      closers.unshift(async () => {
+        await scheduler.stop();
+        await lease.stop();
+      });
+      const reported = { renewals: 0, renewalFailures: 0, losses: 0 };
+      schedulerStatus = () => {
+        const status = lease.status();
+        metrics.leaseExpirySeconds.set((status.expiresInMs ?? 0) / 1000);
+        metrics.leaseRenewals.inc({ result: 'ok' }, status.renewals - reported.renewals);
+        metrics.leaseRenewals.inc({ result: 'failed' }, status.renewalFailures - reported.renewalFailures);
+        metrics.leaseLosses.inc(status.losses - reported.losses);
+        Object.assign(reported, {
+          renewals: status.renewals,
+          renewalFailures: status.renewalFailures,
+          losses: status.losses,
+        });
+        return { ...status, rollups: rollups.length };
+      };
+    }
+
+    const http = buildServer(
+      {
+        config,
+        sql,
+        eventsQueue,
+        redis,
+        log,
+        metrics,
+        auth: new TokenAuth(config.api_tokens, config.read_tokens),
+        ...(schedulerStatus ? { schedulerStatus } : {}),
+      },
+      [registerRollupRoutes(rollups)],
+    );
     const url = await http.listen({ host: config.http.host, port: config.http.port });
     closers.unshift(() => http.close());
     log.info({ url }, 'listening');

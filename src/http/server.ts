@@ -1,4 +1,4 @@
-import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
 import type { HttpContext } from './context.js';
 import { HttpError } from './errors.js';
 import { registerAssetRoutes } from './routes/assets.js';
@@ -11,7 +11,8 @@ export function buildServer(ctx: HttpContext, extraRoutes: readonly RouteRegistr
   const logger: FastifyBaseLogger = ctx.log.child({ component: 'http' });
   const app = Fastify({
     loggerInstance: logger,
-    disableRequestLogging: true,
+    // Per-request lines would drown the decision log; errors are logged by the handler below.
+    logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: ctx.config.http.body_limit,
   });
   app.setErrorHandler((error, request, reply) => {

@@ -65,14 +65,16 @@ async function commitAsset(
   const rows = candidates.map((i, n) => ({ event: events[i]!, seq: asset.last_seq + n + 1 }));
   const inserted = await tx<{ key: string; seq: number }[]>`
     insert into events (asset_id, seq, key, kind, lo, hi, start_text, end_text, version, event_id, produced_at, extra)
-    select ${asset.id}, * from unnest(
+    select ${asset.id}, seq, key, kind, lo, hi, start_text, end_text, version, event_id, produced_at, extra::jsonb
+    from unnest(
       ${rows.map((r) => r.seq)}::int8[], ${rows.map((r) => r.event.key)}::text[],
       ${rows.map((r) => r.event.kind)}::text[], ${rows.map((r) => r.event.start.value)}::int8[],
       ${rows.map((r) => r.event.end.value)}::int8[], ${rows.map((r) => r.event.start.text)}::text[],
       ${rows.map((r) => r.event.end.text)}::text[], ${rows.map((r) => r.event.version)}::text[],
       ${rows.map((r) => r.event.id)}::text[], ${rows.map((r) => r.event.producedAt)}::text[],
-      ${rows.map((r) => JSON.stringify(r.event.extra))}::jsonb[]
-    )
+      ${rows.map((r) => JSON.stringify(r.event.extra))}::text[]
+    ) as t(seq, key, kind, lo, hi, start_text, end_text, version, event_id, produced_at, extra)
+    -- JSON travels as text: postgres.js would encode a jsonb[] element as a JSON string.
     on conflict (asset_id, key) do nothing
     returning key, seq`;
   const seqOf = new Map(inserted.map((r) => [r.key, r.seq]));

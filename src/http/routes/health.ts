@@ -30,6 +30,7 @@ export function registerHealthRoutes(app: FastifyInstance, ctx: HttpContext): vo
   });
 
   app.get('/metrics', async (_request, reply) => {
+    ctx.schedulerStatus?.(); // brings the lease gauges and counters up to date
     try {
       const counts = await ctx.eventsQueue.getJobCounts(
         'waiting',

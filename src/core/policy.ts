@@ -1,0 +1,109 @@
+/**
+ * Coverage wait policies (SPEC §5): is a period satisfied, and what happens to it now. Pure:
+ * `now` and every timestamp are epoch milliseconds handed in by the caller.
+ */
+
+export type PeriodState = 'waiting' | 'settling' | 'triggered' | 'rerun_pending' | 'missed';
+export type TriggerReason = 'covered' | 'ratio' | 'deadline' | 'replay' | 'update' | 'manual';
+export type RerunRule = 'never' | 'on_replay' | 'on_update';
+
+export interface Policy {
+  /** Minimum complete share per upstream; with neither this nor maxMissing, full coverage. */
+  readonly ratio?: number | undefined;
+  /** Most that may be not complete per upstream, in the domain's units (µs for time). */
+  readonly maxMissing?: number | undefined;
+  readonly settleMs: number;
+  /** After the period's end; only for time rollups. */
+  readonly deadlineMs?: number | undefined;
+  readonly onDeadline: 'trigger' | 'miss';
+}
+
+export interface UpstreamFacts {
+  /** Complete measure / period measure. */
+  readonly ratio: number;
+  /** Period measure that is not complete (gaps and replay_required). */
+  readonly notComplete: number;
+}
+
+export interface PeriodFacts {
+  readonly state: PeriodState;
+  readonly generation: number;
+  /** When the period was first seen satisfied in its current unbroken run; null when it is not. */
+  readonly satisfiedSince: number | null;
+  /** When the newest completion touching the period was ingested; restarts settle. */
+  readonly lastChangeAt: number | null;
+  /** A rerun owed after a trigger, and why. */
+  readonly rerun: 'replay' | 'update' | null;
+  readonly manual: boolean;
+  /** The period's end as an instant (time rollups), for the deadline. */
+  readonly endMs: number | null;
+}
+
+export type Outcome =
+  | { readonly kind: 'trigger'; readonly reason: TriggerReason }
+  | { readonly kind: 'miss' }
+  | {
+      readonly kind: 'wait';
+      readonly state: PeriodState;
+      readonly satisfiedSince: number | null;
+      /** When to look again without new events (settle end or deadline); null for never. */
+      readonly dueAt: number | null;
+    };
+
+export type Satisfaction = 'full' | 'partial' | 'no';
+
+export function satisfaction(policy: Policy, upstreams: readonly UpstreamFacts[]): Satisfaction {
+  if (upstreams.length > 0 && upstreams.every((u) => u.notComplete === 0)) return 'full';
+  if (policy.ratio === undefined && policy.maxMissing === undefined) return 'no';
+  const ok = upstreams.every(
+    (u) =>
+      (policy.ratio === undefined || u.ratio >= policy.ratio) &&
+      (policy.maxMissing === undefined || u.notComplete <= policy.maxMissing),
+  );
+  return ok ? 'partial' : 'no';
+}
+
+export function decide(
+  policy: Policy,
+  facts: PeriodFacts,
+  upstreams: readonly UpstreamFacts[],
+  now: number,
+): Outcome {
+  if (facts.manual) return { kind: 'trigger', reason: 'manual' };
+  const satisfied = satisfaction(policy, upstreams);
+
+  if (facts.generation > 0) {
+    if (facts.rerun === null) return wait('triggered', null, null);
+    if (satisfied === 'no') return wait('rerun_pending', null, null);
+    return settle(policy, facts, now, facts.rerun, 'rerun_pending');
+  }
+  if (facts.state === 'missed') return wait('missed', null, null);
+  if (satisfied !== 'no')
+    return settle(policy, facts, now, satisfied === 'full' ? 'covered' : 'ratio', 'settling');
+
+  const deadline =
+    policy.deadlineMs !== undefined && facts.endMs !== null ? facts.endMs + policy.deadlineMs : null;
+  if (deadline !== null && now >= deadline) {
+    return policy.onDeadline === 'trigger' ? { kind: 'trigger', reason: 'deadline' } : { kind: 'miss' };
+  }
+  return wait('waiting', null, deadline);
+}
+
+/** Satisfied: trigger once it has been so, with no newer completion, for `settle`. */
+function settle(
+  policy: Policy,
+  facts: PeriodFacts,
+  now: number,
+  reason: TriggerReason,
+  settlingState: PeriodState,
+): Outcome {
+  const since = facts.satisfiedSince ?? now;
+  const quietSince = Math.max(since, facts.lastChangeAt ?? since);
+  const due = quietSince + policy.settleMs;
+  if (now >= due) return { kind: 'trigger', reason };
+  return wait(settlingState, since, due);
+}
+
+function wait(state: PeriodState, satisfiedSince: number | null, dueAt: number | null): Outcome {
+  return { kind: 'wait', state, satisfiedSince, dueAt };
+}

@@ -1,0 +1,93 @@
+import { formatPoint } from './bounds.js';
+import type { Coverage } from './coverage.js';
+import type { TriggerReason } from './policy.js';
+import type { Domain } from './types.js';
+
+/** SPEC §6 payload; field names are part of the contract. */
+export interface TriggerPayload {
+  rollup: string;
+  idempotency_key: string;
+  generation: number;
+  reason: TriggerReason;
+  period: { start: string | number; end: string | number; key: string };
+  upstreams: Record<
+    string,
+    {
+      ratio: number;
+      missing: Array<{ start: string | number; end: string | number }>;
+      replay_required: Array<{
+        start: string | number;
+        end: string | number;
+        version: string | null;
+        required_version: string;
+      }>;
+      versions: string[];
+    }
+  >;
+  decided_at: string;
+}
+
+/**
+ * Readable, deterministic and free of ':' (BullMQ refuses custom job ids with colons):
+ * `orders_daily@20250601T000000Z#1`, or `offsets@4096#2` for integer buckets.
+ */
+export function idempotencyKey(
+  rollup: string,
+  domain: Domain,
+  periodStart: number,
+  generation: number,
+): string {
+  return `${rollup}@${domain === 'time' ? compactTime(periodStart) : periodStart}#${generation}`;
+}
+
+function compactTime(micros: number): string {
+  const iso = new Date(Math.floor(micros / 1000)).toISOString(); // 2025-06-01T00:00:00.000Z
+  const sub = ((micros % 1_000_000) + 1_000_000) % 1_000_000;
+  const base = iso.slice(0, 19).replace(/[-:]/g, '');
+  return sub === 0 ? `${base}Z` : `${base}.${String(sub).padStart(6, '0')}Z`;
+}
+
+export interface PayloadInput {
+  readonly rollup: string;
+  readonly generation: number;
+  readonly reason: TriggerReason;
+  readonly period: { readonly start: string | number; readonly end: string | number; readonly key: string };
+  readonly periodStart: number;
+  readonly domain: Domain;
+  readonly upstreams: ReadonlyMap<string, { readonly domain: Domain; readonly coverage: Coverage | null }>;
+  readonly decidedAt: Date;
+}
+
+export function buildPayload(input: PayloadInput): TriggerPayload {
+  const upstreams: TriggerPayload['upstreams'] = {};
+  for (const [asset, { domain, coverage }] of input.upstreams) {
+    const point = (v: number) => formatPoint(domain, v);
+    upstreams[asset] = coverage
+      ? {
+          ratio: coverage.ratio,
+          missing: coverage.missing.map((m) => ({ start: point(m.start), end: point(m.end) })),
+          replay_required: coverage.replayRequired.map((r) => ({
+            start: point(r.start),
+            end: point(r.end),
+            version: r.version,
+            required_version: r.requiredVersion,
+          })),
+          versions: coverage.versions,
+        }
+      : {
+          ratio: 0,
+          missing: [{ start: input.period.start, end: input.period.end }],
+          replay_required: [],
+          versions: [],
+        };
+  }
+  return {
+    rollup: input.rollup,
+    idempotency_key: idempotencyKey(input.rollup, input.domain, input.periodStart, input.generation),
+    generation: input.generation,
+    reason: input.reason,
+    period: input.period,
+    upstreams,
+    decided_at: input.decidedAt.toISOString(),
+  };
+}

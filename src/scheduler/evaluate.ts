@@ -1,0 +1,324 @@
+import { type Coverage, projectCoverage } from '../core/coverage.js';
+import { normalize } from '../core/intervals.js';
+import { decide, type PeriodState, type UpstreamFacts } from '../core/policy.js';
+import type { Rollup } from '../core/rollup.js';
+import { buildPayload } from '../core/trigger.js';
+import type { Domain, Segment, SegmentState } from '../core/types.js';
+import type { Sql, Tx } from '../index/db.js';
+import type { Logger } from '../log.js';
+import type { Metrics } from '../metrics.js';
+import type { Fence } from './fence.js';
+
+interface PeriodRow {
+  lo: number;
+  hi: number;
+  key: string;
+  state: PeriodState;
+  generation: number;
+  satisfied_since: Date | null;
+  last_change_at: Date | null;
+  rerun: 'replay' | 'update' | null;
+  manual_requested: boolean;
+}
+
+interface UpstreamRow {
+  name: string;
+  domain: Domain;
+  last_seq: number;
+  covered_lo: number | null;
+  covered_hi: number | null;
+  lo: number | null;
+  hi: number | null;
+  version: string | null;
+  state: SegmentState | null;
+  required_version: string | null;
+}
+
+interface Upstream {
+  domain: Domain;
+  lastSeq: number;
+  extent: { start: number; end: number } | null;
+  segments: Segment[];
+}
+
+export interface EvaluationContext {
+  readonly sql: Sql;
+  readonly rollup: Rollup;
+  readonly target: unknown;
+  readonly fence: Fence;
+  readonly token: number;
+  readonly log: Logger;
+  readonly metrics: Metrics;
+}
+
+export interface Evaluation {
+  readonly evaluated: number;
+  readonly triggered: number;
+  /** The batch was full: there may be more periods to evaluate now. */
+  readonly more: boolean;
+}
+
+/**
+ * Evaluates the periods that need it (dirty, due or manually requested) and commits every state
+ * change, trigger decision and outbox row in one transaction fenced by the lease token.
+ */
+export async function evaluatePeriods(ctx: EvaluationContext, now: Date, limit: number): Promise<Evaluation> {
+  const { rollup } = ctx;
+  return ctx.sql.begin(async (tx) => {
+    const periods = await tx<PeriodRow[]>`
+      select lo, hi, key, state, generation, satisfied_since, last_change_at, rerun, manual_requested
+      from periods
+      where rollup_id = ${rollup.id} and (dirty or manual_requested or due_at <= ${now})
+      order by lo limit ${limit}
+      for update`;
+    if (periods.length === 0) return { evaluated: 0, triggered: 0, more: false };
+    const upstreams = await loadUpstreams(tx, rollup, periods);
+    const nowMs = now.getTime();
+    const updates: PeriodUpdate[] = [];
+    const triggers: TriggerRow[] = [];
+    for (const period of periods) {
+      const coverages = new Map<string, { domain: Domain; coverage: Coverage | null }>();
+      const facts: UpstreamFacts[] = rollup.upstream.map((name) => {
+        const u = upstreams.get(name);
+        const width = period.hi - period.lo;
+        if (!u) {
+          coverages.set(name, { domain: rollup.domain, coverage: null });
+          return { ratio: 0, notComplete: width };
+        }
+        const window = { start: period.lo, end: period.hi };
+        const segments = u.segments.filter((s) => s.end > period.lo && s.start < period.hi);
+        const coverage = projectCoverage({ window, segments, extent: u.extent, limit: 0 });
+        coverages.set(name, { domain: u.domain, coverage });
+        return { ratio: coverage.ratio, notComplete: width - coverage.complete };
+      });
+      const ratios = Object.fromEntries(rollup.upstream.map((name, i) => [name, facts[i]!.ratio]));
+      const ratio = Math.min(...facts.map((f) => f.ratio));
+      const outcome = decide(
+        rollup.policy,
+        {
+          state: period.state,
+          generation: period.generation,
+          satisfiedSince: period.satisfied_since?.getTime() ?? null,
+          lastChangeAt: period.last_change_at?.getTime() ?? null,
+          rerun: period.rerun,
+          manual: period.manual_requested,
+          endMs: rollup.domain === 'time' ? Math.floor(period.hi / 1000) : null,
+        },
+        facts,
+        nowMs,
+      );
+      const base = { lo: period.lo, oldGeneration: period.generation, ratio, ratios };
+      if (outcome.kind === 'trigger') {
+        const generation = period.generation + 1;
+        const payload = buildPayload({
+          rollup: rollup.id,
+          generation,
+          reason: outcome.reason,
+          period: {
+            start: rollup.calendar.formatPoint(period.lo),
+            end: rollup.calendar.formatPoint(period.hi),
+            key: period.key,
+          },
+          periodStart: period.lo,
+          domain: rollup.domain,
+          upstreams: coverages,
+          decidedAt: now,
+        });
+        const seqs = Object.fromEntries([...upstreams].map(([name, u]) => [name, u.lastSeq]));
+        updates.push({
+          ...base,
+          state: 'triggered',
+          generation,
+          reason: outcome.reason,
+          satisfiedSince: null,
+          dueAt: null,
+          seqs,
+        });
+        triggers.push({
+          lo: period.lo,
+          generation,
+          key: payload.idempotency_key,
+          reason: outcome.reason,
+          payload,
+        });
+        if (period.last_change_at)
+          ctx.metrics.decisionSeconds.observe((nowMs - period.last_change_at.getTime()) / 1000);
+      } else if (outcome.kind === 'miss') {
+        updates.push({
+          ...base,
+          state: 'missed',
+          generation: period.generation,
+          reason: null,
+          satisfiedSince: null,
+          dueAt: null,
+          seqs: null,
+        });
+      } else {
+        updates.push({
+          ...base,
+          state: outcome.state,
+          generation: period.generation,
+          reason: null,
+          satisfiedSince: outcome.satisfiedSince,
+          dueAt: outcome.dueAt,
+          seqs: null,
+        });
+      }
+    }
+    await ctx.fence.verify(tx, ctx.token);
+    await writeUpdates(tx, rollup.id, updates, now);
+    await writeTriggers(tx, rollup.id, triggers, ctx.target, ctx.token, now);
+    logDecisions(ctx, updates, triggers, periods);
+    return { evaluated: periods.length, triggered: triggers.length, more: periods.length === limit };
+  });
+}
+
+/** Each upstream's newest seq, extent and the segments overlapping the periods, in one snapshot. */
+async function loadUpstreams(
+  tx: Tx,
+  rollup: Rollup,
+  periods: readonly PeriodRow[],
+): Promise<Map<string, Upstream>> {
+  const ranges = normalize(periods.map((p) => ({ start: p.lo, end: p.hi })));
+  const rows = await tx<UpstreamRow[]>`
+    select a.name, a.domain, a.last_seq, a.covered_lo, a.covered_hi, s.lo, s.hi, s.version, s.state, s.required_version
+    from assets a
+    left join lateral (
+      select distinct on (seg.id) lower(seg.span) as lo, upper(seg.span) as hi, seg.version, seg.state, seg.required_version
+      from unnest(${ranges.map((r) => r.start)}::int8[], ${ranges.map((r) => r.end)}::int8[]) as r(lo, hi)
+      join segments seg on seg.asset_id = a.id and seg.span && int8range(r.lo, r.hi)
+    ) s on true
+    where a.name = any(${rollup.upstream as string[]}::text[])`;
+  const upstreams = new Map<string, Upstream>();
+  for (const r of rows) {
+    let u = upstreams.get(r.name);
+    if (!u) {
+      const extent =
+        r.covered_lo !== null && r.covered_hi !== null ? { start: r.covered_lo, end: r.covered_hi } : null;
+      u = { domain: r.domain, lastSeq: r.last_seq, extent, segments: [] };
+      upstreams.set(r.name, u);
+    }
+    if (r.lo !== null && r.hi !== null && r.state !== null) {
+      u.segments.push({
+        start: r.lo,
+        end: r.hi,
+        version: r.version,
+        state: r.state,
+        requiredVersion: r.required_version,
+      });
+    }
+  }
+  return upstreams;
+}
+
+interface PeriodUpdate {
+  lo: number;
+  oldGeneration: number;
+  generation: number;
+  state: PeriodState;
+  reason: string | null;
+  ratio: number;
+  ratios: Record<string, number>;
+  satisfiedSince: number | null;
+  dueAt: number | null;
+  seqs: Record<string, number> | null;
+}
+
+interface TriggerRow {
+  lo: number;
+  generation: number;
+  key: string;
+  reason: string;
+  payload: unknown;
+}
+
+const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
+
+async function writeUpdates(
+  tx: Tx,
+  rollupId: string,
+  updates: readonly PeriodUpdate[],
+  now: Date,
+): Promise<void> {
+  const written = await tx`
+    update periods p set
+      state = u.state,
+      generation = u.generation,
+      ratio = u.ratio,
+      ratios = u.ratios::jsonb,
+      satisfied_since = u.satisfied_since,
+      due_at = u.due_at,
+      dirty = false,
+      manual_requested = case when u.generation > p.generation then false else p.manual_requested end,
+      rerun = case when u.generation > p.generation then null else p.rerun end,
+      reason = coalesce(u.reason, p.reason),
+      triggered_at = case when u.generation > p.generation then ${now} else p.triggered_at end,
+      trigger_seqs = coalesce(u.seqs::jsonb, p.trigger_seqs),
+      updated_at = now()
+    from unnest(
+      ${updates.map((u) => u.lo)}::int8[], ${updates.map((u) => u.oldGeneration)}::int4[],
+      ${updates.map((u) => u.generation)}::int4[], ${updates.map((u) => u.state)}::text[],
+      ${updates.map((u) => u.reason)}::text[], ${updates.map((u) => u.ratio)}::float8[],
+      ${updates.map((u) => JSON.stringify(u.ratios))}::text[], ${updates.map((u) => iso(u.satisfiedSince))}::timestamptz[],
+      ${updates.map((u) => iso(u.dueAt))}::timestamptz[], ${updates.map((u) => (u.seqs ? JSON.stringify(u.seqs) : null))}::text[]
+    ) as u(lo, old_generation, generation, state, reason, ratio, ratios, satisfied_since, due_at, seqs)
+    where p.rollup_id = ${rollupId} and p.lo = u.lo and p.generation = u.old_generation`;
+  if (written.count !== updates.length) {
+    throw new Error(`period generations moved under evaluation of ${rollupId}; retrying`);
+  }
+}
+
+async function writeTriggers(
+  tx: Tx,
+  rollupId: string,
+  triggers: readonly TriggerRow[],
+  target: unknown,
+  token: number,
+  now: Date,
+): Promise<void> {
+  if (triggers.length === 0) return;
+  await tx`
+    insert into triggers (rollup_id, period_lo, generation, idempotency_key, reason, lease_token, target, payload, decided_at)
+    select ${rollupId}, t.lo, t.generation, t.key, t.reason, ${token}, ${tx.json(target as never)}, t.payload::jsonb, ${now}
+    from unnest(
+      ${triggers.map((t) => t.lo)}::int8[], ${triggers.map((t) => t.generation)}::int4[],
+      ${triggers.map((t) => t.key)}::text[], ${triggers.map((t) => t.reason)}::text[],
+      ${triggers.map((t) => JSON.stringify(t.payload))}::text[]
+    ) as t(lo, generation, key, reason, payload)`;
+}
+
+function logDecisions(
+  ctx: EvaluationContext,
+  updates: readonly PeriodUpdate[],
+  triggers: readonly TriggerRow[],
+  periods: readonly PeriodRow[],
+): void {
+  const keyOf = new Map(periods.map((p) => [p.lo, p.key]));
+  const wasMissed = new Set(periods.filter((p) => p.state === 'missed').map((p) => p.lo));
+  for (const t of triggers) {
+    ctx.metrics.triggers.inc({ rollup: ctx.rollup.id, reason: t.reason, target: targetType(ctx.target) });
+    ctx.log.info(
+      {
+        rollup: ctx.rollup.id,
+        period: keyOf.get(t.lo),
+        generation: t.generation,
+        reason: t.reason,
+        idempotency_key: t.key,
+        lease_token: ctx.token,
+      },
+      'triggered',
+    );
+  }
+  for (const u of updates) {
+    if (u.state !== 'missed' || wasMissed.has(u.lo)) continue;
+    ctx.metrics.periodsMissed.inc({ rollup: ctx.rollup.id });
+    ctx.log.warn(
+      { rollup: ctx.rollup.id, period: keyOf.get(u.lo), ratio: u.ratio },
+      'period missed its deadline',
+    );
+  }
+}
+
+function targetType(target: unknown): string {
+  return (target as { type?: string } | null)?.type ?? 'unknown';
+}

@@ -1,0 +1,34 @@
+import { type Config, ConfigError } from '../config.js';
+import { defineRollup, RollupDefinitionError } from '../core/rollup.js';
+import type { RollupRuntime } from './scheduler.js';
+
+/** Builds every configured rollup, or fails start-up naming the field and what is wrong. */
+export function defineRollups(config: Config): RollupRuntime[] {
+  const declared = new Map(config.assets.map((a) => [a.name, a.domain]));
+  return config.rollups.map((spec, i) => {
+    const at = (field: string) => `rollups.${i}.${field} (${spec.id})`;
+    try {
+      const rollup = defineRollup(spec);
+      if (rollup.domain === 'integer' && spec.target.type === 'airflow') {
+        throw new RollupDefinitionError(
+          'target',
+          'an airflow target needs a time rollup (a data interval of instants)',
+        );
+      }
+      for (const asset of rollup.upstream) {
+        const domain = declared.get(asset);
+        if (domain && domain !== rollup.domain) {
+          throw new RollupDefinitionError(
+            'upstream',
+            `asset ${asset} is declared ${domain} but this rollup is ${rollup.domain}`,
+          );
+        }
+      }
+      return { rollup, config: spec };
+    } catch (error) {
+      if (error instanceof RollupDefinitionError)
+        throw new ConfigError(`invalid configuration:\n  ${at(error.field)}: ${error.message}`);
+      throw error;
+    }
+  });
+}

@@ -1,0 +1,38 @@
+import type { TriggerPayload } from '../../core/trigger.js';
+
+export type DeliveryResult =
+  | { readonly ok: true }
+  /** retry: a transient failure (5xx, network, timeout); otherwise give up and record it. */
+  | { readonly ok: false; readonly retry: boolean; readonly error: string };
+
+export interface Target {
+  deliver(payload: TriggerPayload): Promise<DeliveryResult>;
+  close(): Promise<void>;
+}
+
+/** 2xx delivered; 408, 429 and 5xx worth retrying; any other status is final. */
+export function resultOfStatus(status: number, body: string): DeliveryResult {
+  if (status >= 200 && status < 300) return { ok: true };
+  const error = `HTTP ${status}: ${body.slice(0, 300)}`;
+  return { ok: false, retry: status >= 500 || status === 408 || status === 429, error };
+}
+
+export async function postJson(
+  url: string,
+  body: unknown,
+  headers: Record<string, string>,
+  timeoutMs: number,
+): Promise<{ status: number; text: string } | { error: string }> {
+  try {
+    const response = await fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...headers },
+      body: JSON.stringify(body),
+      signal: AbortSignal.timeout(timeoutMs),
+    });
+    return { status: response.status, text: await response.text() };
+  } catch (error) {
+    const cause = (error as { cause?: { code?: string } }).cause?.code;
+    return { error: `${(error as Error).name}: ${(error as Error).message}${cause ? ` (${cause})` : ''}` };
+  }
+}

@@ -1,0 +1,115 @@
+import type { Rollup } from '../core/rollup.js';
+import type { Sql, Tx } from '../index/db.js';
+
+interface EventRow {
+  seq: number;
+  kind: 'completion' | 'replay_requirement';
+  lo: number;
+  hi: number;
+  ingested_at: Date;
+}
+
+interface Touch {
+  hi: number;
+  key: string;
+  lastChangeAt: Date | null;
+  completionSeq: number;
+  replaySeq: number;
+}
+
+/**
+ * Follows each upstream's event log from the rollup's cursor and marks every period an event
+ * touches: dirty (to be evaluated), its newest change time (restarts settle) and, for a triggered
+ * period, a rerun when the event is newer than what its last trigger saw. The marks and the
+ * cursor advance commit together, so a crash neither loses nor repeats a mark.
+ * Returns the number of events read (0 when caught up).
+ */
+export async function markTouchedPeriods(sql: Sql, rollup: Rollup, batch: number): Promise<number> {
+  let read = 0;
+  for (const asset of rollup.upstream) {
+    read += await sql.begin(async (tx) => {
+      const [cursor] = await tx<{ seq: number; asset_id: number | null; last_seq: number | null }[]>`
+        insert into rollup_cursors (rollup_id, asset_name) values (${rollup.id}, ${asset})
+        on conflict (rollup_id, asset_name) do update set seq = rollup_cursors.seq
+        returning seq,
+          (select id from assets where name = ${asset}) as asset_id,
+          (select last_seq from assets where name = ${asset}) as last_seq`;
+      if (!cursor || cursor.asset_id === null || (cursor.last_seq ?? 0) <= cursor.seq) return 0;
+      const events = await tx<EventRow[]>`
+        select seq, kind, lo, hi, ingested_at from events
+        where asset_id = ${cursor.asset_id} and seq > ${cursor.seq}
+        order by seq limit ${batch}`;
+      if (events.length === 0) return 0;
+      const touches = touchedPeriods(rollup, events);
+      if (touches.size > 0) await markPeriods(tx, rollup, asset, touches);
+      await tx`
+        update rollup_cursors set seq = ${events.at(-1)!.seq}
+        where rollup_id = ${rollup.id} and asset_name = ${asset}`;
+      return events.length;
+    });
+  }
+  return read;
+}
+
+function touchedPeriods(rollup: Rollup, events: readonly EventRow[]): Map<number, Touch> {
+  const touches = new Map<number, Touch>();
+  for (const e of events) {
+    const start = Math.max(e.lo, rollup.begin);
+    if (e.hi <= start) continue;
+    for (const p of rollup.calendar.periodsOverlapping({ start, end: e.hi })) {
+      const t = touches.get(p.start) ?? {
+        hi: p.end,
+        key: p.key,
+        lastChangeAt: null,
+        completionSeq: 0,
+        replaySeq: 0,
+      };
+      if (e.kind === 'completion') {
+        t.completionSeq = Math.max(t.completionSeq, e.seq);
+        if (!t.lastChangeAt || e.ingested_at > t.lastChangeAt) t.lastChangeAt = e.ingested_at;
+      } else {
+        t.replaySeq = Math.max(t.replaySeq, e.seq);
+      }
+      touches.set(p.start, t);
+    }
+  }
+  return touches;
+}
+
+async function markPeriods(
+  tx: Tx,
+  rollup: Rollup,
+  asset: string,
+  touches: Map<number, Touch>,
+): Promise<void> {
+  const los = [...touches.keys()];
+  const ts = [...touches.values()];
+  // Periods beyond the materialised range exist as soon as an event touches them.
+  await tx`
+    insert into periods (rollup_id, lo, hi, key)
+    select ${rollup.id}, * from unnest(${los}::int8[], ${ts.map((t) => t.hi)}::int8[], ${ts.map((t) => t.key)}::text[])
+    on conflict do nothing`;
+  const triggered = await tx<{ lo: number; seen: number | null }[]>`
+    select lo, (trigger_seqs ->> ${asset})::int8 as seen from periods
+    where rollup_id = ${rollup.id} and lo = any(${los}::int8[]) and generation > 0`;
+  const seenOf = new Map(triggered.map((r) => [r.lo, r.seen ?? 0]));
+  const reruns = los.map((lo, i) => {
+    const seen = seenOf.get(lo);
+    const t = ts[i]!;
+    if (seen === undefined || rollup.rerun === 'never') return null;
+    if (t.replaySeq > seen) return 'replay';
+    if (rollup.rerun === 'on_update' && t.completionSeq > seen) return 'update';
+    return null;
+  });
+  await tx`
+    update periods p set
+      dirty = true,
+      last_change_at = greatest(p.last_change_at, u.changed_at),
+      rerun = coalesce(p.rerun, u.rerun),
+      state = case when u.rerun is not null and p.state = 'triggered' then 'rerun_pending' else p.state end,
+      updated_at = now()
+    from unnest(
+      ${los}::int8[], ${ts.map((t) => t.lastChangeAt?.toISOString() ?? null)}::timestamptz[], ${reruns}::text[]
+    ) as u(lo, changed_at, rerun)
+    where p.rollup_id = ${rollup.id} and p.lo = u.lo`;
+}
