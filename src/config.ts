@@ -48,7 +48,7 @@ const targetSchema = z.discriminatedUnion('type', [
 ]);
 
 const policySchema = z.strictObject({
-  ratio: z.number().gt(0).lte(1).default(1),
+  ratio: z.number().gt(0).lte(1).optional(),
   max_missing: z.union([isoDuration, z.number().int().nonnegative()]).optional(),
   settle: isoDuration.default(0),
   deadline: isoDuration.optional(),

@@ -1,0 +1,75 @@
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig, parseConfig } from '../../src/config.js';
+import { defineRollups } from '../../src/scheduler/rollups.js';
+
+describe('configuration', () => {
+  it('serves defaults with no file', () => {
+    const config = loadConfig({ env: {} });
+    expect(config.queue.name).toBe('asset-events');
+    expect(config.queue.dead_letter).toBe('asset-events-dead');
+    expect(config.http.port).toBe(8080);
+    expect(config.rollups).toEqual([]);
+  });
+
+  it('takes environment overrides over the file', () => {
+    const config = loadConfig({
+      path: 'config/example.yaml',
+      env: {
+        DATABASE_URL: 'postgres://db/x',
+        REDIS_URL: 'redis://r:1',
+        PORT: '9999',
+        LOG_LEVEL: 'warn',
+        API_TOKENS: 'aaaaaaaaaaaaaaaa, bbbbbbbbbbbbbbbb',
+      },
+    });
+    expect(config.database_url).toBe('postgres://db/x');
+    expect(config.redis_url).toBe('redis://r:1');
+    expect(config.http.port).toBe(9999);
+    expect(config.log_level).toBe('warn');
+    expect(config.api_tokens).toEqual(['aaaaaaaaaaaaaaaa', 'bbbbbbbbbbbbbbbb']);
+  });
+
+  it('accepts the example file and every rollup in it', () => {
+    const config = loadConfig({ path: 'config/example.yaml', env: {} });
+    expect(defineRollups(config).map((r) => r.rollup.id)).toEqual([
+      'orders_hourly',
+      'orders_daily',
+      'clicks_compaction',
+    ]);
+  });
+
+  it.each([
+    [{ http: { port: 'x' } }, 'http.port'],
+    [{ queue: { concurrency: 0 } }, 'queue.concurrency'],
+    [{ lease: { ttl: 'PT2S', renew_every: 'PT2S' } }, 'lease.renew_every: must be at most half of lease.ttl'],
+    [{ lease: { ttl: 'fifteen seconds' } }, 'lease.ttl: expected an ISO 8601 duration'],
+    [{ log_level: 'loud' }, 'log_level'],
+    [{ unknown_key: 1 }, 'Unrecognized key'],
+    [{ assets: [{ name: 'a', zone: 'Mars/Olympus' }] }, 'assets.0.zone: expected an IANA time zone'],
+  ])('refuses %j naming the field', (raw, message) => {
+    expect(() => parseConfig(raw)).toThrow(ConfigError);
+    expect(() => parseConfig(raw)).toThrow(message);
+  });
+
+  it('refuses a bad PORT from the environment', () => {
+    expect(() => loadConfig({ env: { PORT: 'eighty' } })).toThrow(/http\.port/);
+  });
+
+  it('refuses rollups it cannot build, naming the rollup and field', () => {
+    const rollup = { id: 'r', upstream: ['a'], begin: '2025-01-01', target: { type: 'queue', queue: 'q' } };
+    expect(() => defineRollups(parseConfig({ rollups: [{ ...rollup, every: 'fortnightly' }] }))).toThrow(
+      /rollups\.0\.every \(r\)/,
+    );
+    expect(() =>
+      defineRollups(
+        parseConfig({ rollups: [{ ...rollup, every: 10, begin: 0, policy: { deadline: 'PT1H' } }] }),
+      ),
+    ).toThrow(/policy\.deadline/);
+    expect(() => parseConfig({ rollups: [rollup, rollup].map((r) => ({ ...r, every: 'day' })) })).toThrow(
+      /duplicate id r/,
+    );
+    expect(() => parseConfig({ rollups: [{ ...rollup, id: 'a:b', every: 'day' }] })).toThrow(
+      /rollups\.0\.id/,
+    );
+  });
+});
