@@ -1,0 +1,299 @@
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
+import { performance } from 'node:perf_hooks';
+import type { Sql, Tx } from '../index/db.js';
+import type { Logger } from '../log.js';
+import { type Fence, LeaseLostError } from './fence.js';
+import { acquireLease, bounded, checkLease, releaseLease, renewLease } from './lease-sql.js';
+
+export interface SchedulerLeaseOptions {
+  /** Best a small pool of its own, so renewals never queue behind busy evaluation. */
+  readonly sql: Sql;
+  readonly name: string;
+  readonly ttlMs: number;
+  readonly renewEveryMs: number;
+  readonly retryEveryMs: number;
+  readonly holderId?: string;
+  readonly log: Logger;
+  /** Monotonic milliseconds (default performance.now); tests jump it to simulate a paused process. */
+  readonly now?: () => number;
+  /** Each lease statement is cancelled after this long; default min(renewEvery, ttl / 3). */
+  readonly statementTimeoutMs?: number;
+  /** How long before the database expiry this process stops by its own clock; default ttl / 5. */
+  readonly safetyMarginMs?: number;
+}
+
+export interface LeaseStatus {
+  readonly name: string;
+  readonly holder: string;
+  readonly role: 'leader' | 'standby' | 'stopped';
+  readonly token: number | null;
+  /** Until the local deadline: this process stops triggering then unless a renewal succeeds first. */
+  readonly expiresInMs: number | null;
+  readonly acquisitions: number;
+  readonly renewals: number;
+  readonly renewalFailures: number;
+  /** Step-downs other than a clean release. */
+  readonly losses: number;
+  readonly lastError: string | null;
+}
+
+interface Held {
+  readonly token: number;
+  readonly controller: AbortController;
+  readonly view: { readonly token: number; readonly signal: AbortSignal };
+  /** Monotonic time the last successful acquire or renew statement was sent. */
+  sentAt: number;
+  /** sentAt + ttl - margin: the database expiry is later, since the statement ran after it was sent. */
+  deadline: number;
+}
+
+/**
+ * The scheduler lease (SPEC §7): one leader per name, renewed in the background, fenced by a token.
+ * Lost on a failed, empty or late renewal; a clean stop() releases it so a standby takes over.
+ */
+export class SchedulerLease implements Fence {
+  readonly holder: string;
+  private readonly sql: Sql;
+  private readonly name: string;
+  private readonly ttlMs: number;
+  private readonly renewEveryMs: number;
+  private readonly retryEveryMs: number;
+  private readonly timeoutMs: number;
+  private readonly marginMs: number;
+  private readonly log: Logger;
+  private readonly now: () => number;
+  private running = false;
+  private held: Held | null = null;
+  private timer: NodeJS.Timeout | undefined;
+  private deadlineTimer: NodeJS.Timeout | undefined;
+  private inflight: Promise<void> | undefined;
+  private acquireFailing = false;
+  private lastError: string | null = null;
+  private readonly counts = { acquisitions: 0, renewals: 0, renewalFailures: 0, losses: 0 };
+  private readonly acquiredListeners = new Set<(token: number) => void>();
+  private readonly lostListeners = new Set<(reason: string) => void>();
+
+  constructor(o: SchedulerLeaseOptions) {
+    this.sql = o.sql;
+    this.name = o.name;
+    this.ttlMs = o.ttlMs;
+    this.renewEveryMs = o.renewEveryMs;
+    this.retryEveryMs = o.retryEveryMs;
+    this.timeoutMs = o.statementTimeoutMs ?? Math.min(o.renewEveryMs, o.ttlMs / 3);
+    this.marginMs = o.safetyMarginMs ?? o.ttlMs / 5;
+    this.holder = o.holderId ?? `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
+    this.log = o.log.child({ lease: o.name });
+    this.now = o.now ?? (() => performance.now());
+    if (!(this.renewEveryMs > 0 && this.retryEveryMs > 0 && this.timeoutMs > 0 && this.marginMs >= 0))
+      throw new RangeError('lease intervals must be positive');
+    if (this.renewEveryMs >= this.ttlMs - this.marginMs)
+      throw new RangeError(`lease renew_every must be well below ttl (${this.ttlMs} ms)`);
+  }
+
+  /** Starts competing for the lease: the first attempt is immediate. */
+  start(): void {
+    if (this.running) return;
+    this.running = true;
+    this.schedule(0);
+  }
+
+  /** Stops renewing and retrying; releases a held lease so a standby takes over at once. */
+  async stop(): Promise<void> {
+    this.running = false;
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    await this.inflight;
+    const held = this.held;
+    if (!held) return;
+    this.stepDown(held, 'released', false);
+    try {
+      const rows = await bounded(this.timeoutMs, releaseLease(this.sql, this.name, this.holder, held.token));
+      this.log.info({ fencingToken: held.token, released: rows.length > 0 }, 'released the scheduler lease');
+    } catch (error) {
+      this.log.warn({ err: error }, 'could not release the scheduler lease; it lapses at its expiry');
+    }
+  }
+
+  current(): { readonly token: number; readonly signal: AbortSignal } | null {
+    const held = this.held;
+    if (!held) return null;
+    if (this.now() >= held.deadline) {
+      this.expireLocally(held);
+      return null;
+    }
+    return held.view;
+  }
+
+  async verify(tx: Tx, token: number): Promise<void> {
+    const local = this.current();
+    if (local?.token !== token)
+      throw new LeaseLostError(
+        `scheduler lease ${this.name}: token ${token} is not this process's current lease`,
+      );
+    if (!(await checkLease(tx, this.name, token)))
+      throw new LeaseLostError(
+        `scheduler lease ${this.name}: token ${token} is stale or expired in the database`,
+      );
+  }
+
+  status(): LeaseStatus {
+    this.current(); // notices a passed deadline
+    const held = this.held;
+    return {
+      name: this.name,
+      holder: this.holder,
+      role: held ? 'leader' : this.running ? 'standby' : 'stopped',
+      token: held?.token ?? null,
+      expiresInMs: held ? Math.max(0, Math.round(held.deadline - this.now())) : null,
+      ...this.counts,
+      lastError: this.lastError,
+    };
+  }
+
+  /** Called with the new token after each acquisition. Returns an unsubscribe function. */
+  onAcquired(listener: (token: number) => void): () => void {
+    this.acquiredListeners.add(listener);
+    return () => this.acquiredListeners.delete(listener);
+  }
+
+  /** Called after each step-down (current() is already null, its signal aborted), also on stop(). */
+  onLost(listener: (reason: string) => void): () => void {
+    this.lostListeners.add(listener);
+    return () => this.lostListeners.delete(listener);
+  }
+
+  private schedule(delayMs: number): void {
+    clearTimeout(this.timer);
+    if (!this.running) return;
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      // Deferred a microtask so `inflight` is set before step() runs (expireLocally() reads it).
+      const run: Promise<void> = Promise.resolve()
+        .then(() => this.step())
+        .catch((error) => this.log.error({ err: error }, 'scheduler lease step failed'))
+        .finally(() => {
+          if (this.inflight === run) this.inflight = undefined;
+        });
+      this.inflight = run;
+    }, delayMs);
+  }
+
+  private async step(): Promise<void> {
+    const held = this.held && this.current() ? this.held : null;
+    if (held) await this.renew(held);
+    else await this.acquire();
+    if (!this.running) return;
+    if (this.held) this.schedule(Math.max(0, this.held.sentAt + this.renewEveryMs - this.now()));
+    else this.schedule(held ? 0 : this.retryEveryMs); // just lost: try to reacquire at once
+  }
+
+  private async acquire(): Promise<void> {
+    const sentAt = this.now();
+    let token: number | undefined;
+    try {
+      [{ token } = { token: undefined }] = await bounded(
+        this.timeoutMs,
+        acquireLease(this.sql, this.name, this.holder, this.ttlMs),
+      );
+    } catch (error) {
+      this.lastError = (error as Error).message;
+      if (this.acquireFailing) this.log.debug({ err: error }, 'scheduler lease acquisition failed again');
+      else this.log.warn({ err: error }, 'scheduler lease acquisition failed; retrying');
+      this.acquireFailing = true;
+      return;
+    }
+    this.acquireFailing = false;
+    if (token === undefined) return; // another holder's lease is live: stay standby
+    if (!this.running) {
+      await bounded(this.timeoutMs, releaseLease(this.sql, this.name, this.holder, token)).catch(() => {});
+      return;
+    }
+    const deadline = sentAt + this.ttlMs - this.marginMs;
+    if (this.now() >= deadline) {
+      this.log.warn({ fencingToken: token }, 'scheduler lease acquired too late to use; retrying');
+      return;
+    }
+    const controller = new AbortController();
+    const view = Object.freeze({ token, signal: controller.signal });
+    const held: Held = { token, controller, view, sentAt, deadline };
+    this.held = held;
+    this.counts.acquisitions++;
+    this.armDeadline(held);
+    this.log.info({ fencingToken: token, holder: this.holder }, 'acquired the scheduler lease');
+    this.emit(this.acquiredListeners, token);
+  }
+
+  private async renew(held: Held): Promise<void> {
+    const sentAt = this.now();
+    let ok: boolean;
+    try {
+      const rows = await bounded(
+        this.timeoutMs,
+        renewLease(this.sql, this.name, this.holder, held.token, this.ttlMs),
+      );
+      ok = rows.length === 1;
+    } catch (error) {
+      this.counts.renewalFailures++;
+      this.lastError = (error as Error).message;
+      this.stepDown(held, `renewal failed: ${this.lastError}`, true);
+      return;
+    }
+    const deadline = sentAt + this.ttlMs - this.marginMs;
+    if (this.held !== held || !ok || this.now() >= deadline) {
+      this.counts.renewalFailures++;
+      this.stepDown(
+        held,
+        ok ? 'renewal answered too late' : 'renewal found the lease expired or taken',
+        true,
+      );
+      return;
+    }
+    this.counts.renewals++;
+    held.sentAt = sentAt;
+    held.deadline = deadline;
+    this.armDeadline(held);
+  }
+
+  /** Fires at the local deadline, however busy the rest of the process is with evaluation. */
+  private armDeadline(held: Held): void {
+    clearTimeout(this.deadlineTimer);
+    this.deadlineTimer = setTimeout(
+      () => {
+        if (this.held !== held) return;
+        if (this.now() >= held.deadline) this.expireLocally(held);
+        else this.armDeadline(held);
+      },
+      Math.max(1, Math.ceil(held.deadline - this.now())),
+    );
+  }
+
+  private expireLocally(held: Held): void {
+    const limit = Math.round(this.ttlMs - this.marginMs);
+    this.stepDown(held, `no renewal succeeded within ${limit} ms of sending the last one`, true);
+    if (!this.inflight) this.schedule(0);
+  }
+
+  private stepDown(held: Held, reason: string, lost: boolean): void {
+    if (this.held !== held) return;
+    this.held = null;
+    clearTimeout(this.deadlineTimer);
+    this.deadlineTimer = undefined;
+    held.controller.abort(new LeaseLostError(`scheduler lease ${this.name}: ${reason}`));
+    if (lost) {
+      this.counts.losses++;
+      this.log.warn({ fencingToken: held.token, reason }, 'lost the scheduler lease; stopped triggering');
+    }
+    this.emit(this.lostListeners, reason);
+  }
+
+  private emit<T>(listeners: Set<(value: T) => void>, value: T): void {
+    for (const listener of listeners) {
+      try {
+        listener(value);
+      } catch (error) {
+        this.log.error({ err: error }, 'scheduler lease listener threw');
+      }
+    }
+  }
+}
