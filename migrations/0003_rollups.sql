@@ -65,3 +65,4 @@ CREATE TABLE triggers (
   FOREIGN KEY (rollup_id, period_lo) REFERENCES periods (rollup_id, lo) ON DELETE CASCADE
 );
 CREATE INDEX triggers_undelivered ON triggers (next_attempt_at) WHERE delivered_at IS NULL AND failed_at IS NULL;
+CREATE INDEX triggers_latest ON triggers (rollup_id, decided_at DESC);

@@ -3,6 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Config } from './config.js';
 import { TokenAuth } from './http/auth.js';
 import { registerRollupRoutes } from './http/routes/rollups.js';
+import { registerStatusPage } from './http/routes/status-page.js';
 import { buildServer } from './http/server.js';
 import { connect, ensureDatabase, type Sql } from './index/db.js';
 import { migrate } from './index/migrate.js';
@@ -113,7 +114,7 @@ export async function startDaemon(config: Config, log: Logger): Promise<Daemon> 
         auth: new TokenAuth(config.api_tokens, config.read_tokens),
         ...(schedulerStatus ? { schedulerStatus } : {}),
       },
-      [registerRollupRoutes(rollups)],
+      [registerRollupRoutes(rollups), registerStatusPage(rollups)],
     );
     const url = await http.listen({ host: config.http.host, port: config.http.port });
     closers.unshift(() => http.close());

@@ -22,6 +22,7 @@ Commands:
                              enqueue one event on the events queue
   emit --file F              enqueue events from a JSON-lines file (- for stdin), one per line
   status [--json]            assets, rollups and the scheduler lease at a glance
+  demo [--serve]             a one-minute tour on a fresh demo database (config/demo.yaml)
 
 Options:
   -c, --config FILE          YAML config file (default: $COVERAGE_ROLLUP_CONFIG, else built-in defaults)

@@ -2,6 +2,7 @@
 import { parseArgs } from 'node:util';
 import { ConfigError } from '../config.js';
 import { runCheck } from './commands/check.js';
+import { runDemo } from './commands/demo.js';
 import { runEmit } from './commands/emit.js';
 import { runMigrate } from './commands/migrate.js';
 import { runStart } from './commands/start.js';
@@ -51,6 +52,8 @@ async function main(argv: string[]): Promise<number> {
       return runEmit(rest, values);
     case 'status':
       return runStatus(values);
+    case 'demo':
+      return runDemo(values);
     default:
       process.stderr.write(`coverage-rollup: unknown command "${command}"; see coverage-rollup --help\n`);
       return 2;

@@ -1,0 +1,152 @@
+import { join } from 'node:path';
+import { Queue, Worker } from 'bullmq';
+import postgres from 'postgres';
+import { loadConfig } from '../../config.js';
+import { toCoverageAnswer } from '../../core/coverage-answer.js';
+import type { TriggerPayload } from '../../core/trigger.js';
+import { startDaemon } from '../../daemon.js';
+import { type DemoEvent, demoScript, HOLE, REPROCESSED_HOUR } from '../../demo/producer.js';
+import { findAsset } from '../../index/assets.js';
+import { queryCoverage } from '../../index/coverage-query.js';
+import { redisConnection } from '../../ingest/redis.js';
+import { createLogger } from '../../log.js';
+import { packageRoot } from '../../paths.js';
+
+interface DemoOptions {
+  readonly config?: string | undefined;
+  readonly serve?: boolean | undefined;
+}
+
+const DAY = {
+  start: Date.parse('2025-05-31T22:00:00Z') * 1000,
+  end: Date.parse('2025-06-01T22:00:00Z') * 1000,
+};
+const print = (line: string) => process.stdout.write(`${line}\n`);
+
+/**
+ * A minute-long tour: a fresh demo database, the daemon, a simulated producer, and every trigger
+ * printed as the downstream worker receives it.
+ */
+export async function runDemo(values: DemoOptions): Promise<number> {
+  const config = loadConfig({ path: values.config ?? join(packageRoot(), 'config', 'demo.yaml') });
+  const log = createLogger(config.log_level);
+  await resetDemoState(config.database_url, config.redis_url, config.queue.prefix);
+  const daemon = await startDaemon(config, log);
+  const connection = redisConnection(config.redis_url);
+  const producer = new Queue(config.queue.name, { connection, prefix: config.queue.prefix });
+  const workerConnection = redisConnection(config.redis_url);
+  const received: TriggerPayload[] = [];
+  const downstream = new Worker<TriggerPayload>(
+    'demo-runs',
+    async (job) => {
+      const p = job.data;
+      received.push(p);
+      const ratios = Object.entries(p.upstreams)
+        .map(([a, u]) => `${a} ${u.ratio}`)
+        .join(', ');
+      print(
+        `  trigger  ${p.rollup.padEnd(14)} ${p.period.key.padEnd(14)} generation ${p.generation}  ${p.reason.padEnd(7)} (${ratios})`,
+      );
+    },
+    { connection: workerConnection, prefix: config.queue.prefix, concurrency: 1 },
+  );
+  const waitFor = async (what: string, done: () => boolean) => {
+    const deadline = Date.now() + 30_000;
+    while (!done()) {
+      if (Date.now() > deadline) throw new Error(`demo: timed out waiting for ${what}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  };
+  const send = (events: readonly DemoEvent[]) =>
+    producer.addBulk(events.map((data) => ({ name: 'event', data })));
+  const hourly = (generation: number) =>
+    received.filter((p) => p.rollup === 'orders_hourly' && p.generation === generation).length;
+
+  try {
+    const script = demoScript();
+    print(
+      `coverage-rollup demo: one Berlin day (2025-06-01) of 5-minute micro-batches for demo.orders and demo.payments`,
+    );
+    print(`  status page: ${daemon.url.replace('0.0.0.0', '127.0.0.1')}/`);
+    print(
+      `streaming the day hour by hour (the orders slice ${hhmm(HOLE.start)}-${hhmm(HOLE.end)} is held back):`,
+    );
+    for (const hour of script.hours) {
+      await send(hour);
+      await new Promise((r) => setTimeout(r, 120)); // pacing, so triggers show up as the day streams
+    }
+    await waitFor('23 hourly triggers', () => hourly(1) >= 23);
+    print(`late fill of the held-back ${hhmm(HOLE.start)}-${hhmm(HOLE.end)} orders slice:`);
+    await send(script.lateFill);
+    await waitFor(
+      'the hole hour and the daily trigger',
+      () => hourly(1) >= 24 && received.some((p) => p.rollup === 'sales_daily'),
+    );
+    print(
+      `orders ${hhmm(REPROCESSED_HOUR.start)}-${hhmm(REPROCESSED_HOUR.end)} reprocessed at v2 as one event (rerun: on_update):`,
+    );
+    await send([script.reprocess]);
+    await waitFor('the rerun', () => hourly(2) >= 1);
+
+    print('final coverage of 2025-06-01 (Europe/Berlin):');
+    for (const name of ['demo.orders', 'demo.payments']) {
+      const asset = (await findAsset(daemon.sql, name))!;
+      const answer = toCoverageAnswer(
+        name,
+        asset.domain,
+        DAY,
+        await queryCoverage(daemon.sql, asset, DAY, 1000),
+      );
+      const versions = [...new Set(answer.batches.map((b) => b.version))].join(', ');
+      print(
+        `  ${name.padEnd(14)} covered ${answer.covered}, ratio ${answer.ratio}, ${asset.event_count} events -> ${asset.segment_count} segments (versions ${versions})`,
+      );
+    }
+    print(`${received.length} triggers delivered to the demo-runs queue.`);
+    if (values.serve) {
+      print(`serving: open ${daemon.url.replace('0.0.0.0', '127.0.0.1')}/ (Ctrl-C to stop)`);
+      await new Promise<void>((resolve) => process.once('SIGINT', () => resolve()));
+    } else {
+      print(`run \`npm run demo -- --serve\` to keep the daemon and its status page up.`);
+    }
+    return 0;
+  } finally {
+    await downstream.close();
+    await producer.close();
+    connection.disconnect();
+    workerConnection.disconnect();
+    await daemon.stop();
+  }
+}
+
+function hhmm(ms: number): string {
+  return new Date(ms).toLocaleTimeString('en-GB', {
+    timeZone: 'Europe/Berlin',
+    hour: '2-digit',
+    minute: '2-digit',
+  });
+}
+
+/** Every run starts from nothing: the demo database is recreated and its queue keys deleted. */
+async function resetDemoState(databaseUrl: string, redisUrl: string, prefix: string): Promise<void> {
+  const url = new URL(databaseUrl);
+  const name = decodeURIComponent(url.pathname.slice(1));
+  url.pathname = '/postgres';
+  const admin = postgres(url.toString(), { max: 1, onnotice: () => {} });
+  try {
+    await admin`drop database if exists ${admin(name)} with (force)`;
+  } finally {
+    await admin.end();
+  }
+  const redis = redisConnection(redisUrl);
+  try {
+    let cursor = '0';
+    do {
+      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
+      cursor = next;
+      if (keys.length > 0) await redis.del(...keys);
+    } while (cursor !== '0');
+  } finally {
+    redis.disconnect();
+  }
+}

@@ -1,0 +1,183 @@
+/** One card per asset (coverage timeline, ratio, gap list) and per rollup (period strip). */
+import type { Domain, Interval } from '../../core/types.js';
+import { formatLength, formatPointText, formatRatio } from './format.js';
+import { html, pageHref, type SafeHtml } from './html.js';
+import type { AssetView, PageView, PeriodDetail, PieceDetail, Problem, RollupView } from './model.js';
+import { PERIOD_STATES } from './model.js';
+import type { DrawItem } from './pixels.js';
+import { renderTrack } from './timeline.js';
+import { boundParam, PRESETS, pan, zoom } from './window.js';
+
+type Focus = { asset?: string; rollup?: string };
+
+const STATE_TEXT: Record<string, string> = {
+  complete: 'complete',
+  gap: 'gap',
+  outside: 'gap (outside the covered extent)',
+  replay_required: 'replay required',
+  waiting: 'waiting',
+  settling: 'settling',
+  triggered: 'triggered',
+  rerun_pending: 'rerun pending',
+  missed: 'missed',
+};
+
+const span = (domain: Domain, i: Interval) =>
+  `${formatPointText(domain, i.start)} → ${formatPointText(domain, i.end)}`;
+
+/** Zoom, pan and preset links that focus the page on this card with an explicit window. */
+export function windowNav(focus: Focus, domain: Domain, window: Interval): SafeHtml {
+  const at = (w: Interval, label: string, title: string) =>
+    html`<a href="${pageHref({ ...focus, start: boundParam(domain, w.start), end: boundParam(domain, w.end) })}" title="${title}">${label}</a>`;
+  const width = window.end - window.start;
+  const presets =
+    domain === 'time'
+      ? PRESETS.map(([name, size]) =>
+          size === width
+            ? html`<strong>${name}</strong>`
+            : html`<a href="${pageHref({ ...focus, window: name, end: boundParam(domain, window.end) })}">${name}</a>`,
+        )
+      : [html`<a href="${pageHref(focus)}">full extent</a>`];
+  return html`<nav class="window-nav" aria-label="window">${at(pan(window, -0.5, domain), '◀ earlier', 'move half a window earlier')} ${at(zoom(window, 0.5, domain), '+ zoom in', 'half as wide, same centre')} ${at(zoom(window, 2, domain), '− zoom out', 'twice as wide, same centre')} ${at(pan(window, 0.5, domain), 'later ▶', 'move half a window later')} <span class="presets">${presets}</span></nav>`;
+}
+
+export function renderAssetCard(view: AssetView, page: PageView): SafeHtml {
+  const { domain, window } = view;
+  const track = renderTrack<PieceDetail>({
+    label: `coverage of ${view.name}`,
+    kind: 'coverage',
+    domain,
+    window,
+    items: view.items,
+    now: domain === 'time' ? page.now : undefined,
+    describe: (item) => describePiece(domain, item),
+    data: (item) => ({ version: item.detail?.version ?? undefined }),
+  });
+  const extent = view.extent === null ? 'nothing covered yet' : `covered extent ${span(domain, view.extent)}`;
+  return html`<section class="card asset" data-asset="${view.name}">
+<header><h3><a href="${pageHref({ asset: view.name })}">${view.name}</a></h3>
+<span class="ratio ${view.covered ? 'ok' : 'bad'}" title="complete share of the window">${formatRatio(view.ratio)} complete</span></header>
+<p class="facts">${domain} · ${view.eventCount.toLocaleString('en-US')} events · ${view.segmentCount.toLocaleString('en-US')} segments · ${extent}</p>
+<p class="window">${span(domain, window)}${domain === 'time' ? ' UTC' : ''} (${formatLength(domain, window.end - window.start)})${view.missing > 0 ? ` · ${formatLength(domain, view.missing)} missing` : ''}</p>
+${windowNav({ asset: view.name }, domain, window)}
+<div class="timeline">${track}</div>
+${problemList(view)}
+</section>`;
+}
+
+function describePiece(domain: Domain, item: DrawItem<PieceDetail>): string {
+  const head = `${STATE_TEXT[item.state] ?? item.state}: ${span(domain, item)} (${formatLength(domain, item.end - item.start)})`;
+  if (item.count > 1) return `${head}: ${item.count.toLocaleString('en-US')} pieces, ${shares(item.weights)}`;
+  const d = item.detail;
+  if (d?.requiredVersion) return `${head}, version ${d.version ?? 'none'}, rebuild at ${d.requiredVersion}`;
+  return d?.version ? `${head}, version ${d.version}` : head;
+}
+
+/** `99.80 % complete, 0.20 % gap`: the share of each state, largest first. */
+function shares(weights: Record<string, number>): string {
+  const total = Object.values(weights).reduce((a, b) => a + b, 0);
+  return Object.entries(weights)
+    .sort((a, b) => b[1] - a[1])
+    .map(([state, w]) => `${formatRatio(w / total)} ${STATE_TEXT[state] ?? state}`)
+    .join(', ');
+}
+
+function summary(view: AssetView): string {
+  const count = (n: number, one: string, many: string) =>
+    `${n.toLocaleString('en-US')} ${n === 1 ? one : many}`;
+  const parts = [
+    view.gapCount > 0 ? count(view.gapCount, 'gap', 'gaps') : '',
+    view.replayCount > 0 ? count(view.replayCount, 'range to replay', 'ranges to replay') : '',
+  ];
+  return parts.filter((p) => p !== '').join(' and ');
+}
+
+function problemList(view: AssetView): SafeHtml {
+  const { domain } = view;
+  if (view.problemCount === 0) {
+    return html`<p class="none">No gaps or replay requirements inside the covered extent in this window.</p>`;
+  }
+  const pad = (p: Problem) => Math.max(p.end - p.start, domain === 'time' ? 5 * 60_000_000 : 1);
+  const rows = view.problems.map(
+    (p) =>
+      html`<li data-state="${p.state}" data-start="${boundParam(domain, p.start)}" data-end="${boundParam(domain, p.end)}"><span class="sw s-${p.state}"></span> <span class="what">${STATE_TEXT[p.state]}</span> ${span(domain, p)} <span class="len">(${formatLength(domain, p.end - p.start)})</span>${p.state === 'replay_required' ? html` <span class="ver">version ${p.version ?? 'none'} → ${p.requiredVersion ?? ''}</span>` : ''} <a href="${pageHref({ asset: view.name, start: boundParam(domain, p.start - pad(p)), end: boundParam(domain, p.end + pad(p)) })}">zoom</a></li>`,
+  );
+  const more = view.problemCount - view.problems.length;
+  return html`<details class="problems" open><summary>${summary(view)} in this window (newest first)</summary><ol>${rows}</ol>${more > 0 ? html`<p class="more">and ${more.toLocaleString('en-US')} more; zoom in to list them</p>` : ''}</details>`;
+}
+
+export function renderRollupCard(view: RollupView, page: PageView): SafeHtml {
+  const { domain, window } = view;
+  const track = renderTrack<PeriodDetail>({
+    label: `periods of rollup ${view.id}`,
+    kind: 'periods',
+    domain,
+    window,
+    items: view.items,
+    now: domain === 'time' ? page.now : undefined,
+    describe: (item) => describePeriod(view, item),
+    data: (item) => ({
+      key: item.detail?.key,
+      generation: item.detail?.generation,
+      reason: item.detail?.reason ?? undefined,
+    }),
+    text: (item) => (item.detail && item.detail.generation > 0 ? `#${item.detail.generation}` : undefined),
+  });
+  const counts = PERIOD_STATES.filter((s) => view.counts[s] > 0).map(
+    (s) =>
+      html`<span class="count"><span class="sw s-${s}"></span> ${view.counts[s].toLocaleString('en-US')} ${STATE_TEXT[s]}</span> `,
+  );
+  const upstream = view.upstream.map(
+    (name, i) => html`${i > 0 ? ', ' : ''}<a href="${pageHref({ asset: name })}">${name}</a>`,
+  );
+  return html`<section class="card rollup" data-rollup="${view.id}">
+<header><h3><a href="${pageHref({ rollup: view.id })}">${view.id}</a></h3>${lastTrigger(view)}</header>
+<p class="facts">every ${view.every}${domain === 'time' ? ` in ${view.timezone}` : ''} · upstream ${upstream} · ${view.policy} · rerun ${view.rerun} · target ${view.target}</p>
+<p class="window">${span(domain, window)}${domain === 'time' ? ' UTC' : ''} · ${counts.length > 0 ? counts : 'no periods in this window'}</p>
+${windowNav({ rollup: view.id }, domain, window)}
+<div class="timeline">${track}</div>
+</section>`;
+}
+
+function describePeriod(view: RollupView, item: DrawItem<PeriodDetail>): string {
+  if (item.count > 1 || item.detail === undefined) {
+    const counts = Object.entries(item.weights)
+      .sort((a, b) => b[1] - a[1])
+      .map(([s, n]) => `${n.toLocaleString('en-US')} ${STATE_TEXT[s] ?? s}`);
+    return `${item.count.toLocaleString('en-US')} periods ${span(view.domain, item)}: ${counts.join(', ')}`;
+  }
+  const d = item.detail;
+  const parts = [
+    `${d.key}: ${STATE_TEXT[item.state] ?? item.state}`,
+    `${view.formatPoint(item.start)} → ${view.formatPoint(item.end)}`,
+    `ratio ${formatRatio(d.ratio)}`,
+  ];
+  if (d.generation > 0) parts.push(`generation ${d.generation}`);
+  if (d.reason) parts.push(`reason ${d.reason}`);
+  if (d.triggeredAt) parts.push(`triggered ${d.triggeredAt.toISOString()}`);
+  return parts.join(' · ');
+}
+
+function lastTrigger(view: RollupView): SafeHtml {
+  const t = view.lastTrigger;
+  if (t === null) return html`<span class="last">no trigger yet</span>`;
+  const delivery = t.deliveredAt
+    ? 'delivered'
+    : t.failedAt
+      ? html`<span class="bad">delivery failed: ${t.lastError ?? 'unknown error'}</span>`
+      : t.attempts > 0
+        ? html`<span class="warn">delivering, ${t.attempts} attempts${t.lastError ? `: ${t.lastError}` : ''}</span>`
+        : 'delivery pending';
+  return html`<span class="last">last trigger: <strong>${t.reason}</strong> at ${formatPointText('time', t.decidedAt.getTime() * 1000)} UTC · period ${t.key} #${t.generation} · ${delivery}</span>`;
+}
+
+/** Preset links for the whole page: each card's window ends at its own covered extent's end. */
+export function pageNav(page: PageView): SafeHtml {
+  const links = PRESETS.map(([name]) =>
+    name === page.preset
+      ? html`<strong>${name}</strong>`
+      : html`<a href="${pageHref({ ...page.focus, window: name })}">${name}</a>`,
+  );
+  const all = page.focus.asset !== undefined || page.focus.rollup !== undefined;
+  return html`<nav class="page-nav" aria-label="page window">window ending at each asset's latest coverage: ${links}${all ? html` · <a href="/">all assets and rollups</a>` : ''}</nav>`;
+}

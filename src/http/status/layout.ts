@@ -1,0 +1,121 @@
+/** The status page's shell: inline CSS, legend, sections; and the error page. No scripts. */
+import { pageNav, renderAssetCard, renderRollupCard } from './cards.js';
+import { html, pageHref, raw, type SafeHtml } from './html.js';
+import type { PageView } from './model.js';
+
+/** Sent with the page: nothing but inline styles may load or run, whatever text slipped through. */
+export const CONTENT_SECURITY_POLICY =
+  "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
+
+const COLOURS: Record<string, string> = {
+  complete: '#2f9e5a',
+  gap: '#d7443e',
+  outside: '#f5c6c2',
+  replay_required: '#f0a22e',
+  waiting: '#b6bcc6',
+  settling: '#7cc4e8',
+  triggered: '#2563c9',
+  rerun_pending: '#9b59d0',
+  missed: '#6b1d2a',
+};
+
+const CSS = raw(`
+:root { color-scheme: light; --ink: #1f2933; --muted: #5f6b7a; --line: #d5dae1; }
+* { box-sizing: border-box; }
+body { margin: 0; font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; color: var(--ink); background: #f6f7f9; }
+header.page { background: #1f2933; color: #fff; padding: 12px 24px; display: flex; flex-wrap: wrap; gap: 8px 24px; align-items: baseline; }
+header.page h1 { font-size: 18px; margin: 0; }
+header.page a { color: #cfe3ff; }
+main { padding: 12px 24px 32px; max-width: 1180px; }
+h2 { font-size: 16px; margin: 20px 0 8px; }
+a { color: #1d5fbf; }
+.page-nav, .legend, .notes { margin: 8px 0; }
+.page-nav a, .page-nav strong, .window-nav .presets a, .window-nav .presets strong { margin: 0 3px; }
+.legend { display: flex; flex-wrap: wrap; gap: 4px 16px; color: var(--muted); font-size: 13px; }
+.legend span.group { font-weight: 600; color: var(--ink); }
+.sw { display: inline-block; width: 12px; height: 12px; border-radius: 2px; vertical-align: -1px; }
+.card { background: #fff; border: 1px solid var(--line); border-radius: 6px; padding: 10px 14px; margin: 10px 0; }
+.card header { display: flex; flex-wrap: wrap; justify-content: space-between; gap: 4px 16px; align-items: baseline; }
+.card h3 { margin: 0; font-size: 15px; overflow-wrap: anywhere; }
+.card p { margin: 3px 0; }
+.facts, .window, .last, .more, .none { color: var(--muted); font-size: 13px; overflow-wrap: anywhere; }
+.ratio { font-weight: 600; }
+.ok { color: #1e7b43; } .bad { color: #b3261e; } .warn { color: #9a5b00; }
+.window-nav { font-size: 13px; margin: 4px 0; }
+.window-nav > a { margin-right: 8px; }
+.timeline { overflow-x: auto; }
+svg.track { display: block; width: 100%; max-width: 1096px; height: auto; }
+svg.track text { font-size: 11px; fill: #4b5563; }
+svg.track .tick-sub { fill: #1f2933; font-weight: 600; }
+svg.track .bar-text { fill: #fff; font-weight: 600; pointer-events: none; }
+svg.track .plot { fill: #eef0f3; stroke: #c9ced6; stroke-width: 0.5; }
+svg.track .tick { stroke: #6b7280; stroke-width: 0.8; }
+svg.track .grid { stroke: #c3c8d0; stroke-width: 0.6; }
+svg.track .axis { stroke: #6b7280; stroke-width: 0.8; }
+svg.track .now { stroke: #111; stroke-width: 1.2; stroke-dasharray: 3 2; }
+.problems summary { cursor: pointer; font-size: 13px; margin-top: 4px; }
+.problems ol { margin: 4px 0; padding-left: 22px; font-size: 13px; }
+.problems .len, .problems .ver { color: var(--muted); }
+.count { margin-right: 10px; white-space: nowrap; }
+.error { background: #fff4f2; border: 1px solid #f3b9b2; padding: 10px 14px; border-radius: 6px; }
+${Object.entries(COLOURS)
+  .map(([state, colour]) => `.s-${state} { fill: ${colour}; background: ${colour}; }`)
+  .join('\n')}
+`);
+
+const LEGEND_COVERAGE = [
+  ['complete', 'complete'],
+  ['gap', 'gap'],
+  ['replay_required', 'replay required'],
+  ['outside', 'outside the covered extent'],
+] as const;
+const LEGEND_PERIODS = [
+  ['waiting', 'waiting'],
+  ['settling', 'settling'],
+  ['triggered', 'triggered (#generation)'],
+  ['rerun_pending', 'rerun pending'],
+  ['missed', 'missed'],
+] as const;
+
+function legend(): SafeHtml {
+  const entry = ([state, text]: readonly [string, string]) =>
+    html`<span><span class="sw s-${state}"></span> ${text}</span>`;
+  return html`<div class="legend" role="list"><span class="group">Coverage</span>${LEGEND_COVERAGE.map(entry)}<span class="group">Periods</span>${LEGEND_PERIODS.map(entry)}<span>Where a pixel holds several pieces it shows the main state, with a mark on top for the most severe one; hover for details. Times in UTC.</span></div>`;
+}
+
+function shell(title: string, body: SafeHtml): string {
+  return html`<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>${title}</title><style>${CSS}</style></head>
+<body>${body}</body></html>
+`.value;
+}
+
+export function renderPage(page: PageView): string {
+  const assets =
+    page.assets.length === 0
+      ? html`<p class="none">No assets to show.</p>`
+      : page.assets.map((a) => renderAssetCard(a, page));
+  const more =
+    page.moreAssets.length === 0
+      ? ''
+      : html`<p class="more">and ${page.moreAssets.length} more assets: ${page.moreAssets.map((name, i) => html`${i > 0 ? ', ' : ''}<a href="${pageHref({ asset: name })}">${name}</a>`)}</p>`;
+  const rollups =
+    page.rollups.length === 0
+      ? html`<p class="none">No rollups to show.</p>`
+      : page.rollups.map((r) => renderRollupCard(r, page));
+  const notes = page.notes.map((n) => html`<p class="error">${n}</p>`);
+  const body = html`<header class="page"><h1><a href="/">coverage-rollup</a> status</h1><span>generated ${page.generatedAt.toISOString()}</span><span><a href="/v1/assets">/v1/assets</a> · <a href="/v1/rollups">/v1/rollups</a> · <a href="/readyz">/readyz</a> · <a href="/metrics">/metrics</a></span></header>
+<main>${notes}${pageNav(page)}${legend()}
+<h2>Assets</h2>${assets}${more}
+<h2>Rollups</h2>${rollups}
+</main>`;
+  return shell('coverage-rollup status', body);
+}
+
+export function renderErrorPage(message: string): string {
+  return shell(
+    'coverage-rollup status: bad request',
+    html`<header class="page"><h1><a href="/">coverage-rollup</a> status</h1></header><main><p class="error">${message}</p><p><a href="/">back to the status page</a></p></main>`,
+  );
+}

@@ -1,0 +1,95 @@
+/** What the status page shows, as loaded by the route and drawn by cards.ts and layout.ts. */
+import type { Domain, Interval } from '../../core/types.js';
+import type { DrawItem } from './pixels.js';
+import type { PresetName } from './window.js';
+
+/** Drawing states of a coverage timeline: the coverage states, plus gaps outside the extent. */
+export const COVERAGE_STATES = ['complete', 'outside', 'replay_required', 'gap'] as const;
+export type CoverageDrawState = (typeof COVERAGE_STATES)[number];
+
+/** Period states, least severe first: a pixel holding several periods shows the most severe. */
+export const PERIOD_STATES = ['triggered', 'settling', 'waiting', 'rerun_pending', 'missed'] as const;
+export type PeriodState = (typeof PERIOD_STATES)[number];
+
+export interface PieceDetail {
+  readonly version: string | null;
+  readonly requiredVersion: string | null;
+}
+
+/** A gap inside the covered extent, or a replay_required range, for the list under a timeline. */
+export interface Problem extends Interval {
+  readonly state: 'gap' | 'replay_required';
+  readonly version: string | null;
+  readonly requiredVersion: string | null;
+}
+
+export interface AssetView {
+  readonly name: string;
+  readonly domain: Domain;
+  readonly eventCount: number;
+  readonly segmentCount: number;
+  readonly extent: Interval | null;
+  readonly window: Interval;
+  readonly ratio: number;
+  readonly covered: boolean;
+  readonly items: readonly DrawItem<PieceDetail>[];
+  /** Newest first, at most the page's cap. */
+  readonly problems: readonly Problem[];
+  readonly problemCount: number;
+  /** Of problemCount: gaps inside the covered extent, and replay_required ranges. */
+  readonly gapCount: number;
+  readonly replayCount: number;
+  /** Measure of the window no completion covers (gaps inside and outside the extent). */
+  readonly missing: number;
+}
+
+export interface PeriodDetail {
+  readonly key: string;
+  readonly generation: number;
+  readonly reason: string | null;
+  readonly ratio: number;
+  readonly triggeredAt: Date | null;
+}
+
+export interface LastTrigger {
+  readonly key: string;
+  readonly generation: number;
+  readonly reason: string;
+  readonly decidedAt: Date;
+  readonly deliveredAt: Date | null;
+  readonly failedAt: Date | null;
+  readonly attempts: number;
+  readonly lastError: string | null;
+}
+
+export interface RollupView {
+  readonly id: string;
+  readonly upstream: readonly string[];
+  readonly domain: Domain;
+  readonly every: string;
+  readonly timezone: string;
+  readonly policy: string;
+  readonly rerun: string;
+  readonly target: string;
+  readonly window: Interval;
+  readonly items: readonly DrawItem<PeriodDetail>[];
+  /** Periods overlapping the window, by state. */
+  readonly counts: Readonly<Record<PeriodState, number>>;
+  readonly lastTrigger: LastTrigger | null;
+  /** A point in the rollup's zone, for tooltips (ISO with offset, or the integer). */
+  readonly formatPoint: (point: number) => string | number;
+}
+
+export interface PageView {
+  readonly generatedAt: Date;
+  readonly now: number;
+  /** The preset in force, or null when the query gave both start and end. */
+  readonly preset: PresetName | null;
+  /** The focus of the page, when it shows one asset or one rollup. */
+  readonly focus: { readonly asset?: string; readonly rollup?: string };
+  readonly assets: readonly AssetView[];
+  /** Assets not drawn because of the page's cap. */
+  readonly moreAssets: readonly string[];
+  readonly rollups: readonly RollupView[];
+  readonly notes: readonly string[];
+}
