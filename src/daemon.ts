@@ -82,9 +82,11 @@ export async function startDaemon(config: Config, log: Logger): Promise<Daemon> 
       lease.onLost(() => metrics.leaseLeader.set(0));
       await scheduler.start();
       lease.start();
-      // Stop evaluating first, then release the lease so a standby takes over at once.
+      // Stop evaluating first, then release the lease so a standby takes over at once. A pass
+      // stuck on a lock must not keep the lease: once released, its commit would fail the fence.
       closers.unshift(async () => {
-        await scheduler.stop();
+        const stopped = await within(scheduler.stop(), config.shutdown_timeout / 2);
+        if (!stopped) log.warn('scheduler pass still running at shutdown; releasing the lease anyway');
         await lease.stop();
       });
       const reported = { renewals: 0, renewalFailures: 0, losses: 0 };
@@ -131,6 +133,23 @@ export async function startDaemon(config: Config, log: Logger): Promise<Daemon> 
     await closeAll(closers, log);
     throw error;
   }
+}
+
+/** Resolves true when `work` settles within `ms`, false otherwise (work is left to finish alone). */
+function within(work: Promise<unknown>, ms: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => resolve(false), ms);
+    work.then(
+      () => {
+        clearTimeout(timer);
+        resolve(true);
+      },
+      () => {
+        clearTimeout(timer);
+        resolve(true);
+      },
+    );
+  });
 }
 
 async function closeAll(closers: Array<() => Promise<void>>, log: Logger): Promise<void> {
