@@ -35,8 +35,14 @@ export async function markTouchedPeriods(sql: Sql, rollup: Rollup, batch: number
           (select id from assets where name = ${asset}) as asset_id,
           (select last_seq from assets where name = ${asset}) as last_seq`;
       if (!cursor || cursor.asset_id === null || (cursor.last_seq ?? 0) <= cursor.seq) return 0;
+      // ingested_at rounded up to the millisecond: a JS Date drops the microseconds, and settle
+      // must not end before `ingested_at + settle` in database time.
       const events = await tx<EventRow[]>`
-        select seq, kind, lo, hi, ingested_at from events
+        select seq, kind, lo, hi,
+          date_trunc('milliseconds', ingested_at)
+            + case when date_trunc('milliseconds', ingested_at) < ingested_at then interval '1 millisecond' else interval '0' end
+            as ingested_at
+        from events
         where asset_id = ${cursor.asset_id} and seq > ${cursor.seq}
         order by seq limit ${batch}`;
       if (events.length === 0) return 0;

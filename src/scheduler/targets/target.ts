@@ -17,19 +17,34 @@ export function resultOfStatus(status: number, body: string): DeliveryResult {
   return { ok: false, retry: status >= 500 || status === 408 || status === 429, error };
 }
 
-export async function postJson(
+export function postJson(
   url: string,
   body: unknown,
   headers: Record<string, string>,
   timeoutMs: number,
 ): Promise<{ status: number; text: string } | { error: string }> {
+  return request(url, timeoutMs, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: JSON.stringify(body),
+  });
+}
+
+export function getJson(
+  url: string,
+  headers: Record<string, string>,
+  timeoutMs: number,
+): Promise<{ status: number; text: string } | { error: string }> {
+  return request(url, timeoutMs, { method: 'GET', headers: { accept: 'application/json', ...headers } });
+}
+
+async function request(
+  url: string,
+  timeoutMs: number,
+  init: RequestInit,
+): Promise<{ status: number; text: string } | { error: string }> {
   try {
-    const response = await fetch(url, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', ...headers },
-      body: JSON.stringify(body),
-      signal: AbortSignal.timeout(timeoutMs),
-    });
+    const response = await fetch(url, { ...init, signal: AbortSignal.timeout(timeoutMs) });
     return { status: response.status, text: await response.text() };
   } catch (error) {
     const cause = (error as { cause?: { code?: string } }).cause?.code;

@@ -1,0 +1,139 @@
+import { describe, expect, it } from 'vitest';
+import { startTestDaemon, testConfig, testProducer, testQueue } from '../helpers/daemon.js';
+import { createTestDatabase } from '../helpers/db.js';
+import { createTestPrefix } from '../helpers/redis.js';
+import { waitFor } from '../helpers/wait.js';
+
+// Deadlines run on real time, so these rollups have short periods that begin now: every period
+// is PT2S long and its deadline is 1 s after its end.
+const PERIOD_MS = 2000;
+const DEADLINE_MS = 1000;
+const begin = Math.floor(Date.now() / PERIOD_MS) * PERIOD_MS;
+
+const db = await createTestDatabase();
+const prefix = createTestPrefix();
+const rollup = (id: string, upstream: string, onDeadline: 'trigger' | 'miss') => ({
+  id,
+  upstream: [upstream],
+  every: `PT${PERIOD_MS / 1000}S`,
+  timezone: 'UTC',
+  begin: new Date(begin).toISOString(),
+  policy: { deadline: `PT${DEADLINE_MS / 1000}S`, on_deadline: onDeadline },
+  target: { type: 'queue', queue: 'deadline-runs' },
+});
+const config = testConfig(db, prefix, {
+  rollups: [rollup('dl_trigger', 'd.trigger', 'trigger'), rollup('dl_miss', 'd.miss', 'miss')],
+});
+const daemon = await startTestDaemon(config);
+const producer = testProducer(config);
+const downstream = testQueue('deadline-runs', prefix);
+
+/** ISO as the calendar formats UTC points: no fraction when whole seconds. */
+const iso = (ms: number) => new Date(ms).toISOString().replace('.000Z', 'Z');
+
+/** A period starting at least a second from now, so its events arrive well before its deadline. */
+const upcomingPeriod = () => {
+  const start = Math.ceil((Date.now() + 1000) / PERIOD_MS) * PERIOD_MS;
+  return { start, end: start + PERIOD_MS, deadline: start + PERIOD_MS + DEADLINE_MS };
+};
+
+const half = (asset: string, start: number) => ({
+  asset,
+  start: iso(start),
+  end: iso(start + PERIOD_MS / 2),
+  version: 'v1',
+});
+
+const ingestedAt = async (asset: string, lo: number) => {
+  const [row] = await db.sql<{ ingested_at: Date }[]>`
+    select e.ingested_at from events e join assets a on a.id = e.asset_id
+    where a.name = ${asset} and e.lo = ${lo * 1000} order by e.seq limit 1`;
+  return row!.ingested_at;
+};
+
+describe('deadline', () => {
+  it('on_deadline trigger: waits until end + deadline, then triggers with the gaps in the payload', async () => {
+    const p = upcomingPeriod();
+    await producer.add('e', half('d.trigger', p.start));
+    const row = await waitFor(
+      async () => {
+        const [t] = await db.sql<{ reason: string; decided_at: Date; idempotency_key: string }[]>`
+          select reason, decided_at, idempotency_key from triggers
+          where rollup_id = 'dl_trigger' and period_lo = ${p.start * 1000}`;
+        return t;
+      },
+      { what: 'deadline trigger' },
+    );
+    expect(row.reason).toBe('deadline');
+    // The event was there before the deadline; the decision waited for it.
+    expect((await ingestedAt('d.trigger', p.start)).getTime()).toBeLessThan(p.deadline);
+    expect(row.decided_at.getTime()).toBeGreaterThanOrEqual(p.deadline);
+
+    const job = await waitFor(() => downstream.getJob(row.idempotency_key), { what: 'deadline job' });
+    expect(job.data).toMatchObject({
+      rollup: 'dl_trigger',
+      generation: 1,
+      reason: 'deadline',
+      period: { start: iso(p.start), end: iso(p.end) },
+      upstreams: {
+        'd.trigger': {
+          ratio: 0.5,
+          missing: [{ start: iso(p.start + PERIOD_MS / 2), end: iso(p.end) }],
+          replay_required: [],
+          versions: ['v1'],
+        },
+      },
+    });
+    const [period] = await db.sql<{ state: string; generation: number; reason: string }[]>`
+      select state, generation, reason from periods where rollup_id = 'dl_trigger' and lo = ${p.start * 1000}`;
+    expect(period).toEqual({ state: 'triggered', generation: 1, reason: 'deadline' });
+  });
+
+  it('on_deadline miss: marks the period missed at the deadline, counts it, and never triggers it', async () => {
+    const p = upcomingPeriod();
+    await producer.add('e', half('d.miss', p.start));
+    const missed = await waitFor(
+      async () => {
+        const [row] = await db.sql<{ state: string; updated_at: Date; ratio: number }[]>`
+          select state, updated_at, ratio from periods where rollup_id = 'dl_miss' and lo = ${p.start * 1000}`;
+        return row?.state === 'missed' ? row : undefined;
+      },
+      { what: 'missed period' },
+    );
+    expect(missed.ratio).toBe(0.5);
+    expect((await ingestedAt('d.miss', p.start)).getTime()).toBeLessThan(p.deadline);
+    expect(missed.updated_at.getTime()).toBeGreaterThanOrEqual(p.deadline);
+
+    // Every missed period is counted once (the empty ones after it are missed too, as time goes on).
+    const metric = async () => {
+      const response = await daemon.http.inject({ url: '/metrics' });
+      const match = /^coverage_rollup_periods_missed_total\{rollup="dl_miss"\} (\d+)$/m.exec(response.body);
+      return match ? Number(match[1]) : 0;
+    };
+    await waitFor(
+      async () => {
+        const [db1] = await db.sql<{ n: number }[]>`
+          select count(*)::int as n from periods where rollup_id = 'dl_miss' and state = 'missed'`;
+        const value = await metric();
+        const [db2] = await db.sql<{ n: number }[]>`
+          select count(*)::int as n from periods where rollup_id = 'dl_miss' and state = 'missed'`;
+        return value >= 1 && value === db1!.n && value === db2!.n;
+      },
+      { what: 'coverage_rollup_periods_missed_total to match the missed periods' },
+    );
+
+    // Data that arrives after the deadline is recorded but does not revive the period.
+    await producer.add('e', { ...half('d.miss', p.start + PERIOD_MS / 2) });
+    await waitFor(
+      async () => {
+        const [row] = await db.sql<{ state: string; ratio: number }[]>`
+          select state, ratio from periods where rollup_id = 'dl_miss' and lo = ${p.start * 1000}`;
+        return row?.ratio === 1 ? row : undefined;
+      },
+      { what: 'late data evaluated' },
+    ).then((row) => expect(row.state).toBe('missed'));
+    const [none] = await db.sql<{ n: number }[]>`
+      select count(*)::int as n from triggers where rollup_id = 'dl_miss'`;
+    expect(none!.n).toBe(0);
+  });
+});
