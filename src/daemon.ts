@@ -73,6 +73,7 @@ export async function startDaemon(config: Config, log: Logger): Promise<Daemon> 
         log: log.child({ component: 'scheduler' }),
         metrics,
         dispatchConcurrency: config.scheduler.dispatch_concurrency,
+        leaseTtlMs: config.lease.ttl,
       });
       lease.onAcquired((token) => {
         metrics.leaseLeader.set(1);

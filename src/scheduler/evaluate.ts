@@ -8,6 +8,7 @@ import type { Sql, Tx } from '../index/db.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
 import type { Fence } from './fence.js';
+import { limitTransaction } from './transaction-limits.js';
 
 interface PeriodRow {
   lo: number;
@@ -49,6 +50,8 @@ export interface EvaluationContext {
   readonly token: number;
   readonly log: Logger;
   readonly metrics: Metrics;
+  /** Idle-in-transaction limit, about the lease TTL (see transaction-limits.ts). */
+  readonly idleMs: number;
 }
 
 export interface Evaluation {
@@ -65,12 +68,15 @@ export interface Evaluation {
 export async function evaluatePeriods(ctx: EvaluationContext, now: Date, limit: number): Promise<Evaluation> {
   const { rollup } = ctx;
   return ctx.sql.begin(async (tx) => {
+    // A former holder paused mid-transaction may still lock some periods: skip them (they stay
+    // due and are evaluated once its session ends) rather than stall every rollup behind them.
+    await limitTransaction(tx, ctx.idleMs);
     const periods = await tx<PeriodRow[]>`
       select lo, hi, key, state, generation, satisfied_since, last_change_at, rerun, manual_requested
       from periods
       where rollup_id = ${rollup.id} and (dirty or manual_requested or due_at <= ${now})
       order by lo limit ${limit}
-      for update`;
+      for update skip locked`;
     if (periods.length === 0) return { evaluated: 0, triggered: 0, more: false };
     const upstreams = await loadUpstreams(tx, rollup, periods);
     const nowMs = now.getTime();

@@ -26,6 +26,8 @@ export interface SchedulerOptions {
   readonly log: Logger;
   readonly metrics: Metrics;
   readonly dispatchConcurrency: number;
+  /** The lease TTL: no scheduler transaction may sit idle longer than this. */
+  readonly leaseTtlMs: number;
   /** Longest sleep between passes when nothing wakes the scheduler earlier. */
   readonly pollMs?: number;
 }
@@ -35,6 +37,7 @@ const TOUCH_BATCH = 5000;
 const EVALUATE_BATCH = 500;
 /** Bounded work per pass so a backlog never starves the lease's view of the event loop. */
 const MAX_ROUNDS = 20;
+const SKIPPED_RETRY_MS = 1000;
 
 /**
  * The lease holder's loop: woken by committed events (LISTEN), by its own timers (settle,
@@ -119,10 +122,20 @@ export class Scheduler {
         wakeAt = Math.min(wakeAt, rollup.calendar.periodContaining(nowMicros).end / 1000);
       busy ||= (await materializePeriods(sql, rollup, until, MATERIALIZE_BATCH)) === MATERIALIZE_BATCH;
       for (let round = 0; round < MAX_ROUNDS && !signal.aborted; round++) {
-        if ((await markTouchedPeriods(sql, rollup, TOUCH_BATCH)) === 0) break;
+        if ((await markTouchedPeriods(sql, rollup, TOUCH_BATCH, this.options.leaseTtlMs)) === 0) break;
         if (round === MAX_ROUNDS - 1) busy = true;
       }
-      const ctx = { sql, rollup, target: config.target, fence: this.options.fence, token, log, metrics };
+      const idleMs = this.options.leaseTtlMs;
+      const ctx = {
+        sql,
+        rollup,
+        target: config.target,
+        fence: this.options.fence,
+        token,
+        log,
+        metrics,
+        idleMs,
+      };
       for (let round = 0; round < MAX_ROUNDS && !signal.aborted; round++) {
         const result = await evaluatePeriods(ctx, now, EVALUATE_BATCH);
         if (!result.more) break;
@@ -142,9 +155,12 @@ export class Scheduler {
     }
     await this.refreshGauges();
     if (busy) return 0;
-    const [due] = await sql<
-      { at: Date | null }[]
-    >`select min(due_at) as at from periods where due_at is not null`;
+    // Periods still dirty here were locked by someone else (skipped): look again shortly.
+    const [due] = await sql<{ at: Date | null; skipped: boolean }[]>`
+      select (select min(due_at) from periods where due_at is not null) as at,
+        exists (select 1 from periods where rollup_id = any(${rollups.map((r) => r.rollup.id)}::text[])
+          and (dirty or manual_requested)) as skipped`;
+    if (due?.skipped) wakeAt = Math.min(wakeAt, now.getTime() + SKIPPED_RETRY_MS);
     const delivery = await nextDeliveryAt(sql);
     for (const at of [due?.at, delivery]) if (at) wakeAt = Math.min(wakeAt, at.getTime());
     const clockNow = now.getTime();

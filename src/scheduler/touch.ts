@@ -1,5 +1,6 @@
 import type { Rollup } from '../core/rollup.js';
 import type { Sql, Tx } from '../index/db.js';
+import { limitTransaction } from './transaction-limits.js';
 
 interface EventRow {
   seq: number;
@@ -24,10 +25,16 @@ interface Touch {
  * cursor advance commit together, so a crash neither loses nor repeats a mark.
  * Returns the number of events read (0 when caught up).
  */
-export async function markTouchedPeriods(sql: Sql, rollup: Rollup, batch: number): Promise<number> {
+export async function markTouchedPeriods(
+  sql: Sql,
+  rollup: Rollup,
+  batch: number,
+  idleMs: number,
+): Promise<number> {
   let read = 0;
   for (const asset of rollup.upstream) {
     read += await sql.begin(async (tx) => {
+      await limitTransaction(tx, idleMs);
       const [cursor] = await tx<{ seq: number; asset_id: number | null; last_seq: number | null }[]>`
         insert into rollup_cursors (rollup_id, asset_name) values (${rollup.id}, ${asset})
         on conflict (rollup_id, asset_name) do update set seq = rollup_cursors.seq
@@ -62,7 +69,7 @@ function touchedPeriods(rollup: Rollup, events: readonly EventRow[]): Map<number
   for (const e of events) {
     const start = Math.max(e.lo, rollup.begin);
     if (e.hi <= start) continue;
-    for (const p of rollup.calendar.periodsOverlapping({ start, end: e.hi })) {
+    for (const p of periodsOf(rollup, start, e.hi)) {
       const t = touches.get(p.start) ?? {
         hi: p.end,
         key: p.key,
@@ -119,3 +126,15 @@ async function markPeriods(
     ) as u(lo, changed_at, rerun)
     where p.rollup_id = ${rollup.id} and p.lo = u.lo`;
 }
+
+/** Every period overlapping [start, end), paged so one very wide event cannot hit the calendar's cap. */
+function* periodsOf(rollup: Rollup, start: number, end: number) {
+  for (let from = start; from < end; ) {
+    const page = rollup.calendar.periodsOverlapping({ start: from, end }, PAGE);
+    if (page.length === 0) return;
+    yield* page;
+    from = page.at(-1)!.end;
+  }
+}
+
+const PAGE = 10_000;
