@@ -1,5 +1,5 @@
-import { Redis } from 'ioredis';
 import { afterAll } from 'vitest';
+import { deleteKeysWithPrefix, redisConnection } from '../../src/ingest/redis.js';
 import { REDIS_URL, uniqueName } from './env.js';
 
 /**
@@ -9,13 +9,8 @@ import { REDIS_URL, uniqueName } from './env.js';
 export function createTestPrefix(): string {
   const prefix = uniqueName('crtest');
   afterAll(async () => {
-    const redis = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
-    let cursor = '0';
-    do {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
-      cursor = next;
-      if (keys.length > 0) await redis.del(...keys);
-    } while (cursor !== '0');
+    const redis = redisConnection(REDIS_URL);
+    await deleteKeysWithPrefix(redis, prefix);
     await redis.quit();
   });
   return prefix;

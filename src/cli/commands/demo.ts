@@ -8,7 +8,7 @@ import { startDaemon } from '../../daemon.js';
 import { type DemoEvent, demoScript, HOLE, REPROCESSED_HOUR } from '../../demo/producer.js';
 import { findAsset } from '../../index/assets.js';
 import { queryCoverage } from '../../index/coverage-query.js';
-import { redisConnection } from '../../ingest/redis.js';
+import { deleteKeysWithPrefix, redisConnection } from '../../ingest/redis.js';
 import { createLogger } from '../../log.js';
 import { packageRoot } from '../../paths.js';
 
@@ -140,12 +140,7 @@ async function resetDemoState(databaseUrl: string, redisUrl: string, prefix: str
   }
   const redis = redisConnection(redisUrl);
   try {
-    let cursor = '0';
-    do {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
-      cursor = next;
-      if (keys.length > 0) await redis.del(...keys);
-    } while (cursor !== '0');
+    await deleteKeysWithPrefix(redis, prefix);
   } finally {
     redis.disconnect();
   }
