@@ -67,7 +67,8 @@ export interface Evaluation {
  */
 export async function evaluatePeriods(ctx: EvaluationContext, now: Date, limit: number): Promise<Evaluation> {
   const { rollup } = ctx;
-  return ctx.sql.begin(async (tx) => {
+  let decided: (() => void) | undefined;
+  const result = await ctx.sql.begin(async (tx) => {
     // A former holder paused mid-transaction may still lock some periods: skip them (they stay
     // due and are evaluated once its session ends) rather than stall every rollup behind them.
     await limitTransaction(tx, ctx.idleMs);
@@ -174,9 +175,11 @@ export async function evaluatePeriods(ctx: EvaluationContext, now: Date, limit: 
     await ctx.fence.verify(tx, ctx.token);
     await writeUpdates(tx, rollup.id, updates, now);
     await writeTriggers(tx, rollup.id, triggers, ctx.target, ctx.token, now);
-    logDecisions(ctx, updates, triggers, periods);
+    decided = () => logDecisions(ctx, updates, triggers, periods);
     return { evaluated: periods.length, triggered: triggers.length, more: periods.length === limit };
   });
+  decided?.(); // logged and counted only once committed: a fenced commit fails silently otherwise
+  return result;
 }
 
 /** Each upstream's newest seq, extent and the segments overlapping the periods, in one snapshot. */

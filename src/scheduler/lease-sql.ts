@@ -88,3 +88,19 @@ export async function bounded<T>(ms: number, query: PromiseLike<T> & { cancel():
     clearTimeout(abandon);
   }
 }
+
+/**
+ * Ends the sessions of a former holder that still hold the lease row after the lease expired: a
+ * paused process mid-transaction (waiting on its client, where no server timeout applies) would
+ * otherwise block every takeover until it resumes. Terminating only rolls back uncommitted work,
+ * and a transaction that holds the row after expiry can only belong to a fenced holder.
+ */
+export async function endExpiredHolderSessions(sql: Sql, name: string): Promise<number> {
+  const rows = await sql`
+    select pg_terminate_backend(l.pid)
+    from pg_locks l
+    where l.database = (select oid from pg_database where datname = current_database())
+      and l.relation = 'scheduler_leases'::regclass and l.granted and l.pid <> pg_backend_pid()
+      and exists (select 1 from scheduler_leases where name = ${name} and expires_at <= clock_timestamp())`;
+  return rows.length;
+}

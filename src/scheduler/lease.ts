@@ -4,7 +4,14 @@ import { performance } from 'node:perf_hooks';
 import type { Sql, Tx } from '../index/db.js';
 import type { Logger } from '../log.js';
 import { type Fence, LeaseLostError } from './fence.js';
-import { acquireLease, bounded, checkLease, releaseLease, renewLease } from './lease-sql.js';
+import {
+  acquireLease,
+  bounded,
+  checkLease,
+  endExpiredHolderSessions,
+  releaseLease,
+  renewLease,
+} from './lease-sql.js';
 
 export interface SchedulerLeaseOptions {
   /** Best a small pool of its own, so renewals never queue behind busy evaluation. */
@@ -201,6 +208,12 @@ export class SchedulerLease implements Fence {
       if (this.acquireFailing) this.log.debug({ err: error }, 'scheduler lease acquisition failed again');
       else this.log.warn({ err: error }, 'scheduler lease acquisition failed; retrying');
       this.acquireFailing = true;
+      const ended = await endExpiredHolderSessions(this.sql, this.name).catch(() => 0);
+      if (ended > 0)
+        this.log.warn(
+          { sessions: ended },
+          'ended sessions of an expired former holder that blocked takeover',
+        );
       return;
     }
     this.acquireFailing = false;

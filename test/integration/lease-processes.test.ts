@@ -162,12 +162,21 @@ interface Backend {
   query_start: Date;
 }
 
-/** Daemon backends waiting on a row lock in the evaluation's `select ... from periods ... for update`. */
+/**
+ * The test's own transaction holding `LOCK TABLE triggers IN SHARE MODE`: it conflicts with the
+ * ROW EXCLUSIVE lock of the evaluation's INSERT into triggers, the last statement before commit,
+ * so an evaluation that triggers blocks there with its periods locked FOR UPDATE and the lease row
+ * FOR KEY SHARE (the fence already verified). Reads of triggers, and the renewals, pass. (A row
+ * lock on the period no longer blocks anything: evaluation takes periods SKIP LOCKED.)
+ */
+const holdTriggersTable = (sql: Sql) => holdLock(sql, (tx) => tx`lock table triggers in share mode`);
+
+/** Daemon backends waiting on a lock in the evaluation's `insert into triggers`. */
 async function blockedEvaluations(sql: Sql): Promise<Backend[]> {
   return sql<Backend[]>`
     select pid, state, wait_event_type, query_start from pg_stat_activity
     where datname = current_database() and pid <> pg_backend_pid() and wait_event_type = 'Lock'
-      and query ilike '%from periods%for update%'
+      and ltrim(query, E' \t\r\n') ilike 'insert into triggers%'
     order by query_start`;
 }
 
@@ -234,19 +243,16 @@ describe('scheduler lease across real processes', () => {
       { what: 'period 0 evaluated once (waiting)' },
     );
 
-    // FOR KEY SHARE lets the touch (an UPDATE of non-key columns) mark the period dirty, but
-    // blocks the evaluation's SELECT ... FOR UPDATE until released.
-    const release = await holdLock(
-      s.db.sql,
-      (tx) => tx`select 1 from periods where rollup_id = 'r' and lo = 0 for key share`,
-    );
+    // The evaluation that triggers r@0 blocks on its INSERT into triggers until released: mid-
+    // transaction, after locking the period and verifying the fence (see holdTriggersTable).
+    const release = await holdTriggersTable(s.db.sql);
     let released = false;
     try {
       await send(s, 'a', [5, 10]);
       const [blocked] = await waitFor(
         () => blockedEvaluations(s.db.sql).then((r) => (r.length > 0 ? r : undefined)),
         {
-          what: 'the evaluation to block on the period row',
+          what: 'the evaluation to block on its trigger insert',
         },
       );
       const since = blocked!.query_start.getTime();
@@ -331,7 +337,7 @@ describe('scheduler lease across real processes', () => {
   it('SIGSTOP past the ttl: the standby takes over; after SIGCONT the old holder commits nothing', async () => {
     const s = paused;
     // `free` first: a pass evaluates rollups in order, so the holder blocked in `stuck` has not
-    // evaluated `free`, and the new holder triggers `free` before it blocks in `stuck` in turn.
+    // evaluated `free`, and the new holder triggers `free` (and `stuck`) once it leads.
     const config = daemonConfig(s, {
       rollups: [bucket('free', 'f', QUEUE_TARGET), bucket('stuck', 's', QUEUE_TARGET)],
     });
@@ -348,10 +354,7 @@ describe('scheduler lease across real processes', () => {
     );
 
     // The holder blocks mid-evaluation of stuck/10 (see the first test), then `free` events arrive.
-    const release = await holdLock(
-      s.db.sql,
-      (tx) => tx`select 1 from periods where rollup_id = 'stuck' and lo = 10 for key share`,
-    );
+    const release = await holdTriggersTable(s.db.sql);
     let released = false;
     try {
       await send(s, 's', [15, 20]);
@@ -374,28 +377,45 @@ describe('scheduler lease across real processes', () => {
 
       const stoppedAt = Date.now();
       a.signal('SIGSTOP');
+      // Let the stopped holder's insert through: its transaction then sits idle, its client
+      // stopped, holding stuck/10 FOR UPDATE and the lease row FOR KEY SHARE, until PostgreSQL
+      // ends the session after idle_in_transaction_session_timeout (the lease ttl).
+      await release();
+      released = true;
+      const seen: string[] = []; // the old backend's states, in order, for the report
+      let fencedUntil = 0; // the last moment the old session was seen holding the lease row
+      await waitFor(
+        async () => {
+          const askedAt = Date.now();
+          const [row] = await s.db.sql<{ state: string | null; fence: boolean }[]>`
+            select (select concat_ws('/', state, wait_event) from pg_stat_activity where pid = ${blockedA!.pid})
+                as state,
+              exists (select 1 from pg_locks where pid = ${blockedA!.pid} and granted
+                and relation = 'scheduler_leases'::regclass) as fence`;
+          if (row!.state && seen.at(-1) !== row!.state) seen.push(row!.state);
+          if (row!.fence) fencedUntil = askedAt;
+          return row!.state === null;
+        },
+        { timeout: 10_000, interval: 10, what: "PostgreSQL to end the stopped holder's session" },
+      ).catch((error: Error) => {
+        throw new Error(`${error.message}; its backend was seen ${seen.join(' -> ')}`);
+      });
+      const endedMs = Date.now() - stoppedAt;
+
       const acquired = await b.waitForLog(ACQUIRED, { timeout: 10_000 });
       const tokenB = tokenOf(acquired);
       expect(tokenB).toBeGreaterThan(tokenA);
-      const free = await waitForTriggers(s.db.sql, ['free@0#1', 'free@10#1']);
-      const decidedMs = free.get('free@0#1')!.decided_at.getTime() - stoppedAt;
+      // No new holder while the old one's fenced transaction was open.
+      expect(logTime(acquired)).toBeGreaterThanOrEqual(fencedUntil);
+      const taken = await waitForTriggers(s.db.sql, ['free@0#1', 'free@10#1', 'stuck@10#1']);
+      const decidedMs = taken.get('free@0#1')!.decided_at.getTime() - stoppedAt;
+      const stuckMs = taken.get('stuck@10#1')!.decided_at.getTime() - stoppedAt;
       report(
-        `SIGSTOP: lease acquired ${logTime(acquired) - stoppedAt} ms, pending period decided ${decidedMs} ms after the stop`,
+        `SIGSTOP: old session (${seen.join(' -> ')}) ended ${endedMs} ms, lease acquired ${logTime(acquired) - stoppedAt} ms, pending period decided ${decidedMs} ms (the formerly locked one ${stuckMs} ms) after the stop`,
       );
       expect(decidedMs).toBeLessThan(TTL_MS + 2000);
-
-      // Let the stopped holder's blocked statement through: its backend now holds stuck/10 FOR
-      // UPDATE and waits for the client, which is stopped; the new holder waits behind it.
-      await release();
-      released = true;
-      await waitFor(async () => (await backend(s.db.sql, blockedA!.pid))?.state === 'idle in transaction', {
-        what: "the stopped holder's backend holding the period lock",
-      });
-      await waitFor(async () => (await blockedEvaluations(s.db.sql)).some((r) => r.pid !== blockedA!.pid), {
-        what: "the new holder's evaluation waiting behind it",
-      });
-      const heldMs = Date.now() - stoppedAt;
-      expect((await triggerRows(s.db.sql)).map((r) => r.idempotency_key)).not.toContain('stuck@10#1');
+      for (const key of ['free@0#1', 'free@10#1', 'stuck@10#1'])
+        expect(taken.get(key)!.lease_token).toBe(tokenB);
 
       const resumedAt = Date.now();
       a.signal('SIGCONT');
@@ -403,9 +423,7 @@ describe('scheduler lease across real processes', () => {
       expect(lost.fencingToken).toBe(tokenA);
       const keys = ['free@0#1', 'free@10#1', 'stuck@0#1', 'stuck@10#1'];
       const rows = await waitForTriggers(s.db.sql, keys, { delivered: true });
-      report(
-        `SIGSTOP: old holder suspended ${resumedAt - stoppedAt} ms (${heldMs} ms until its lock was granted)`,
-      );
+      report(`SIGSTOP: old holder suspended ${resumedAt - stoppedAt} ms`);
 
       // Nothing with the old token after the stop; everything after it with the new one.
       const all = await triggerRows(s.db.sql);
