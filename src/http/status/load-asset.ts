@@ -1,0 +1,68 @@
+/** An asset's card: coverage of its merged segments over the window. */
+import { piecesOf, projectCoverage } from '../../core/coverage.js';
+import type { Interval, Piece } from '../../core/types.js';
+import type { AssetRow } from '../../index/assets.js';
+import type { Db } from '../../index/db.js';
+import { segmentsOverlapping } from '../../index/segments-sql.js';
+import { type AssetView, COVERAGE_STATES, type PieceDetail, type Problem } from './model.js';
+import { type DrawPiece, toDrawItems } from './pixels.js';
+import { PLOT_WIDTH } from './timeline.js';
+import { resolveWindow, type WindowQuery } from './window.js';
+
+/** Gaps listed under a timeline; the rest are counted. */
+const MAX_PROBLEMS = 20;
+
+const coverageSeverity = (state: string) => COVERAGE_STATES.indexOf(state as never);
+
+export const extentOf = (a: AssetRow): Interval | null =>
+  a.covered_lo === null || a.covered_hi === null ? null : { start: a.covered_lo, end: a.covered_hi };
+
+export async function loadAsset(
+  sql: Db,
+  asset: AssetRow,
+  query: WindowQuery,
+  now: number,
+): Promise<AssetView> {
+  const extent = extentOf(asset);
+  const window = resolveWindow(query, asset.domain, extent, now);
+  const segments = await segmentsOverlapping(sql, asset.id, window);
+  const coverage = projectCoverage({ window, segments, extent, limit: 0 });
+  const pieces = drawPieces(piecesOf(window, segments), extent);
+  const items = toDrawItems(pieces, window, PLOT_WIDTH, coverageSeverity);
+  const problems: Problem[] = [
+    ...coverage.knownGaps.map((g) => ({ ...g, state: 'gap' as const, version: null, requiredVersion: null })),
+    ...coverage.replayRequired.map((r) => ({ ...r, state: 'replay_required' as const })),
+  ].sort((a, b) => b.start - a.start);
+  return {
+    name: asset.name,
+    domain: asset.domain,
+    eventCount: asset.event_count,
+    segmentCount: asset.segment_count,
+    extent,
+    window,
+    ratio: coverage.ratio,
+    covered: coverage.covered,
+    items,
+    problems: problems.slice(0, MAX_PROBLEMS),
+    problemCount: problems.length,
+    gapCount: coverage.knownGaps.length,
+    replayCount: coverage.replayRequired.length,
+    missing: coverage.missing.reduce((sum, m) => sum + (m.end - m.start), 0),
+  };
+}
+
+/** Coverage pieces for drawing: gaps before or after the covered extent are told apart. */
+function* drawPieces(pieces: readonly Piece[], extent: Interval | null): Generator<DrawPiece<PieceDetail>> {
+  for (const p of pieces) {
+    const detail = { version: p.version, requiredVersion: p.requiredVersion };
+    if (p.state !== 'gap') {
+      yield { start: p.start, end: p.end, state: p.state, detail };
+      continue;
+    }
+    const inner = extent === null ? p.end : Math.min(Math.max(extent.start, p.start), p.end);
+    const outer = extent === null ? p.end : Math.min(Math.max(extent.end, inner), p.end);
+    if (inner > p.start) yield { start: p.start, end: inner, state: 'outside', detail };
+    if (outer > inner) yield { start: inner, end: outer, state: 'gap', detail };
+    if (p.end > outer) yield { start: outer, end: p.end, state: 'outside', detail };
+  }
+}
