@@ -15,6 +15,21 @@ export function buildServer(ctx: HttpContext, extraRoutes: readonly RouteRegistr
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: ctx.config.http.body_limit,
   });
+  // JSON bodies must be UTF-8: fastify's own parser decodes bad bytes to U+FFFD and accepts them,
+  // which would turn a corrupted asset name or id into a new, silently different one.
+  const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
+  const parseJson = app.getDefaultJsonParser('error', 'error');
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
+    let text: string;
+    try {
+      text = strictUtf8.decode(body as Buffer);
+    } catch {
+      done(new HttpError(400, 'invalid_json', 'the body is not valid UTF-8'), undefined);
+      return;
+    }
+    parseJson(request, text, done);
+  });
   app.setErrorHandler((error, request, reply) => {
     if (error instanceof HttpError) {
       return reply.status(error.status).send({ code: error.code, message: error.message, ...error.details });

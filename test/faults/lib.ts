@@ -1,0 +1,343 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Queue } from 'bullmq';
+import { Redis } from 'ioredis';
+import postgres from 'postgres';
+import { packageRoot } from '../../src/paths.js';
+import { ADMIN_URL } from '../helpers/env.js';
+import type { DaemonProcess, LogLine } from '../helpers/process.js';
+
+/**
+ * Shared by the fault, fuzz, soak and scale suites (test/faults/*.faults.ts, run with
+ * vitest.faults.config.ts): a Redis server of their own, a paced producer, queue and process
+ * probes, and the JSON report every suite prints.
+ */
+
+export const TOKEN = 'faults-token-0123456789abcdef';
+
+/** A port nothing listens on right now (the kernel's choice), on 127.0.0.1. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      const port = typeof address === 'object' && address ? address.port : 0;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+const liveRedis = new Set<ChildProcess>();
+process.once('exit', () => {
+  for (const child of liveRedis) child.kill('SIGKILL');
+});
+
+/**
+ * A redis-server child of this test process on its own port and data directory. With `aof`,
+ * every write is appended and fsynced before Redis answers (appendfsync always), so a SIGKILL
+ * loses nothing that a client saw acknowledged, and a restart on the same directory replays it.
+ */
+export class RedisServer {
+  readonly dir: string;
+  private child: ChildProcess | undefined;
+  private exited: Promise<void> = Promise.resolve();
+  private log = '';
+
+  private constructor(
+    readonly port: number,
+    readonly aof: boolean,
+  ) {
+    this.dir = mkdtempSync(join(tmpdir(), 'coverage-rollup-redis-'));
+  }
+
+  static async start({ aof = false, port }: { aof?: boolean; port?: number } = {}): Promise<RedisServer> {
+    const server = new RedisServer(port ?? (await freePort()), aof);
+    await server.launch();
+    return server;
+  }
+
+  get url(): string {
+    return `redis://127.0.0.1:${this.port}`;
+  }
+
+  get pid(): number | undefined {
+    return this.child?.pid;
+  }
+
+  /** Starts redis-server (again) on the same port and directory; resolves when it answers PING. */
+  async launch(): Promise<void> {
+    const args = [
+      '--port',
+      String(this.port),
+      '--bind',
+      '127.0.0.1',
+      '--dir',
+      this.dir,
+      '--daemonize',
+      'no',
+      '--save',
+      '',
+      '--protected-mode',
+      'yes',
+      ...(this.aof ? ['--appendonly', 'yes', '--appendfsync', 'always'] : ['--appendonly', 'no']),
+    ];
+    const child = spawn('redis-server', args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    this.child = child;
+    liveRedis.add(child);
+    child.stdout?.on('data', (d: Buffer) => {
+      this.log = (this.log + d.toString()).slice(-4000);
+    });
+    child.stderr?.on('data', (d: Buffer) => {
+      this.log = (this.log + d.toString()).slice(-4000);
+    });
+    this.exited = new Promise((resolve) =>
+      child.once('exit', () => {
+        liveRedis.delete(child);
+        resolve();
+      }),
+    );
+    const probe = new Redis(this.url, {
+      lazyConnect: true,
+      maxRetriesPerRequest: 0,
+      retryStrategy: () => null,
+    });
+    probe.on('error', () => {});
+    try {
+      for (let i = 0; i < 200; i++) {
+        try {
+          if (probe.status !== 'ready') await probe.connect();
+          // While the AOF loads Redis answers LOADING: wait for a real PONG.
+          if ((await probe.ping()) === 'PONG') return;
+        } catch {
+          probe.disconnect();
+        }
+        if (child.exitCode !== null) throw new Error(`redis-server exited at start:\n${this.log}`);
+        await sleep(50);
+      }
+      throw new Error(`redis-server on ${this.port} did not answer within 10 s:\n${this.log}`);
+    } finally {
+      probe.disconnect();
+    }
+  }
+
+  /** SIGKILL, and wait until the process is gone. */
+  async kill(): Promise<void> {
+    this.child?.kill('SIGKILL');
+    await this.exited;
+  }
+
+  /** SIGKILL and remove the data directory. */
+  async destroy(): Promise<void> {
+    await this.kill();
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+}
+
+export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/** A deterministic PRNG (mulberry32): the same seed gives the same stream. */
+export function prng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+export function seedFromEnv(name: string): number {
+  const raw = process.env[name];
+  return raw && /^\d+$/.test(raw) ? Number(raw) : Math.floor(Math.random() * 2 ** 31);
+}
+
+export function intFromEnv(name: string, fallback: number): number {
+  const raw = process.env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw.replaceAll('_', ''));
+  if (!Number.isFinite(value) || value <= 0) throw new Error(`${name} must be a positive number, got ${raw}`);
+  return value;
+}
+
+export function shuffle<T>(items: T[], random: () => number): T[] {
+  for (let i = items.length - 1; i > 0; i--) {
+    const j = Math.floor(random() * (i + 1));
+    [items[i], items[j]] = [items[j]!, items[i]!];
+  }
+  return items;
+}
+
+/** One job for the events queue. */
+export interface EventJob {
+  readonly jobId: string;
+  readonly data: Record<string, unknown>;
+}
+
+/** A BullMQ producer that waits out Redis restarts (ioredis queues commands while reconnecting). */
+export class Producer {
+  readonly connection: Redis;
+  readonly queue: Queue;
+  /** Jobs whose addBulk Redis acknowledged. */
+  acked = 0;
+  /** addBulk calls that failed and were retried with the same job ids. */
+  retries = 0;
+
+  constructor(redisUrl: string, queueName: string, prefix: string) {
+    this.connection = new Redis(redisUrl, { maxRetriesPerRequest: null });
+    this.connection.on('error', () => {});
+    this.queue = new Queue(queueName, { connection: this.connection, prefix });
+    this.queue.on('error', () => {});
+  }
+
+  /** Adds the jobs; retried with the same job ids until Redis acknowledges them. */
+  async add(jobs: readonly EventJob[], timeoutMs = 120_000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      try {
+        await this.queue.addBulk(jobs.map((j) => ({ name: 'e', data: j.data, opts: { jobId: j.jobId } })));
+        this.acked += jobs.length;
+        return;
+      } catch (error) {
+        this.retries++;
+        if (Date.now() > deadline) throw error;
+        await sleep(200);
+      }
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.queue.close().catch(() => {});
+    this.connection.disconnect();
+  }
+}
+
+export interface QueueCounts {
+  readonly waiting: number;
+  readonly active: number;
+  readonly delayed: number;
+  readonly failed: number;
+  readonly completed: number;
+  readonly prioritized: number;
+}
+
+export async function queueCounts(queue: Queue): Promise<QueueCounts> {
+  const c = await queue.getJobCounts('waiting', 'active', 'delayed', 'failed', 'completed', 'prioritized');
+  return {
+    waiting: c.waiting ?? 0,
+    active: c.active ?? 0,
+    delayed: c.delayed ?? 0,
+    failed: c.failed ?? 0,
+    completed: c.completed ?? 0,
+    prioritized: c.prioritized ?? 0,
+  };
+}
+
+export const pending = (c: QueueCounts) => c.waiting + c.active + c.delayed + c.prioritized;
+
+/** Resident set size of a process in bytes (Linux /proc), or null once it is gone. */
+export function rssBytes(pid: number): number | null {
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+    const m = /^VmRSS:\s+(\d+)\s+kB/m.exec(status);
+    return m ? Number(m[1]) * 1024 : null;
+  } catch {
+    return null;
+  }
+}
+
+/** Counts how often each value of `field` occurs on lines with `msg`, across processes. */
+export function countLogs(
+  processes: readonly DaemonProcess[],
+  msg: string,
+  field: string,
+): Map<string, number> {
+  const counts = new Map<string, number>();
+  for (const p of processes)
+    for (const line of p.logs(msg)) {
+      const key = String(line[field]);
+      counts.set(key, (counts.get(key) ?? 0) + 1);
+    }
+  return counts;
+}
+
+/** Lines at level error (50) or fatal (60), with their process. */
+export function errorLines(processes: readonly DaemonProcess[]): Array<{ process: string; line: LogLine }> {
+  return processes.flatMap((p) =>
+    p.lines.filter((l) => l.level >= 50).map((line) => ({ process: p.name, line })),
+  );
+}
+
+/** Terminates every client connection of `database` (from the admin database). */
+export async function terminateConnections(database: string): Promise<number> {
+  const admin = postgres(ADMIN_URL, { max: 1, onnotice: () => {} });
+  try {
+    const rows = await admin<{ ok: boolean }[]>`
+      select pg_terminate_backend(pid) as ok from pg_stat_activity
+      where datname = ${database} and pid <> pg_backend_pid()`;
+    return rows.filter((r) => r.ok).length;
+  } finally {
+    await admin.end({ timeout: 5 });
+  }
+}
+
+/**
+ * Prints the suite's result as one JSON document on stdout (between marker lines, so it stands
+ * out in the runner's output) and writes it to test-artifacts/faults/<suite>.json.
+ */
+export function report(suite: string, result: Record<string, unknown>): void {
+  const text = JSON.stringify(result, null, 2);
+  const dir = join(packageRoot(), 'test-artifacts', 'faults');
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(join(dir, `${suite}.json`), `${text}\n`);
+  process.stdout.write(`\n===== ${suite} result (JSON) =====\n${text}\n===== end ${suite} =====\n`);
+}
+
+export const round = (x: number, digits = 2): number => Number(x.toFixed(digits));
+
+export function median(values: readonly number[]): number {
+  if (values.length === 0) return Number.NaN;
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
+
+/** A config for a daemon process of these suites (JSON, which the YAML loader reads). */
+export function daemonConfig(options: {
+  databaseUrl: string;
+  redisUrl: string;
+  prefix: string;
+  scheduler?: boolean;
+  logLevel?: string;
+  queue?: Record<string, unknown>;
+  lease?: Record<string, unknown>;
+  assets?: ReadonlyArray<Record<string, unknown>>;
+  rollups?: ReadonlyArray<Record<string, unknown>>;
+}): Record<string, unknown> {
+  return {
+    database_url: options.databaseUrl,
+    redis_url: options.redisUrl,
+    log_level: options.logLevel ?? 'info',
+    http: { host: '127.0.0.1', port: 0 },
+    api_tokens: [TOKEN],
+    queue: { prefix: options.prefix, ...(options.queue ?? {}) },
+    lease: options.lease ?? { ttl: 'PT4S', renew_every: 'PT1S', retry_every: 'PT0.5S' },
+    scheduler: { enabled: options.scheduler ?? false },
+    shutdown_timeout: 'PT15S',
+    assets: options.assets ?? [],
+    rollups: options.rollups ?? [],
+  };
+}
+
+/** Digest of the whole index: every segment of every asset, in order. */
+export const SEGMENTS_DIGEST_SQL = `
+  select md5(coalesce(string_agg(
+    format('%s|%s|%s|%s|%s|%s', a.name, lower(s.span), upper(s.span), coalesce(s.version, '-'), s.state,
+      coalesce(s.required_version, '-')),
+    E'\\n' order by a.name, lower(s.span)), '')) as digest,
+    count(*)::int as segments
+  from segments s join assets a on a.id = s.asset_id`;
