@@ -10,9 +10,11 @@ export interface Bound {
 }
 
 const MICROS_PER_MS = 1000;
-// Year 0001..9999, as PostgreSQL's timestamptz accepts and a safe integer of microseconds holds.
-const MIN_TIME = Date.UTC(1, 0, 1) * MICROS_PER_MS;
-const MAX_TIME = Date.UTC(9999, 11, 31, 23, 59, 59, 999) * MICROS_PER_MS;
+// Microseconds must stay safe integers (types.ts): about 1684-07-28 to 2255-06-05. A wider range
+// would silently round bounds, claiming or dropping coverage.
+const MIN_TIME = -Number.MAX_SAFE_INTEGER;
+const MAX_TIME = Number.MAX_SAFE_INTEGER;
+const TIME_RANGE = 'the supported range (1684-07-28 to 2255-06-05, microseconds as safe integers)';
 
 const ISO_TIME =
   /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d{1,9}))?)?)?(Z|z|[+-]\d{2}(?::?\d{2})?)?$/;
@@ -78,6 +80,15 @@ export function parseTimeBound(raw: unknown, field: string, zone: string): Bound
   if (/[1-9]/.test(digits.slice(6))) {
     throw new BadInputError('invalid_bound', `${field} "${clip(text)}" is finer than a microsecond`);
   }
+  const micros = Number(digits.slice(0, 6));
+  const fast = offset ? fixedOffsetMillis(y!, mo!, d!, h, mi, s, offset) : null;
+  if (fast !== null) {
+    const value = fast * MICROS_PER_MS + micros;
+    if (!Number.isSafeInteger(value) || value < MIN_TIME || value > MAX_TIME) {
+      throw new BadInputError('out_of_range', `${field} "${clip(text)}" is outside ${TIME_RANGE}`);
+    }
+    return { domain: 'time', value, text };
+  }
   const dt = DateTime.fromObject(
     {
       year: Number(y),
@@ -95,11 +106,45 @@ export function parseTimeBound(raw: unknown, field: string, zone: string): Bound
       `${field} "${clip(text)}" is not a valid date-time (${dt.invalidReason})`,
     );
   }
-  const value = dt.toMillis() * MICROS_PER_MS + Number(digits.slice(0, 6));
-  if (value < MIN_TIME || value > MAX_TIME) {
-    throw new BadInputError('out_of_range', `${field} "${clip(text)}" is outside years 0001-9999`);
+  const value = dt.toMillis() * MICROS_PER_MS + micros;
+  if (!Number.isSafeInteger(value) || value < MIN_TIME || value > MAX_TIME) {
+    throw new BadInputError('out_of_range', `${field} "${clip(text)}" is outside ${TIME_RANGE}`);
   }
   return { domain: 'time', value, text };
+}
+
+/**
+ * The common case without luxon (it dominates ingest CPU otherwise): an explicit offset needs no
+ * zone rules. Returns null for anything unusual (invalid fields, early years), which then takes
+ * the general path and its precise error message.
+ */
+function fixedOffsetMillis(
+  y: string,
+  mo: string,
+  d: string,
+  h: string,
+  mi: string,
+  s: string,
+  offset: string,
+): number | null {
+  const year = Number(y);
+  const month = Number(mo);
+  const day = Number(d);
+  const hour = Number(h);
+  const minute = Number(mi);
+  const second = Number(s);
+  if (year < 1000 || month < 1 || month > 12 || day < 1 || hour > 23 || minute > 59 || second > 59)
+    return null;
+  if (day > new Date(Date.UTC(year, month, 0)).getUTCDate()) return null;
+  let offsetMinutes = 0;
+  if (offset !== 'Z' && offset !== 'z') {
+    const digits = offset.slice(1).replace(':', '');
+    const oh = Number(digits.slice(0, 2));
+    const om = Number(digits.slice(2) || '0');
+    if (oh > 23 || om > 59) return null;
+    offsetMinutes = (offset[0] === '-' ? -1 : 1) * (oh * 60 + om);
+  }
+  return Date.UTC(year, month - 1, day, hour, minute, second) - offsetMinutes * 60_000;
 }
 
 function offsetZone(offset: string): string {
@@ -130,7 +175,9 @@ export function addIsoDuration(start: Bound, iso: string, zone: string): Bound {
     );
   }
   const value = endMs * MICROS_PER_MS + micros;
-  if (value > MAX_TIME) throw new BadInputError('out_of_range', `${start.text}/${iso} ends after year 9999`);
+  if (!Number.isSafeInteger(value) || value > MAX_TIME) {
+    throw new BadInputError('out_of_range', `${start.text}/${iso} ends outside ${TIME_RANGE}`);
+  }
   return { domain: 'time', value, text: formatTime(value) };
 }
 

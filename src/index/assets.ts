@@ -1,5 +1,5 @@
 import type { Domain } from '../core/types.js';
-import type { Db, Tx } from './db.js';
+import type { Db } from './db.js';
 
 export interface AssetRow {
   readonly id: number;
@@ -26,7 +26,7 @@ export interface NewAsset {
  * is what serialises per-asset writes across processes. Rows are taken in name order so two
  * batches never deadlock on each other.
  */
-export async function lockAssets(tx: Tx, assets: readonly NewAsset[]): Promise<Map<string, AssetRow>> {
+export async function lockAssets(tx: Db, assets: readonly NewAsset[]): Promise<Map<string, AssetRow>> {
   const sorted = [...assets].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   const rows = await tx<AssetRow[]>`
     insert into assets (name, domain, zone)
@@ -34,7 +34,7 @@ export async function lockAssets(tx: Tx, assets: readonly NewAsset[]): Promise<M
       ${sorted.map((a) => a.name)}::text[], ${sorted.map((a) => a.domain)}::text[], ${sorted.map((a) => a.zone)}::text[]
     )
     on conflict (name) do update set updated_at = now()
-    returning *`;
+    returning *`.execute();
   return new Map(rows.map((r) => [r.name, r]));
 }
 

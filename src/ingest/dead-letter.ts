@@ -11,8 +11,9 @@ export interface DeadLetter {
 }
 
 /**
- * Adds the bad event to the dead-letter queue. The job id repeats the source job's, so a
- * redelivered bad job is dead-lettered once.
+ * Adds the bad event to the dead-letter queue. The job id is derived from the source job's, so a
+ * redelivered bad job is dead-lettered once. It cannot be the source id itself: BullMQ refuses
+ * custom ids that are integers (every auto-generated id is one) or contain ":".
  */
 export async function deadLetter(
   dlq: Queue,
@@ -27,8 +28,13 @@ export async function deadLetter(
     dead_lettered_at: new Date().toISOString(),
   };
   await dlq.add(error.reason, data, {
-    ...(job.id ? { jobId: job.id } : {}),
+    ...(job.id ? { jobId: deadLetterJobId(job.queueName, job.id) } : {}),
     removeOnComplete: false,
     removeOnFail: false,
   });
+}
+
+/** A valid custom BullMQ job id for the dead letter of source job `id`. */
+export function deadLetterJobId(queueName: string, id: string): string {
+  return `${queueName}.${id}`.replaceAll(':', '_');
 }

@@ -22,6 +22,16 @@ export interface IngestWorker {
   close(timeoutMs: number): Promise<void>;
 }
 
+/** Transactions in flight at once per worker, on disjoint sets of assets. */
+const COMMIT_LANES = 2;
+
+/** A stable lane for an asset name (FNV-1a). */
+export function laneOf(asset: string, lanes: number): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < asset.length; i++) h = Math.imul(h ^ asset.charCodeAt(i), 0x01000193);
+  return (h >>> 0) % lanes;
+}
+
 export function normalizeOptions(config: Config) {
   return {
     maxPayloadBytes: config.queue.max_payload_bytes,
@@ -38,21 +48,34 @@ export function startIngestWorker(config: Config, sql: Sql, log: Logger, metrics
   const options = normalizeOptions(config);
   const connection = redisConnection(config.redis_url);
   const dlq = new Queue(queue.dead_letter, { connection, prefix: queue.prefix });
-  const committer = new GroupCommitter<NormalizedEvent, CommitOutcome>({
-    commit: (events) => commitEvents(sql, events),
-    isTransient,
-    maxBatch: queue.batch_size,
-    maxWaitMs: queue.batch_wait,
-    maxInFlight: 2,
-    onCommit: (size, seconds) => {
-      metrics.batchSize.observe(size);
-      metrics.commitSeconds.observe(seconds);
+  // Commit lanes: each asset always goes to the same lane, and each lane runs one transaction at
+  // a time. Lanes never wait on each other's asset locks, so their commits overlap; within a lane
+  // an asset's events commit in the order this worker took them.
+  const lanes = Array.from({ length: COMMIT_LANES }, () => newCommitter());
+  const committer = {
+    add: (event: NormalizedEvent) => lanes[laneOf(event.asset, lanes.length)]!.add(event),
+    drain: () => Promise.all(lanes.map((l) => l.drain())),
+    abandon: () => {
+      for (const l of lanes) l.abandon();
     },
-    onRetry: (error, attempt, size) => {
-      metrics.commitRetries.inc();
-      log.warn({ err: error, attempt, size }, 'group commit failed transiently; retrying');
-    },
-  });
+  };
+  function newCommitter() {
+    return new GroupCommitter<NormalizedEvent, CommitOutcome>({
+      commit: (events) => commitEvents(sql, events),
+      isTransient,
+      maxBatch: queue.batch_size,
+      maxWaitMs: queue.batch_wait,
+      maxInFlight: 1,
+      onCommit: (size, seconds) => {
+        metrics.batchSize.observe(size);
+        metrics.commitSeconds.observe(seconds);
+      },
+      onRetry: (error, attempt, size) => {
+        metrics.commitRetries.inc();
+        log.warn({ err: error, attempt, size }, 'group commit failed transiently; retrying');
+      },
+    });
+  }
 
   const reject = async (job: Job, error: BadInputError): Promise<IngestResult> => {
     await deadLetter(dlq, error, job);

@@ -3,14 +3,29 @@ import { formatPoint, parseBound } from '../../core/bounds.js';
 import { toCoverageAnswer } from '../../core/coverage-answer.js';
 import { BadInputError } from '../../core/errors.js';
 import { findAsset, listAssets } from '../../index/assets.js';
-import { queryCoverage } from '../../index/coverage-query.js';
+import { type AssetFacts, queryCoverageOf } from '../../index/coverage-query.js';
 import type { HttpContext } from '../context.js';
 import { HttpError } from '../errors.js';
 
 const DEFAULT_LIMIT = 200;
 const MAX_LIMIT = 1000;
+const MAX_CACHED_ASSETS = 10_000;
 
 export function registerAssetRoutes(app: FastifyInstance, ctx: HttpContext): void {
+  // An asset's id, domain and zone never change once it exists, so a coverage query needs only
+  // one round trip after the first (the extent, which does change, is read with the segments).
+  const known = new Map<string, AssetFacts>();
+  const facts = async (name: string): Promise<AssetFacts> => {
+    const cached = known.get(name);
+    if (cached) return cached;
+    const row = await findAsset(ctx.sql, name);
+    if (!row) throw new HttpError(404, 'unknown_asset', `no asset named ${name} has been seen`);
+    if (known.size >= MAX_CACHED_ASSETS) known.clear();
+    const fact = { id: row.id, name: row.name, domain: row.domain, zone: row.zone };
+    known.set(name, fact);
+    return fact;
+  };
+
   app.get('/v1/assets', async (request) => {
     ctx.auth.requireRead(request);
     const rows = await listAssets(ctx.sql);
@@ -34,9 +49,7 @@ export function registerAssetRoutes(app: FastifyInstance, ctx: HttpContext): voi
     '/v1/assets/:asset/coverage',
     async (request) => {
       ctx.auth.requireRead(request);
-      const asset = await findAsset(ctx.sql, request.params.asset);
-      if (!asset)
-        throw new HttpError(404, 'unknown_asset', `no asset named ${request.params.asset} has been seen`);
+      const asset = await facts(request.params.asset);
       const { start, end, limit } = request.query;
       const window = badRequest(() => {
         if (start === undefined || end === undefined) {
@@ -49,7 +62,7 @@ export function registerAssetRoutes(app: FastifyInstance, ctx: HttpContext): voi
         return { start: s.value, end: e.value };
       });
       const n = parseLimit(limit);
-      const coverage = await queryCoverage(ctx.sql, asset, window, n);
+      const coverage = await queryCoverageOf(ctx.sql, asset, window, n);
       return toCoverageAnswer(asset.name, asset.domain, window, coverage);
     },
   );

@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { BadInputError } from '../../core/errors.js';
-import { normalizeEvent } from '../../core/events.js';
+import { type NormalizedEvent, normalizeEvent } from '../../core/events.js';
+import type { Domain } from '../../core/types.js';
 import { normalizeOptions } from '../../ingest/worker.js';
 import type { HttpContext } from '../context.js';
 import { HttpError } from '../errors.js';
@@ -16,15 +17,43 @@ export function registerEventRoutes(app: FastifyInstance, ctx: HttpContext): voi
 
   const enqueue = async (items: unknown[]) => {
     const errors: Array<{ index: number; reason: string; message: string }> = [];
+    const valid: Array<{ index: number; event: NormalizedEvent }> = [];
+    const refuse = (index: number, error: BadInputError) => {
+      errors.push({ index, reason: error.reason, message: error.message });
+      ctx.metrics.eventsRejected.inc({ reason: error.reason });
+    };
     items.forEach((item, index) => {
       try {
-        normalizeEvent(item, options);
+        valid.push({ index, event: normalizeEvent(item, options) });
       } catch (error) {
         if (!(error instanceof BadInputError)) throw error;
-        errors.push({ index, reason: error.reason, message: error.message });
-        ctx.metrics.eventsRejected.inc({ reason: error.reason });
+        refuse(index, error);
       }
     });
+    // The worker would dead-letter an event whose bounds contradict the asset's recorded domain;
+    // answer that here too, so a 202 keeps meaning "will be ingested".
+    const names = [...new Set(valid.map((v) => v.event.asset))];
+    const known = new Map(
+      names.length === 0
+        ? []
+        : (
+            await ctx.sql<{ name: string; domain: Domain }[]>`
+              select name, domain from assets where name = any(${names}::text[])`
+          ).map((r) => [r.name, r.domain]),
+    );
+    for (const { index, event } of valid) {
+      const domain = known.get(event.asset);
+      if (domain !== undefined && domain !== event.domain) {
+        refuse(
+          index,
+          new BadInputError(
+            'domain_mismatch',
+            `asset ${event.asset} holds ${domain} bounds but this event's are ${event.domain}`,
+          ),
+        );
+      }
+    }
+    errors.sort((a, b) => a.index - b.index);
     if (errors.length > 0) {
       throw new HttpError(
         400,

@@ -1,0 +1,118 @@
+/**
+ * bench:trigger: with background ingest (default 2,000 events/s over 50 assets), the time from
+ * enqueuing the event that completes a period to the downstream job being on the target queue.
+ * Prints JSON: p50, p90, p99 and max over BENCH_PERIODS periods (default 250).
+ */
+import { Queue, QueueEvents } from 'bullmq';
+import { Redis } from 'ioredis';
+import { parseConfig } from '../src/config.js';
+import { startDaemon } from '../src/daemon.js';
+import { createBenchDatabase, dropPrefix, log, REDIS_URL, round, uniqueName } from './common.js';
+
+const PERIODS = Number(process.env.BENCH_PERIODS ?? 250);
+const BACKGROUND_RATE = Number(process.env.BENCH_RATE ?? 2000);
+const BACKGROUND_ASSETS = 50;
+const TICK_MS = 50;
+
+const quantile = (sorted: readonly number[], q: number) =>
+  sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
+
+async function main(): Promise<void> {
+  const db = await createBenchDatabase();
+  const prefix = uniqueName('crbench');
+  const config = parseConfig({
+    database_url: db.url,
+    redis_url: REDIS_URL,
+    log_level: process.env.BENCH_LOG_LEVEL ?? 'silent',
+    http: { host: '127.0.0.1', port: 0 },
+    queue: { prefix },
+    rollups: [
+      {
+        id: 'trig',
+        upstream: ['bench.trigger'],
+        every: 1000,
+        begin: 0,
+        target: { type: 'queue', queue: 'bench-runs' },
+      },
+    ],
+  });
+  const daemon = await startDaemon(config, log);
+  const connection = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
+  const producer = new Queue(config.queue.name, { connection, prefix });
+  const events = new QueueEvents('bench-runs', {
+    connection: new Redis(REDIS_URL, { maxRetriesPerRequest: null }),
+    prefix,
+  });
+  await events.waitUntilReady();
+  const seen = new Map<string, number>();
+  const waiters = new Map<string, () => void>();
+  events.on('waiting', ({ jobId }) => {
+    seen.set(jobId, performance.now());
+    waiters.get(jobId)?.();
+  });
+
+  // Background ingest at a steady rate: 5-minute slices over many time assets.
+  let background = 0;
+  let running = true;
+  const perTick = Math.round((BACKGROUND_RATE * TICK_MS) / 1000);
+  const base = Date.parse('2025-01-01T00:00:00Z');
+  const loop = (async () => {
+    let next = performance.now();
+    while (running) {
+      const batch = Array.from({ length: perTick }, () => {
+        const n = background++;
+        const asset = `bench.bg.${n % BACKGROUND_ASSETS}`;
+        const start = base + Math.floor(n / BACKGROUND_ASSETS) * 300_000;
+        return {
+          name: 'e',
+          data: { asset, start: new Date(start).toISOString(), end: new Date(start + 300_000).toISOString() },
+        };
+      });
+      await producer.addBulk(batch);
+      next += TICK_MS;
+      await new Promise((r) => setTimeout(r, Math.max(0, next - performance.now())));
+    }
+  })();
+  const startedAt = performance.now();
+  await new Promise((r) => setTimeout(r, 2000)); // let the background reach its rate first
+
+  const latencies: number[] = [];
+  for (let i = 0; i < PERIODS; i++) {
+    const key = `trig@${i * 1000}#1`;
+    const arrived = new Promise<void>((resolve) => waiters.set(key, resolve));
+    const t0 = performance.now();
+    await producer.add('e', { asset: 'bench.trigger', start: i * 1000, end: i * 1000 + 1000 });
+    await Promise.race([arrived, new Promise((r) => setTimeout(r, 10_000))]);
+    waiters.delete(key);
+    const t1 = seen.get(key);
+    if (t1 === undefined) throw new Error(`no downstream job for ${key} within 10 s`);
+    latencies.push(t1 - t0);
+  }
+  running = false;
+  await loop;
+  const seconds = (performance.now() - startedAt) / 1000;
+  const sorted = [...latencies].sort((a, b) => a - b);
+  process.stdout.write(
+    `${JSON.stringify({
+      benchmark: 'trigger',
+      periods: PERIODS,
+      background_events: background,
+      background_rate_per_s: round(background / seconds, 0),
+      latency_ms: {
+        p50: round(quantile(sorted, 0.5), 1),
+        p90: round(quantile(sorted, 0.9), 1),
+        p99: round(quantile(sorted, 0.99), 1),
+        max: round(sorted.at(-1)!, 1),
+      },
+      goal_p99_ms: 100,
+    })}\n`,
+  );
+  await events.close();
+  await producer.close();
+  connection.disconnect();
+  await daemon.stop();
+  await db.drop();
+  await dropPrefix(prefix);
+}
+
+await main();

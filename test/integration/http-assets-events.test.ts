@@ -1,0 +1,324 @@
+/** The HTTP surface of ingest and coverage, against a whole daemon on an ephemeral port. */
+import { beforeAll, describe, expect, it } from 'vitest';
+import type { Daemon } from '../../src/daemon.js';
+import { startTestDaemon, TEST_TOKEN, testConfig, testProducer } from '../helpers/daemon.js';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
+import { createTestPrefix } from '../helpers/redis.js';
+import { waitFor } from '../helpers/wait.js';
+import { drained } from './ingest-harness.js';
+
+let db: TestDatabase;
+let daemon: Daemon;
+let producer: ReturnType<typeof testProducer>;
+const prefix = createTestPrefix();
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  const config = testConfig(db, prefix, { rollups: [] });
+  daemon = await startTestDaemon(config);
+  producer = testProducer(config);
+});
+
+interface Reply {
+  status: number;
+  body: Record<string, unknown> & { [k: string]: unknown };
+}
+
+async function call(
+  method: string,
+  path: string,
+  body?: unknown,
+  token: string | null = TEST_TOKEN,
+): Promise<Reply> {
+  const headers: Record<string, string> = {};
+  if (body !== undefined) headers['content-type'] = 'application/json';
+  if (token !== null) headers.authorization = `Bearer ${token}`;
+  const res = await fetch(`${daemon.url}${path}`, {
+    method,
+    headers,
+    ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+  });
+  return { status: res.status, body: (await res.json()) as Reply['body'] };
+}
+
+const post = (path: string, body: unknown, token?: string | null) => call('POST', path, body, token);
+const get = (path: string) => call('GET', path, undefined, null);
+const coverage = (asset: string, query: Record<string, string>) =>
+  get(`/v1/assets/${encodeURIComponent(asset)}/coverage?${new URLSearchParams(query)}`);
+
+async function ingest(body: unknown): Promise<Reply> {
+  const reply = await post('/v1/events', body);
+  expect(reply.status).toBe(202);
+  await drained(producer);
+  return reply;
+}
+
+describe('POST /v1/events', () => {
+  it('accepts one event or an array, answering 202 with job ids', async () => {
+    const one = await ingest({ asset: 'http.orders', interval: '2025-06-01T10:00:00Z/PT30M', version: 'v1' });
+    expect(one.body).toEqual({ accepted: 1, ids: [expect.any(String)] });
+    const many = await ingest([
+      {
+        asset: 'http.orders',
+        start: '2025-06-01T12:40:00+02:00',
+        end: '2025-06-01T11:00:00Z',
+        version: 'v2',
+      },
+      { asset: 'http.offsets', start: 0, end: '100' },
+      { asset: 'http.offsets', start: 150, end: 200 },
+    ]);
+    expect(many.body).toEqual({
+      accepted: 3,
+      ids: [expect.any(String), expect.any(String), expect.any(String)],
+    });
+    expect(new Set([...(one.body.ids as string[]), ...(many.body.ids as string[])]).size).toBe(4);
+  });
+
+  it('answers 400 with a reason per bad item and enqueues none of the batch', async () => {
+    const reply = await post('/v1/events', [
+      { asset: 'http.rejected', interval: '2025-06-01T10:00:00Z/PT5M' },
+      { asset: 'http.rejected', start: 'soon', end: '2025-06-01T10:00:00Z' },
+      { asset: 'http.rejected', start: '2025-06-01T10:00:00Z', end: '2025-06-01T09:00:00Z' },
+      { start: 1, end: 2 },
+      { asset: 'http.orders', start: 1, end: 2 }, // the index holds http.orders as time
+      { asset: 'http.rejected', interval: '2025-06-01T10:00:00Z/PT5M', type: 'truncate' },
+    ]);
+    expect(reply.status).toBe(400);
+    expect(reply.body).toEqual({
+      code: 'invalid_events',
+      message: '5 of 6 events are invalid; none was enqueued',
+      errors: [
+        { index: 1, reason: 'invalid_bound', message: expect.stringContaining('start "soon"') },
+        { index: 2, reason: 'end_before_start', message: expect.stringContaining('before start') },
+        { index: 3, reason: 'missing_asset', message: expect.any(String) },
+        { index: 4, reason: 'domain_mismatch', message: expect.stringContaining('http.orders') },
+        { index: 5, reason: 'unknown_type', message: expect.stringContaining('truncate') },
+      ],
+    });
+    expect((await call('GET', '/v1/assets', undefined, null)).body.assets).not.toContainEqual(
+      expect.objectContaining({ asset: 'http.rejected' }),
+    );
+    expect(await producer.getJobCounts('waiting', 'active')).toEqual({ waiting: 0, active: 0 });
+  });
+
+  it('answers 400 for a body that is no event', async () => {
+    expect((await post('/v1/events', [])).body).toMatchObject({ code: 'invalid_payload' });
+    expect((await post('/v1/events', [])).status).toBe(400);
+    const scalar = await post('/v1/events', 42);
+    expect(scalar.status).toBe(400);
+    expect(scalar.body).toMatchObject({ errors: [{ index: 0, reason: 'invalid_payload' }] });
+  });
+
+  it('needs a bearer token: 401 without, 403 with a wrong one', async () => {
+    const event = { asset: 'http.auth', interval: '2025-06-01T10:00:00Z/PT5M' };
+    const without = await post('/v1/events', event, null);
+    expect(without).toEqual({ status: 401, body: { code: 'unauthorized', message: expect.any(String) } });
+    const wrong = await post('/v1/events', event, 'not-the-token-0123456789');
+    expect(wrong).toEqual({ status: 403, body: { code: 'forbidden', message: expect.any(String) } });
+    const replay = await post('/v1/assets/http.auth/replay-requirements', { ...event, version: 'v2' }, null);
+    expect(replay.status).toBe(401);
+    expect(await producer.getJobCounts('waiting', 'active')).toEqual({ waiting: 0, active: 0 });
+  });
+});
+
+describe('POST /v1/assets/{asset}/replay-requirements', () => {
+  it('enqueues a requirement for the asset in the path', async () => {
+    const reply = await post('/v1/assets/http.orders/replay-requirements', {
+      start: '2025-06-01T10:10:00Z',
+      end: '2025-06-01T10:20:00Z',
+      version: 'v3',
+      asset: 'some.other.asset',
+    });
+    expect(reply.status).toBe(202);
+    expect(reply.body).toEqual({ accepted: 1, ids: [expect.any(String)] });
+    await drained(producer);
+  });
+
+  it('refuses a requirement without a version', async () => {
+    const reply = await post('/v1/assets/http.orders/replay-requirements', {
+      start: '2025-06-01T10:10:00Z',
+      end: '2025-06-01T10:20:00Z',
+    });
+    expect(reply.status).toBe(400);
+    expect(reply.body).toMatchObject({
+      code: 'invalid_events',
+      errors: [{ index: 0, reason: 'invalid_field' }],
+    });
+    expect((await post('/v1/assets/http.orders/replay-requirements', [1])).status).toBe(400);
+  });
+});
+
+describe('GET /v1/assets/{asset}/coverage', () => {
+  // http.orders: [10:00, 10:30) v1, [10:40, 11:00) v2, and v3 required over [10:10, 10:20).
+  const window = { start: '2025-06-01T09:50:00Z', end: '2025-06-01T11:10:00Z' };
+  const batches = [
+    { start: '2025-06-01T11:00:00Z', end: '2025-06-01T11:10:00Z', state: 'gap', version: null },
+    { start: '2025-06-01T10:40:00Z', end: '2025-06-01T11:00:00Z', state: 'complete', version: 'v2' },
+    { start: '2025-06-01T10:30:00Z', end: '2025-06-01T10:40:00Z', state: 'gap', version: null },
+    { start: '2025-06-01T10:20:00Z', end: '2025-06-01T10:30:00Z', state: 'complete', version: 'v1' },
+    { start: '2025-06-01T10:10:00Z', end: '2025-06-01T10:20:00Z', state: 'replay_required', version: 'v1' },
+    { start: '2025-06-01T10:00:00Z', end: '2025-06-01T10:10:00Z', state: 'complete', version: 'v1' },
+    { start: '2025-06-01T09:50:00Z', end: '2025-06-01T10:00:00Z', state: 'gap', version: null },
+  ];
+  const expected = {
+    asset: 'http.orders',
+    domain: 'time',
+    start: '2025-06-01T09:50:00Z',
+    end: '2025-06-01T11:10:00Z',
+    covered: false,
+    ratio: 0.5,
+    missing: [
+      { start: '2025-06-01T09:50:00Z', end: '2025-06-01T10:00:00Z' },
+      { start: '2025-06-01T10:30:00Z', end: '2025-06-01T10:40:00Z' },
+      { start: '2025-06-01T11:00:00Z', end: '2025-06-01T11:10:00Z' },
+    ],
+    replay_required: [
+      { start: '2025-06-01T10:10:00Z', end: '2025-06-01T10:20:00Z', version: 'v1', required_version: 'v3' },
+    ],
+    known_gaps: [{ start: '2025-06-01T10:30:00Z', end: '2025-06-01T10:40:00Z' }],
+    batches,
+  };
+
+  it('answers exactly the SPEC §8 shape', async () => {
+    const reply = await coverage('http.orders', window);
+    expect(reply.status).toBe(200);
+    expect(reply.body).toStrictEqual(expected);
+    expect(Object.keys(reply.body)).toEqual([
+      'asset',
+      'domain',
+      'start',
+      'end',
+      'covered',
+      'ratio',
+      'missing',
+      'replay_required',
+      'known_gaps',
+      'batches',
+    ]);
+  });
+
+  it('reads the window in any offset spelling', async () => {
+    const reply = await coverage('http.orders', {
+      start: '2025-06-01T11:50:00+02:00',
+      end: '2025-06-01T11:10:00.000+0000',
+    });
+    expect(reply.body).toStrictEqual(expected);
+  });
+
+  it('limits batches to the pieces nearest the window end, latest first', async () => {
+    expect((await coverage('http.orders', { ...window, limit: '3' })).body.batches).toEqual(
+      batches.slice(0, 3),
+    );
+    expect((await coverage('http.orders', { ...window, limit: '1000' })).body.batches).toEqual(batches);
+    const none = await coverage('http.orders', { ...window, limit: '0' });
+    expect(none.body.batches).toEqual([]);
+    expect(none.body.missing).toEqual(expected.missing);
+  });
+
+  it('a covered window', async () => {
+    const reply = await coverage('http.orders', {
+      start: '2025-06-01T10:40:00Z',
+      end: '2025-06-01T11:00:00Z',
+    });
+    expect(reply.body).toMatchObject({
+      covered: true,
+      ratio: 1,
+      missing: [],
+      replay_required: [],
+      known_gaps: [],
+      batches: [
+        { start: '2025-06-01T10:40:00Z', end: '2025-06-01T11:00:00Z', state: 'complete', version: 'v2' },
+      ],
+    });
+  });
+
+  it('integer assets answer JSON numbers', async () => {
+    const reply = await coverage('http.offsets', { start: '50', end: '300' });
+    expect(reply.body).toStrictEqual({
+      asset: 'http.offsets',
+      domain: 'integer',
+      start: 50,
+      end: 300,
+      covered: false,
+      ratio: 100 / 250,
+      missing: [
+        { start: 100, end: 150 },
+        { start: 200, end: 300 },
+      ],
+      replay_required: [],
+      known_gaps: [{ start: 100, end: 150 }],
+      batches: [
+        { start: 200, end: 300, state: 'gap', version: null },
+        { start: 150, end: 200, state: 'complete', version: null },
+        { start: 100, end: 150, state: 'gap', version: null },
+        { start: 50, end: 100, state: 'complete', version: null },
+      ],
+    });
+  });
+
+  it('404 for an asset never seen', async () => {
+    const reply = await coverage('http.nothing', window);
+    expect(reply).toEqual({
+      status: 404,
+      body: { code: 'unknown_asset', message: 'no asset named http.nothing has been seen' },
+    });
+  });
+
+  it('400 for a bad window or limit, with a message that says what is wrong', async () => {
+    const cases: Array<[Record<string, string>, string, RegExp]> = [
+      [{ start: window.start }, 'missing_bounds', /\?start=\.\.\.&end=\.\.\./],
+      [
+        { start: 'yesterday', end: window.end },
+        'invalid_bound',
+        /start "yesterday" is not an ISO 8601 timestamp/,
+      ],
+      [
+        { start: window.end, end: window.start },
+        'end_before_start',
+        /end 2025-06-01T09:50:00Z is before start/,
+      ],
+      [{ ...window, limit: '1001' }, 'invalid_limit', /limit must be an integer from 0 to 1000/],
+      [{ ...window, limit: '-1' }, 'invalid_limit', /limit/],
+      [{ ...window, limit: 'ten' }, 'invalid_limit', /limit/],
+      [
+        { start: '2025-06-01T10:00:00.0000001Z', end: window.end },
+        'invalid_bound',
+        /finer than a microsecond/,
+      ],
+    ];
+    for (const [query, code, message] of cases) {
+      const reply = await coverage('http.orders', query);
+      expect(reply.status, JSON.stringify(query)).toBe(400);
+      expect(reply.body, JSON.stringify(query)).toEqual({ code, message: expect.stringMatching(message) });
+    }
+    const integer = await coverage('http.offsets', { start: '2025-06-01T10:00:00Z', end: '5' });
+    expect(integer.status).toBe(400);
+    expect(integer.body).toMatchObject({ code: 'invalid_bound' });
+  });
+});
+
+describe('GET /v1/assets', () => {
+  it('lists every asset with its facts', async () => {
+    await waitFor(async () => (await get('/v1/assets')).body.assets, { what: 'assets' });
+    const reply = await get('/v1/assets');
+    expect(reply.status).toBe(200);
+    const assets = reply.body.assets as Array<Record<string, unknown>>;
+    expect(assets.map((a) => a.asset)).toEqual(['http.offsets', 'http.orders']);
+    expect(assets[0]).toStrictEqual({
+      asset: 'http.offsets',
+      domain: 'integer',
+      zone: 'UTC',
+      event_count: 2,
+      segment_count: 2,
+      covered_extent: { start: 0, end: 200 },
+      updated_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT.*Z$/),
+    });
+    expect(assets[1]).toMatchObject({
+      asset: 'http.orders',
+      domain: 'time',
+      event_count: 3,
+      segment_count: 4,
+      covered_extent: { start: '2025-06-01T10:00:00Z', end: '2025-06-01T11:00:00Z' },
+    });
+  });
+});
