@@ -77,21 +77,35 @@ async function main(): Promise<void> {
   await new Promise((r) => setTimeout(r, 2000)); // let the background reach its rate first
 
   const latencies: number[] = [];
+  const sentAt: number[] = [];
+  const visibleAt: number[] = [];
   for (let i = 0; i < PERIODS; i++) {
     const key = `trig@${i * 1000}#1`;
     const arrived = new Promise<void>((resolve) => waiters.set(key, resolve));
     const t0 = performance.now();
+    sentAt.push(Date.now());
     await producer.add('e', { asset: 'bench.trigger', start: i * 1000, end: i * 1000 + 1000 });
     await Promise.race([arrived, new Promise((r) => setTimeout(r, 10_000))]);
     waiters.delete(key);
     const t1 = seen.get(key);
     if (t1 === undefined) throw new Error(`no downstream job for ${key} within 10 s`);
     latencies.push(t1 - t0);
+    visibleAt.push(Date.now() - (performance.now() - t1));
   }
   running = false;
   await loop;
   const seconds = (performance.now() - startedAt) / 1000;
   const sorted = [...latencies].sort((a, b) => a - b);
+  // Where the time goes: queue + group commit (to ingested_at), scheduler (to decided_at), dispatch.
+  const rows = await db.sql<{ lo: number; ingested: Date; decided: Date }[]>`
+    select e.lo, e.ingested_at as ingested, t.decided_at as decided
+    from events e join assets a on a.id = e.asset_id and a.name = 'bench.trigger'
+    join triggers t on t.rollup_id = 'trig' and t.period_lo = e.lo`;
+  const byLo = new Map(rows.map((r) => [r.lo, r]));
+  const stage = (f: (i: number, r: { ingested: Date; decided: Date }) => number) => {
+    const values = sentAt.map((_, i) => f(i, byLo.get(i * 1000)!)).sort((a, b) => a - b);
+    return { p50: round(quantile(values, 0.5), 1), p99: round(quantile(values, 0.99), 1) };
+  };
   process.stdout.write(
     `${JSON.stringify({
       benchmark: 'trigger',
@@ -105,6 +119,11 @@ async function main(): Promise<void> {
         max: round(sorted.at(-1)!, 1),
       },
       goal_p99_ms: 100,
+      stages_ms: {
+        enqueue_to_committed: stage((i, r) => r.ingested.getTime() - sentAt[i]!),
+        committed_to_decided: stage((_, r) => r.decided.getTime() - r.ingested.getTime()),
+        decided_to_on_target_queue: stage((i, r) => visibleAt[i]! - r.decided.getTime()),
+      },
     })}\n`,
   );
   await events.close();
