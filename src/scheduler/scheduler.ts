@@ -52,6 +52,8 @@ export class Scheduler {
   private loop: Promise<void> | undefined;
   private unlisten: (() => Promise<void>) | undefined;
   private syncedToken: number | undefined;
+  /** Per rollup, how far periods are known to exist; forgotten on every new lease token. */
+  private readonly materializedUntil = new Map<string, number>();
   private lastGauge = 0;
 
   constructor(private readonly options: SchedulerOptions) {
@@ -105,6 +107,7 @@ export class Scheduler {
     if (this.syncedToken !== token) {
       for (const r of rollups) await syncRollup(sql, r.rollup, { ...r.config, target: r.config.target }, log);
       this.syncedToken = token;
+      this.materializedUntil.clear();
       log.info({ lease_token: token, rollups: rollups.length }, 'leading: evaluating everything pending');
     }
     const [clock] = await sql<{ now: Date }[]>`select clock_timestamp() as now`;
@@ -112,20 +115,32 @@ export class Scheduler {
     const nowMicros = now.getTime() * 1000;
     let busy = false;
     let wakeAt = Number.POSITIVE_INFINITY;
-    for (const { rollup, config } of rollups) {
+    // An idle pass must stay cheap however many rollups there are: only rollups whose upstreams
+    // have new events are marked, and only those with periods that need it are evaluated.
+    const touched = await rollupsWithNewEvents(sql, rollups);
+    for (const { rollup } of rollups) {
       if (signal.aborted) return 0;
+      if (rollup.domain === 'time')
+        wakeAt = Math.min(wakeAt, rollup.calendar.periodContaining(nowMicros).end / 1000);
       const until =
         rollup.domain === 'time'
           ? rollup.calendar.periodContaining(nowMicros).end
           : await coveredUntil(sql, rollup);
-      if (rollup.domain === 'time')
-        wakeAt = Math.min(wakeAt, rollup.calendar.periodContaining(nowMicros).end / 1000);
-      busy ||= (await materializePeriods(sql, rollup, until, MATERIALIZE_BATCH)) === MATERIALIZE_BATCH;
+      if ((this.materializedUntil.get(rollup.id) ?? Number.NEGATIVE_INFINITY) < until) {
+        const made = await materializePeriods(sql, rollup, until, MATERIALIZE_BATCH);
+        if (made === MATERIALIZE_BATCH) busy = true;
+        else this.materializedUntil.set(rollup.id, until);
+      }
+      if (!touched.has(rollup.id)) continue;
       for (let round = 0; round < MAX_ROUNDS && !signal.aborted; round++) {
         if ((await markTouchedPeriods(sql, rollup, TOUCH_BATCH, this.options.leaseTtlMs)) === 0) break;
         if (round === MAX_ROUNDS - 1) busy = true;
       }
-      const idleMs = this.options.leaseTtlMs;
+    }
+    const pending = await rollupsToEvaluate(sql, rollups, now);
+    for (const { rollup, config } of rollups) {
+      if (signal.aborted) return 0;
+      if (!pending.has(rollup.id)) continue;
       const ctx = {
         sql,
         rollup,
@@ -134,13 +149,18 @@ export class Scheduler {
         token,
         log,
         metrics,
-        idleMs,
+        idleMs: this.options.leaseTtlMs,
       };
+      let triggered = 0;
       for (let round = 0; round < MAX_ROUNDS && !signal.aborted; round++) {
         const result = await evaluatePeriods(ctx, now, EVALUATE_BATCH);
+        triggered += result.triggered;
         if (!result.more) break;
         if (round === MAX_ROUNDS - 1) busy = true;
       }
+      // Deliver what was just decided before evaluating the next rollup.
+      if (triggered > 0)
+        await deliverDue(sql, this.targets, this.options.dispatchConcurrency, log, metrics, signal);
     }
     for (let round = 0; round < MAX_ROUNDS && !signal.aborted; round++) {
       const { more } = await deliverDue(
@@ -200,4 +220,29 @@ async function coveredUntil(sql: Sql, rollup: Rollup): Promise<number> {
   const [row] = await sql<{ hi: number | null }[]>`
     select max(covered_hi) as hi from assets where name = any(${rollup.upstream as string[]}::text[])`;
   return row?.hi ?? rollup.begin;
+}
+
+/** Rollups with an upstream whose event log has moved past the rollup's cursor. */
+async function rollupsWithNewEvents(sql: Sql, rollups: readonly RollupRuntime[]): Promise<Set<string>> {
+  const pairs = rollups.flatMap(({ rollup }) => rollup.upstream.map((asset) => [rollup.id, asset] as const));
+  const rows = await sql<{ rollup_id: string }[]>`
+    select distinct u.rollup_id
+    from unnest(${pairs.map((p) => p[0])}::text[], ${pairs.map((p) => p[1])}::text[]) as u(rollup_id, asset)
+    join assets a on a.name = u.asset
+    left join rollup_cursors c on c.rollup_id = u.rollup_id and c.asset_name = u.asset
+    where a.last_seq > coalesce(c.seq, 0)`;
+  return new Set(rows.map((r) => r.rollup_id));
+}
+
+/** Rollups with periods that are dirty, due or manually requested. */
+async function rollupsToEvaluate(
+  sql: Sql,
+  rollups: readonly RollupRuntime[],
+  now: Date,
+): Promise<Set<string>> {
+  const rows = await sql<{ rollup_id: string }[]>`
+    select distinct rollup_id from periods
+    where rollup_id = any(${rollups.map((r) => r.rollup.id)}::text[])
+      and (dirty or manual_requested or due_at <= ${now})`;
+  return new Set(rows.map((r) => r.rollup_id));
 }
