@@ -39,10 +39,8 @@ async function main(): Promise<void> {
   const daemon = await startDaemon(config, log);
   const connection = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
   const producer = new Queue(config.queue.name, { connection, prefix });
-  const events = new QueueEvents('bench-runs', {
-    connection: new Redis(REDIS_URL, { maxRetriesPerRequest: null }),
-    prefix,
-  });
+  const eventsConnection = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
+  const events = new QueueEvents('bench-runs', { connection: eventsConnection, prefix });
   await events.waitUntilReady();
   const seen = new Map<string, number>();
   const waiters = new Map<string, () => void>();
@@ -127,6 +125,7 @@ async function main(): Promise<void> {
     })}\n`,
   );
   await events.close();
+  eventsConnection.disconnect();
   await producer.close();
   connection.disconnect();
   await daemon.stop();

@@ -1,0 +1,49 @@
+/**
+ * npm run bench: runs every benchmark in turn and writes their JSON, the machine and the commands
+ * into the "Latest run" section of docs/benchmarks.md (between the bench markers); the rest of the
+ * page, the analysis and the history, is left as written.
+ */
+import { execFileSync } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg, totalmem } from 'node:os';
+
+const BENCHES = ['ingest', 'query', 'trigger'] as const;
+const FILE = 'docs/benchmarks.md';
+const BEGIN = '<!-- bench:begin -->';
+const END = '<!-- bench:end -->';
+
+const results = BENCHES.map((name) => {
+  console.error(`running bench:${name} ...`);
+  const out = execFileSync('npx', ['tsx', `bench/${name}.ts`], {
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  // Each benchmark prints one JSON document (possibly pretty-printed) as its whole stdout.
+  const json = JSON.stringify(JSON.parse(out), null, 1);
+  process.stdout.write(`${json}\n`);
+  return { name, json };
+});
+
+const cpu = cpus()[0]?.model ?? 'unknown CPU';
+const machine = `${cpus().length} × ${cpu}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}, load average ${loadavg()
+  .map((l) => l.toFixed(2))
+  .join(' ')} at the end`;
+const section = [
+  BEGIN,
+  `## Latest run (\`npm run bench\`, ${new Date().toISOString().slice(0, 16)}Z)`,
+  '',
+  `Machine: ${machine}; PostgreSQL and Redis on the same host.`,
+  '',
+  ...results.flatMap(({ name, json }) => [`\`npm run bench:${name}\`:`, '', '```json', json, '```', '']),
+  END,
+].join('\n');
+
+const page = readFileSync(FILE, 'utf8');
+const start = page.indexOf(BEGIN);
+const end = page.indexOf(END);
+const next =
+  start >= 0 && end > start
+    ? page.slice(0, start) + section + page.slice(end + END.length)
+    : `${page.trimEnd()}\n\n${section}\n`;
+writeFileSync(FILE, next);
+console.error(`wrote ${FILE}`);
