@@ -1,5 +1,5 @@
-import { formatPoint } from './bounds.js';
 import type { Coverage } from './coverage.js';
+import { type ReplayRequiredJson, replayRequiredJson, type SpanJson, spanJson } from './coverage-answer.js';
 import type { TriggerReason } from './policy.js';
 import type { Domain } from './types.js';
 
@@ -9,20 +9,10 @@ export interface TriggerPayload {
   idempotency_key: string;
   generation: number;
   reason: TriggerReason;
-  period: { start: string | number; end: string | number; key: string };
+  period: SpanJson & { key: string };
   upstreams: Record<
     string,
-    {
-      ratio: number;
-      missing: Array<{ start: string | number; end: string | number }>;
-      replay_required: Array<{
-        start: string | number;
-        end: string | number;
-        version: string | null;
-        required_version: string;
-      }>;
-      versions: string[];
-    }
+    { ratio: number; missing: SpanJson[]; replay_required: ReplayRequiredJson[]; versions: string[] }
   >;
   decided_at: string;
 }
@@ -61,17 +51,11 @@ export interface PayloadInput {
 export function buildPayload(input: PayloadInput): TriggerPayload {
   const upstreams: TriggerPayload['upstreams'] = {};
   for (const [asset, { domain, coverage }] of input.upstreams) {
-    const point = (v: number) => formatPoint(domain, v);
     upstreams[asset] = coverage
       ? {
           ratio: coverage.ratio,
-          missing: coverage.missing.map((m) => ({ start: point(m.start), end: point(m.end) })),
-          replay_required: coverage.replayRequired.map((r) => ({
-            start: point(r.start),
-            end: point(r.end),
-            version: r.version,
-            required_version: r.requiredVersion,
-          })),
+          missing: coverage.missing.map((m) => spanJson(domain, m)),
+          replay_required: coverage.replayRequired.map((r) => replayRequiredJson(domain, r)),
           versions: coverage.versions,
         }
       : {

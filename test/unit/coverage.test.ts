@@ -2,28 +2,11 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { piecesOf, projectCoverage } from '../../src/core/coverage.js';
 import { applyChanges } from '../../src/core/segments.js';
-import type { Change, Interval, Piece, Segment } from '../../src/core/types.js';
+import type { Change, Interval, Segment } from '../../src/core/types.js';
+import { modelAt } from '../helpers/coverage-model.js';
 
 // Brute-force model: SPEC §2 evaluated per point over the whole history, then §8 read off the points.
 const SIZE = 40;
-type PointState = Omit<Piece, 'start' | 'end'>;
-
-function modelAt(history: readonly Change[], p: number): PointState {
-  let c = -1;
-  let r = -1;
-  history.forEach((x, i) => {
-    if (x.start <= p && p < x.end) {
-      if (x.kind === 'completion') c = i;
-      else r = i;
-    }
-  });
-  if (c < 0) return { state: 'gap', version: null, requiredVersion: null };
-  const version = history[c]!.version;
-  if (r > c && history[r]!.version !== version)
-    return { state: 'replay_required', version, requiredVersion: history[r]!.version };
-  return { state: 'complete', version, requiredVersion: null };
-}
-
 /** Maximal runs of equal state over [from, to), where `at` gives each point's state. */
 function runs<T extends object>(from: number, to: number, at: (p: number) => T | null): Array<Interval & T> {
   const out: Array<Interval & T> = [];

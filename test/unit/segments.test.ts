@@ -2,25 +2,15 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { applyChanges } from '../../src/core/segments.js';
 import type { Change, Segment } from '../../src/core/types.js';
+import { modelAt } from '../helpers/coverage-model.js';
 
 // Brute-force model: SPEC §2 evaluated per point over the whole history.
 const SIZE = 40;
 type Attrs = Pick<Segment, 'version' | 'state' | 'requiredVersion'> | null;
 
-function modelAt(history: readonly Change[], p: number): Attrs {
-  let c = -1;
-  let r = -1;
-  history.forEach((x, i) => {
-    if (x.start <= p && p < x.end) {
-      if (x.kind === 'completion') c = i;
-      else r = i;
-    }
-  });
-  if (c < 0) return null;
-  const version = history[c]!.version;
-  if (r > c && history[r]!.version !== version)
-    return { version, state: 'replay_required', requiredVersion: history[r]!.version };
-  return { version, state: 'complete', requiredVersion: null };
+function modelAttrs(history: readonly Change[], p: number): Attrs {
+  const { state, version, requiredVersion } = modelAt(history, p);
+  return state === 'gap' ? null : { version, state, requiredVersion };
 }
 
 function storedAt(segments: readonly Segment[], p: number): Attrs {
@@ -91,7 +81,7 @@ describe('applyChanges against the per-point model', () => {
         const { remove, insert } = applyChanges([], h);
         expect(remove).toEqual([]);
         const index = checkIndex(insert);
-        for (let p = -1; p <= SIZE; p++) expect(storedAt(index, p)).toEqual(modelAt(h, p));
+        for (let p = -1; p <= SIZE; p++) expect(storedAt(index, p)).toEqual(modelAttrs(h, p));
       }),
       { numRuns: 1000 },
     );
@@ -114,7 +104,7 @@ describe('applyChanges against the per-point model', () => {
           stored = applyBatch(stored, h.slice(i, i + sizes[k]!), feedAll, nextId);
           const prefix = h.slice(0, i + sizes[k]!);
           const index = checkIndex(stored);
-          for (let p = -1; p <= SIZE; p++) expect(storedAt(index, p)).toEqual(modelAt(prefix, p));
+          for (let p = -1; p <= SIZE; p++) expect(storedAt(index, p)).toEqual(modelAttrs(prefix, p));
         }
         expect(checkIndex(stored)).toEqual(whole);
       }),
