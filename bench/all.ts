@@ -14,7 +14,8 @@ const END = '<!-- bench:end -->';
 
 const results = BENCHES.map((name) => {
   console.error(`running bench:${name} ...`);
-  const out = execFileSync('npx', ['tsx', `bench/${name}.ts`], {
+  // Through npm, so each runs with the node flags its script sets (package.json).
+  const out = execFileSync('npm', ['run', '--silent', `bench:${name}`], {
     encoding: 'utf8',
     stdio: ['ignore', 'pipe', 'inherit'],
   });

@@ -1,9 +1,16 @@
 /** Shared by the benchmarks: a throwaway database and Redis prefix, created and dropped per run. */
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
 import { Redis } from 'ioredis';
 import postgres from 'postgres';
 import { connect, type Sql } from '../src/index/db.js';
 import { migrate } from '../src/index/migrate.js';
 import { createLogger } from '../src/log.js';
+import { packageRoot } from '../src/paths.js';
 
 export const ADMIN_URL =
   process.env.BENCH_ADMIN_URL ?? process.env.TEST_ADMIN_URL ?? 'postgres://127.0.0.1:5432/postgres';
@@ -60,3 +67,54 @@ export function median(values: readonly number[]): number {
 }
 
 export const round = (x: number, digits = 2): number => Number(x.toFixed(digits));
+
+export interface DaemonProcess {
+  readonly url: string;
+  stop(): Promise<void>;
+}
+
+/** Environment that would override the config file (SPEC §9): never inherited. */
+const OVERRIDES = ['DATABASE_URL', 'REDIS_URL', 'PORT', 'LOG_LEVEL', 'API_TOKENS', 'COVERAGE_ROLLUP_CONFIG'];
+
+/**
+ * The daemon as it runs in production, in a process of its own, so the benchmark's client and
+ * producers do not share its event loop. Runs the TypeScript source through tsx's loader.
+ */
+export async function spawnDaemon(config: Record<string, unknown>): Promise<DaemonProcess> {
+  const dir = mkdtempSync(join(tmpdir(), 'crbench-'));
+  const path = join(dir, 'config.json');
+  writeFileSync(path, JSON.stringify({ ...config, log_level: 'info' }));
+  const env = { ...process.env };
+  for (const key of OVERRIDES) delete env[key];
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'start', '--config', path], {
+    cwd: packageRoot(),
+    env,
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const exited = once(child, 'exit');
+  // Read every line (an unread pipe would block the daemon) and keep the tail for a failure.
+  const tail: string[] = [];
+  const url = await new Promise<string>((resolve, reject) => {
+    createInterface({ input: child.stdout! }).on('line', (line) => {
+      tail.push(line);
+      if (tail.length > 20) tail.shift();
+      try {
+        const entry = JSON.parse(line) as { msg?: string; url?: string };
+        if (entry.msg === 'listening' && entry.url) resolve(entry.url);
+      } catch {
+        // not a log line
+      }
+    });
+    void exited.then(([code]) =>
+      reject(new Error(`daemon exited (${code}) before listening:\n${tail.join('\n')}`)),
+    );
+  });
+  return {
+    url,
+    async stop() {
+      child.kill('SIGTERM');
+      await exited;
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}

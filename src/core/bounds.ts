@@ -185,9 +185,39 @@ export function addIsoDuration(start: Bound, iso: string, zone: string): Bound {
 export function formatTime(value: number): string {
   const micros = ((value % 1_000_000) + 1_000_000) % 1_000_000;
   const seconds = (value - micros) / 1_000_000;
-  const base = new Date(seconds * 1000).toISOString().slice(0, 19);
+  const days = Math.floor(seconds / 86_400);
+  const secondOfDay = seconds - days * 86_400;
+  const base = `${civilDate(days)}T${pad2(Math.floor(secondOfDay / 3600))}:${pad2(Math.floor(secondOfDay / 60) % 60)}:${pad2(secondOfDay % 60)}`;
   if (micros === 0) return `${base}Z`;
   return `${base}.${String(micros).padStart(6, '0').replace(/0+$/, '')}Z`;
+}
+
+/**
+ * YYYY-MM-DD of a day count since 1970-01-01 (proleptic Gregorian; H. Hinnant's civil_from_days).
+ * Date#toISOString costs about a microsecond, and a coverage answer formats thousands of bounds.
+ */
+function civilDate(days: number): string {
+  const z = days + 719_468;
+  const era = Math.floor(z / 146_097);
+  const dayOfEra = z - era * 146_097;
+  const yearOfEra = Math.floor(
+    (dayOfEra -
+      Math.floor(dayOfEra / 1460) +
+      Math.floor(dayOfEra / 36_524) -
+      Math.floor(dayOfEra / 146_096)) /
+      365,
+  );
+  const dayOfYear = dayOfEra - (365 * yearOfEra + Math.floor(yearOfEra / 4) - Math.floor(yearOfEra / 100));
+  const monthIndex = Math.floor((5 * dayOfYear + 2) / 153); // March = 0
+  const day = dayOfYear - Math.floor((153 * monthIndex + 2) / 5) + 1;
+  const month = monthIndex < 10 ? monthIndex + 3 : monthIndex - 9;
+  const year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0);
+  // The supported range (see MIN_TIME) keeps years at four digits.
+  return `${year}-${pad2(month)}-${pad2(day)}`;
+}
+
+function pad2(n: number): string {
+  return n < 10 ? `0${n}` : `${n}`;
 }
 
 export function formatPoint(domain: Domain, value: number): string | number {

@@ -18,7 +18,12 @@ export function spanJson(domain: Domain, i: Interval): SpanJson {
 }
 
 export function replayRequiredJson(domain: Domain, r: ReplayRequiredPiece): ReplayRequiredJson {
-  return { ...spanJson(domain, r), version: r.version, required_version: r.requiredVersion };
+  return {
+    start: formatPoint(domain, r.start),
+    end: formatPoint(domain, r.end),
+    version: r.version,
+    required_version: r.requiredVersion,
+  };
 }
 
 /** The coverage answer of SPEC §8; field names are part of the contract. */
@@ -42,15 +47,35 @@ export function toCoverageAnswer(
   coverage: Coverage,
 ): CoverageAnswer {
   const span = (i: Interval) => spanJson(domain, i);
+  const missing = coverage.missing.map(span);
   return {
     asset,
     domain,
     ...span(window),
     covered: coverage.covered,
     ratio: coverage.ratio,
-    missing: coverage.missing.map(span),
+    missing,
     replay_required: coverage.replayRequired.map((r) => replayRequiredJson(domain, r)),
-    known_gaps: coverage.knownGaps.map(span),
-    batches: coverage.batches.map((b) => ({ ...span(b), state: b.state, version: b.version })),
+    known_gaps: knownGapsJson(coverage, missing, span),
+    // Literals rather than spreads: objects of one shape keep JSON.stringify on V8's fast path.
+    batches: coverage.batches.map((b) => ({
+      start: formatPoint(domain, b.start),
+      end: formatPoint(domain, b.end),
+      state: b.state,
+      version: b.version,
+    })),
   };
+}
+
+/**
+ * Known gaps are the missing ranges inside the asset's extent, in order, only the outermost ones
+ * clipped: reuse the missing ranges' JSON rather than format every bound a second time.
+ */
+function knownGapsJson(coverage: Coverage, missing: SpanJson[], span: (i: Interval) => SpanJson): SpanJson[] {
+  let j = 0;
+  return coverage.knownGaps.map((gap) => {
+    while (j < coverage.missing.length && coverage.missing[j]!.end <= gap.start) j++;
+    const m = coverage.missing[j];
+    return m !== undefined && m.start === gap.start && m.end === gap.end ? missing[j]! : span(gap);
+  });
 }

@@ -216,6 +216,38 @@ describe('formatting', () => {
     expect(formatPoint('time', 0)).toBe('1970-01-01T00:00:00Z');
   });
 
+  it('formats every supported instant as Date#toISOString does, to the microsecond', () => {
+    const viaDate = (v: number) => {
+      const us = ((v % 1_000_000) + 1_000_000) % 1_000_000;
+      const base = new Date((v - us) / 1000).toISOString().slice(0, 19);
+      return us === 0 ? `${base}Z` : `${base}.${String(us).padStart(6, '0').replace(/0+$/, '')}Z`;
+    };
+    const day = 86_400_000_000;
+    fc.assert(
+      fc.property(
+        fc.oneof(
+          fc.integer({ min: -Number.MAX_SAFE_INTEGER, max: Number.MAX_SAFE_INTEGER }),
+          // Day, month and leap-year edges, where calendar arithmetic goes wrong.
+          fc
+            .tuple(fc.integer({ min: -104_000, max: 104_000 }), fc.integer({ min: -2, max: 2 }))
+            .map(([d, us]) => d * day + us),
+        ),
+        (v) => {
+          expect(formatTime(v)).toBe(viaDate(v));
+        },
+      ),
+      { numRuns: 5000 },
+    );
+    for (const iso of [
+      '1684-07-28T00:00:00Z',
+      '1900-03-01T00:00:00Z',
+      '2000-02-29T23:59:59Z',
+      '2255-06-05T00:00:00Z',
+    ]) {
+      expect(formatTime(micros(iso))).toBe(iso);
+    }
+  });
+
   it('parseBound dispatches on the domain', () => {
     expect(parseBound('12', 'integer', 'start').value).toBe(12);
     expect(parseBound('2025-06-01T10:00:00', 'time', 'start', 'Europe/Berlin').value).toBe(

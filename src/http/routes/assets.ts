@@ -3,7 +3,7 @@ import { formatPoint, parseBound } from '../../core/bounds.js';
 import { toCoverageAnswer } from '../../core/coverage-answer.js';
 import { BadInputError } from '../../core/errors.js';
 import { findAsset, listAssets } from '../../index/assets.js';
-import { type AssetFacts, queryCoverageOf } from '../../index/coverage-query.js';
+import { type AssetFacts, queryCoverage } from '../../index/coverage-query.js';
 import type { HttpContext } from '../context.js';
 import { HttpError } from '../errors.js';
 
@@ -62,7 +62,7 @@ export function registerAssetRoutes(app: FastifyInstance, ctx: HttpContext): voi
         return { start: s.value, end: e.value };
       });
       const n = parseLimit(limit);
-      const coverage = await queryCoverageOf(ctx.sql, asset, window, n);
+      const coverage = await queryCoverage(ctx.sql, asset, window, n);
       return toCoverageAnswer(asset.name, asset.domain, window, coverage);
     },
   );
