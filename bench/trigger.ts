@@ -1,13 +1,14 @@
 /**
  * bench:trigger: with background ingest (default 2,000 events/s over 50 assets), the time from
  * enqueuing the event that completes a period to the downstream job being on the target queue.
- * Prints JSON: p50, p90, p99 and max over BENCH_PERIODS periods (default 250).
+ * The daemon runs in its own process, as in production. Prints JSON: p50, p90, p99 and max over
+ * BENCH_PERIODS periods (default 250).
+ *
+ *   npm run bench:trigger
  */
 import { Queue, QueueEvents } from 'bullmq';
 import { Redis } from 'ioredis';
-import { parseConfig } from '../src/config.js';
-import { startDaemon } from '../src/daemon.js';
-import { createBenchDatabase, dropPrefix, log, REDIS_URL, round, uniqueName } from './common.js';
+import { createBenchDatabase, dropPrefix, REDIS_URL, round, spawnDaemon, uniqueName } from './common.js';
 
 const PERIODS = Number(process.env.BENCH_PERIODS ?? 250);
 const BACKGROUND_RATE = Number(process.env.BENCH_RATE ?? 2000);
@@ -20,10 +21,9 @@ const quantile = (sorted: readonly number[], q: number) =>
 async function main(): Promise<void> {
   const db = await createBenchDatabase();
   const prefix = uniqueName('crbench');
-  const config = parseConfig({
+  const daemon = await spawnDaemon({
     database_url: db.url,
     redis_url: REDIS_URL,
-    log_level: process.env.BENCH_LOG_LEVEL ?? 'silent',
     http: { host: '127.0.0.1', port: 0 },
     queue: { prefix },
     rollups: [
@@ -36,9 +36,8 @@ async function main(): Promise<void> {
       },
     ],
   });
-  const daemon = await startDaemon(config, log);
   const connection = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
-  const producer = new Queue(config.queue.name, { connection, prefix });
+  const producer = new Queue('asset-events', { connection, prefix });
   const eventsConnection = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
   const events = new QueueEvents('bench-runs', { connection: eventsConnection, prefix });
   await events.waitUntilReady();

@@ -86,9 +86,7 @@ async function deliverOne(
   return false;
 }
 
-/** When the next undelivered trigger is due, for the dispatcher's timer. */
-export async function nextDeliveryAt(sql: Sql): Promise<Date | null> {
-  const [row] = await sql<{ at: Date | null }[]>`
-    select min(next_attempt_at) as at from triggers where delivered_at is null and failed_at is null`;
-  return row?.at ?? null;
+/** When the next undelivered trigger is due, as a subquery for the scheduler's timer. */
+export function nextDeliverySql(sql: Sql) {
+  return sql`select min(next_attempt_at) from triggers where delivered_at is null and failed_at is null`;
 }

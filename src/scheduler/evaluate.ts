@@ -72,13 +72,16 @@ export async function evaluatePeriods(ctx: EvaluationContext, now: Date, limit: 
   const result = await ctx.sql.begin(async (tx) => {
     // A former holder paused mid-transaction may still lock some periods: skip them (they stay
     // due and are evaluated once its session ends) rather than stall every rollup behind them.
-    await limitTransaction(tx, ctx.idleMs);
-    const periods = await tx<PeriodRow[]>`
-      select lo, hi, key, state, generation, satisfied_since, last_change_at, rerun, manual_requested
-      from periods
-      where rollup_id = ${rollup.id} and (dirty or manual_requested or due_at <= ${now})
-      order by lo limit ${limit}
-      for update skip locked`;
+    // Pipelined (sent together, run in order): every round trip here delays the trigger.
+    const [, periods] = await Promise.all([
+      limitTransaction(tx, ctx.idleMs),
+      tx<PeriodRow[]>`
+        select lo, hi, key, state, generation, satisfied_since, last_change_at, rerun, manual_requested
+        from periods
+        where rollup_id = ${rollup.id} and (dirty or manual_requested or due_at <= ${now})
+        order by lo limit ${limit}
+        for update skip locked`,
+    ]);
     if (periods.length === 0) return { evaluated: 0, triggered: 0, more: false };
     const upstreams = await loadUpstreams(tx, rollup, periods);
     const nowMs = now.getTime();
@@ -173,9 +176,13 @@ export async function evaluatePeriods(ctx: EvaluationContext, now: Date, limit: 
         });
       }
     }
-    await ctx.fence.verify(tx, ctx.token);
-    await writeUpdates(tx, rollup.id, updates, now);
-    await writeTriggers(tx, rollup.id, triggers, ctx.target, ctx.token, now);
+    // Pipelined too: the fence check locks the lease row before the writes run, and if it fails
+    // the whole transaction rolls back, writes included.
+    await Promise.all([
+      ctx.fence.verify(tx, ctx.token),
+      writeUpdates(tx, rollup.id, updates, now),
+      writeTriggers(tx, rollup.id, triggers, ctx.target, ctx.token, now),
+    ]);
     decided = () => logDecisions(ctx, updates, triggers, periods);
     return { evaluated: periods.length, triggered: triggers.length, more: periods.length === limit };
   });

@@ -5,7 +5,7 @@ import { EVENTS_CHANNEL } from '../index/commit.js';
 import type { Sql } from '../index/db.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
-import { deliverDue, nextDeliveryAt } from './dispatch.js';
+import { deliverDue, nextDeliverySql } from './dispatch.js';
 import { evaluatePeriods } from './evaluate.js';
 import type { Fence } from './fence.js';
 import { materializePeriods, syncRollup } from './rollup-store.js';
@@ -133,7 +133,8 @@ export class Scheduler {
       }
       if (!touched.has(rollup.id)) continue;
       for (let round = 0; round < MAX_ROUNDS && !signal.aborted; round++) {
-        if ((await markTouchedPeriods(sql, rollup, TOUCH_BATCH, this.options.leaseTtlMs)) === 0) break;
+        // Short reads caught up with the log as it was; anything newer has woken us again.
+        if (!(await markTouchedPeriods(sql, rollup, TOUCH_BATCH, this.options.leaseTtlMs))) break;
         if (round === MAX_ROUNDS - 1) busy = true;
       }
     }
@@ -176,13 +177,13 @@ export class Scheduler {
     await this.refreshGauges();
     if (busy) return 0;
     // Periods still dirty here were locked by someone else (skipped): look again shortly.
-    const [due] = await sql<{ at: Date | null; skipped: boolean }[]>`
+    const [due] = await sql<{ at: Date | null; delivery: Date | null; skipped: boolean }[]>`
       select (select min(due_at) from periods where due_at is not null) as at,
+        (${nextDeliverySql(sql)}) as delivery,
         exists (select 1 from periods where rollup_id = any(${rollups.map((r) => r.rollup.id)}::text[])
           and (dirty or manual_requested)) as skipped`;
     if (due?.skipped) wakeAt = Math.min(wakeAt, now.getTime() + SKIPPED_RETRY_MS);
-    const delivery = await nextDeliveryAt(sql);
-    for (const at of [due?.at, delivery]) if (at) wakeAt = Math.min(wakeAt, at.getTime());
+    for (const at of [due?.at, due?.delivery]) if (at) wakeAt = Math.min(wakeAt, at.getTime());
     const clockNow = now.getTime();
     return Math.max(0, wakeAt - clockNow);
   }

@@ -23,24 +23,31 @@ interface Touch {
  * touches: dirty (to be evaluated), its newest change time (restarts settle) and, for a triggered
  * period, a rerun when the event is newer than what its last trigger saw. The marks and the
  * cursor advance commit together, so a crash neither loses nor repeats a mark.
- * Returns the number of events read (0 when caught up).
+ * Returns whether an upstream read a full batch: there may be more to mark now.
  */
 export async function markTouchedPeriods(
   sql: Sql,
   rollup: Rollup,
   batch: number,
   idleMs: number,
-): Promise<number> {
-  let read = 0;
+): Promise<boolean> {
+  let more = false;
   for (const asset of rollup.upstream) {
-    read += await sql.begin(async (tx) => {
-      await limitTransaction(tx, idleMs);
-      const [cursor] = await tx<{ seq: number; asset_id: number | null; last_seq: number | null }[]>`
-        insert into rollup_cursors (rollup_id, asset_name) values (${rollup.id}, ${asset})
-        on conflict (rollup_id, asset_name) do update set seq = rollup_cursors.seq
-        returning seq,
-          (select id from assets where name = ${asset}) as asset_id,
-          (select last_seq from assets where name = ${asset}) as last_seq`;
+    const read = await sql.begin(async (tx) => {
+      // Pipelined (sent together, run in order): every round trip here delays the trigger.
+      // Marks are derived from the durable log and commit with the cursor, so this commit need
+      // not wait for its WAL flush: lost in a crash, marks and cursor are lost together and the
+      // next pass redoes them; and the evaluation that follows flushes them with its own commit.
+      const [, , [cursor]] = await Promise.all([
+        limitTransaction(tx, idleMs),
+        tx`select set_config('synchronous_commit', 'off', true)`,
+        tx<{ seq: number; asset_id: number | null; last_seq: number | null }[]>`
+          insert into rollup_cursors (rollup_id, asset_name) values (${rollup.id}, ${asset})
+          on conflict (rollup_id, asset_name) do update set seq = rollup_cursors.seq
+          returning seq,
+            (select id from assets where name = ${asset}) as asset_id,
+            (select last_seq from assets where name = ${asset}) as last_seq`,
+      ]);
       if (!cursor || cursor.asset_id === null || (cursor.last_seq ?? 0) <= cursor.seq) return 0;
       // ingested_at rounded up to the millisecond: a JS Date drops the microseconds, and settle
       // must not end before `ingested_at + settle` in database time.
@@ -54,14 +61,17 @@ export async function markTouchedPeriods(
         order by seq limit ${batch}`;
       if (events.length === 0) return 0;
       const touches = touchedPeriods(rollup, events);
-      if (touches.size > 0) await markPeriods(tx, rollup, asset, touches);
-      await tx`
-        update rollup_cursors set seq = ${events.at(-1)!.seq}
-        where rollup_id = ${rollup.id} and asset_name = ${asset}`;
+      await Promise.all([
+        touches.size > 0 ? markPeriods(tx, rollup, asset, touches) : undefined,
+        tx`
+          update rollup_cursors set seq = ${events.at(-1)!.seq}
+          where rollup_id = ${rollup.id} and asset_name = ${asset}`,
+      ]);
       return events.length;
     });
+    if (read === batch) more = true;
   }
-  return read;
+  return more;
 }
 
 function touchedPeriods(rollup: Rollup, events: readonly EventRow[]): Map<number, Touch> {
@@ -98,13 +108,16 @@ async function markPeriods(
   const los = [...touches.keys()];
   const ts = [...touches.values()];
   // Periods beyond the materialised range exist as soon as an event touches them.
-  await tx`
-    insert into periods (rollup_id, lo, hi, key)
-    select ${rollup.id}, * from unnest(${los}::int8[], ${ts.map((t) => t.hi)}::int8[], ${ts.map((t) => t.key)}::text[])
-    on conflict do nothing`;
-  const triggered = await tx<{ lo: number; seen: number | null }[]>`
-    select lo, (trigger_seqs ->> ${asset})::int8 as seen from periods
-    where rollup_id = ${rollup.id} and lo = any(${los}::int8[]) and generation > 0`;
+  // Pipelined: a period the insert creates has generation 0, so the read does not need it.
+  const [, triggered] = await Promise.all([
+    tx`
+      insert into periods (rollup_id, lo, hi, key)
+      select ${rollup.id}, * from unnest(${los}::int8[], ${ts.map((t) => t.hi)}::int8[], ${ts.map((t) => t.key)}::text[])
+      on conflict do nothing`,
+    tx<{ lo: number; seen: number | null }[]>`
+      select lo, (trigger_seqs ->> ${asset})::int8 as seen from periods
+      where rollup_id = ${rollup.id} and lo = any(${los}::int8[]) and generation > 0`,
+  ]);
   const seenOf = new Map(triggered.map((r) => [r.lo, r.seen ?? 0]));
   const reruns = los.map((lo, i) => {
     const seen = seenOf.get(lo);
