@@ -16,7 +16,9 @@ export function connect(
   url: string,
   { max = 10, applicationName = 'coverage-rollup' }: ConnectOptions = {},
 ): Sql {
-  return postgres(url, {
+  const [target, socket] = withSocket(url);
+  return postgres(target, {
+    ...socket,
     max,
     onnotice: () => {},
     connection: { application_name: applicationName },
@@ -28,6 +30,30 @@ export function connect(
   });
 }
 
+/** A short-lived single connection for administrative statements (create/drop database). */
+export function connectOnce(url: string, options: { connect_timeout?: number } = {}): Sql {
+  const [target, socket] = withSocket(url);
+  return postgres(target, { ...socket, max: 1, onnotice: () => {}, ...options });
+}
+
+/**
+ * libpq's `?host=` parameter, e.g. `postgres:///coverage_rollup?host=/var/run/postgresql` for a Unix
+ * socket directory. postgres.js reads only the URL's host and would send `host` to the server as a
+ * setting, so it moves to the host option (a host with a slash is a socket directory to it).
+ */
+function withSocket(url: string): [string, { host?: string }] {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return [url, {}]; // postgres.js reports the unparsable URL itself
+  }
+  const host = parsed.searchParams.get('host');
+  if (!host) return [url, {}];
+  parsed.searchParams.delete('host');
+  return [parsed.toString(), { host }];
+}
+
 export class DatabaseUnavailableError extends Error {
   override readonly name = 'DatabaseUnavailableError';
 }
@@ -37,7 +63,7 @@ export class DatabaseUnavailableError extends Error {
  * may, otherwise say what to run.
  */
 export async function ensureDatabase(url: string, log: Logger): Promise<void> {
-  const probe = postgres(url, { max: 1, onnotice: () => {}, connect_timeout: 10 });
+  const probe = connectOnce(url, { connect_timeout: 10 });
   try {
     await probe`select 1`;
     return;
@@ -49,7 +75,7 @@ export async function ensureDatabase(url: string, log: Logger): Promise<void> {
   const name = databaseName(url);
   const adminUrl = new URL(url);
   adminUrl.pathname = '/postgres';
-  const admin = postgres(adminUrl.toString(), { max: 1, onnotice: () => {} });
+  const admin = connectOnce(adminUrl.toString());
   try {
     await admin`create database ${admin(name)}`;
     log.info({ database: name }, 'created database (it did not exist)');

@@ -1,6 +1,5 @@
 import { join } from 'node:path';
 import { Queue, Worker } from 'bullmq';
-import postgres from 'postgres';
 import { loadConfig } from '../../config.js';
 import { toCoverageAnswer } from '../../core/coverage-answer.js';
 import type { TriggerPayload } from '../../core/trigger.js';
@@ -8,6 +7,7 @@ import { startDaemon } from '../../daemon.js';
 import { type DemoEvent, demoScript, HOLE, REPROCESSED_HOUR } from '../../demo/producer.js';
 import { findAsset } from '../../index/assets.js';
 import { queryCoverage } from '../../index/coverage-query.js';
+import { connectOnce } from '../../index/db.js';
 import { deleteKeysWithPrefix, redisConnection } from '../../ingest/redis.js';
 import { createLogger } from '../../log.js';
 import { packageRoot } from '../../paths.js';
@@ -132,7 +132,7 @@ async function resetDemoState(databaseUrl: string, redisUrl: string, prefix: str
   const url = new URL(databaseUrl);
   const name = decodeURIComponent(url.pathname.slice(1));
   url.pathname = '/postgres';
-  const admin = postgres(url.toString(), { max: 1, onnotice: () => {} });
+  const admin = connectOnce(url.toString());
   try {
     await admin`drop database if exists ${admin(name)} with (force)`;
   } finally {

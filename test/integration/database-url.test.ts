@@ -1,0 +1,31 @@
+import { existsSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { connect, connectOnce, ensureDatabase } from '../../src/index/db.js';
+import { createLogger } from '../../src/log.js';
+import { ADMIN_URL, uniqueName } from '../helpers/env.js';
+
+// Debian's and the official images' socket directory; PGSOCKET_DIR points elsewhere.
+const SOCKET_DIR = process.env.PGSOCKET_DIR ?? '/var/run/postgresql';
+const port = new URL(ADMIN_URL).port || '5432';
+const hasSocket = existsSync(`${SOCKET_DIR}/.s.PGSQL.${port}`);
+
+describe.skipIf(!hasSocket)('DATABASE_URL with a Unix socket directory (libpq ?host=)', () => {
+  it('creates the database and connects through the socket, not TCP', async () => {
+    const name = uniqueName('cr_socket');
+    const user = new URL(ADMIN_URL).username || 'root';
+    const url = `postgres://${user}@localhost:${port}/${name}?host=${encodeURIComponent(SOCKET_DIR)}`;
+    await ensureDatabase(url, createLogger('silent'));
+    const sql = connect(url, { max: 1 });
+    try {
+      const [row] = await sql<{ addr: string | null; db: string }[]>`
+        select inet_server_addr() as addr, current_database() as db`;
+      // inet_server_addr() is null exactly when the session came in over a Unix socket.
+      expect(row).toEqual({ addr: null, db: name });
+    } finally {
+      await sql.end();
+      const admin = connectOnce(ADMIN_URL);
+      await admin`drop database if exists ${admin(name)} with (force)`;
+      await admin.end();
+    }
+  });
+});
