@@ -1,7 +1,7 @@
 /** Shared by the benchmarks: a throwaway database and Redis prefix, created and dropped per run. */
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -16,6 +16,15 @@ export const ADMIN_URL =
   process.env.BENCH_ADMIN_URL ?? process.env.TEST_ADMIN_URL ?? 'postgres://127.0.0.1:5432/postgres';
 export const REDIS_URL =
   process.env.BENCH_REDIS_URL ?? process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
+
+/**
+ * The daemon reaches PostgreSQL through its Unix socket when it is on this machine, as the README
+ * recommends for a co-located database; BENCH_PG_SOCKET_DIR='' measures over TCP instead.
+ */
+const SOCKET_DIR = process.env.BENCH_PG_SOCKET_DIR ?? '/var/run/postgresql';
+const useSocket =
+  SOCKET_DIR !== '' && existsSync(`${SOCKET_DIR}/.s.PGSQL.${new URL(ADMIN_URL).port || '5432'}`);
+export const DATABASE_CONNECTION = useSocket ? `unix socket ${SOCKET_DIR}` : 'tcp';
 
 export const log = createLogger(process.env.BENCH_LOG_LEVEL ?? 'silent');
 
@@ -35,6 +44,7 @@ export async function createBenchDatabase(poolSize = 10): Promise<BenchDatabase>
   await admin`create database ${admin(name)}`;
   const url = new URL(ADMIN_URL);
   url.pathname = `/${name}`;
+  if (useSocket) url.searchParams.set('host', SOCKET_DIR);
   const sql = connect(url.toString(), { max: poolSize, applicationName: 'coverage-rollup-bench' });
   await migrate(sql, log);
   return {

@@ -3,15 +3,25 @@
  * through a no-op BullMQ worker with the same concurrency on the same Redis, in one run. Prints
  * JSON with both rates and their ratio (goal: ≥ 0.8).
  *
- *   npx --yes tsx bench/ingest.ts            # N = 100000
- *   BENCH_N=200000 BENCH_CONCURRENCY=1000 BENCH_BATCH=500 npx --yes tsx bench/ingest.ts
+ *   npm run bench:ingest                     # N = 100000
+ *   BENCH_N=200000 BENCH_CONCURRENCY=1000 BENCH_BATCH=500 npm run bench:ingest
+ *   BENCH_PG_SOCKET_DIR= npm run bench:ingest  # PostgreSQL over TCP rather than its Unix socket
  */
 import { Queue, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import { parseConfig } from '../src/config.js';
 import { startIngestWorker } from '../src/ingest/worker.js';
 import { createMetrics } from '../src/metrics.js';
-import { createBenchDatabase, dropPrefix, log, median, REDIS_URL, round, uniqueName } from './common.js';
+import {
+  createBenchDatabase,
+  DATABASE_CONNECTION,
+  dropPrefix,
+  log,
+  median,
+  REDIS_URL,
+  round,
+  uniqueName,
+} from './common.js';
 
 const N = Number(process.env.BENCH_N ?? 100_000);
 const ASSETS = Number(process.env.BENCH_ASSETS ?? 50);
@@ -208,6 +218,7 @@ async function main(): Promise<void> {
     concurrency,
     batch_size: batchSize,
     batch_wait_ms: config.queue.batch_wait,
+    database_connection: DATABASE_CONNECTION,
     noop_events_per_second: Math.round(noopRate),
     ingest_events_per_second: Math.round(ingestRate),
     ratio_of_medians: round(ingestRate / noopRate, 3),

@@ -18,6 +18,7 @@ import { commitEvents } from '../src/index/commit.js';
 import { queryCoverage } from '../src/index/coverage-query.js';
 import {
   createBenchDatabase,
+  DATABASE_CONNECTION,
   dropPrefix,
   median,
   REDIS_URL,
@@ -182,6 +183,7 @@ async function main(): Promise<void> {
       };
       result = {
         benchmark: 'query',
+        database_connection: DATABASE_CONNECTION,
         events: count,
         hole_runs: holeRuns,
         segments: asset?.segment_count,

@@ -8,7 +8,15 @@
  */
 import { Queue, QueueEvents } from 'bullmq';
 import { Redis } from 'ioredis';
-import { createBenchDatabase, dropPrefix, REDIS_URL, round, spawnDaemon, uniqueName } from './common.js';
+import {
+  createBenchDatabase,
+  DATABASE_CONNECTION,
+  dropPrefix,
+  REDIS_URL,
+  round,
+  spawnDaemon,
+  uniqueName,
+} from './common.js';
 
 const PERIODS = Number(process.env.BENCH_PERIODS ?? 250);
 const BACKGROUND_RATE = Number(process.env.BENCH_RATE ?? 2000);
@@ -106,6 +114,7 @@ async function main(): Promise<void> {
   process.stdout.write(
     `${JSON.stringify({
       benchmark: 'trigger',
+      database_connection: DATABASE_CONNECTION,
       periods: PERIODS,
       background_events: background,
       background_rate_per_s: round(background / seconds, 0),
