@@ -12,8 +12,31 @@ export type CommitOutcome =
   | { readonly status: 'duplicate'; readonly assetId: number }
   | { readonly status: 'rejected'; readonly error: BadInputError };
 
-/** Wakes the scheduler when a batch commits (delivered only on commit, coalesced per transaction). */
+/**
+ * Wakes the scheduler when a batch with new events commits (delivered only on commit). The payload
+ * names the assets with new events, so commits that no rollup reads wake nothing; an empty payload
+ * (a manual trigger, or more names than fit) wakes it for anything.
+ */
 export const EVENTS_CHANNEL = 'coverage_rollup_events';
+/** PostgreSQL refuses notification payloads of 8000 bytes or more. */
+const MAX_PAYLOAD_BYTES = 7999;
+
+export function eventsPayload(assets: readonly string[]): string {
+  const text = JSON.stringify(assets);
+  return Buffer.byteLength(text, 'utf8') <= MAX_PAYLOAD_BYTES ? text : '';
+}
+
+/** Whether a notification on EVENTS_CHANNEL may concern a rollup reading `upstreams`. */
+export function concernsAny(payload: string, upstreams: ReadonlySet<string>): boolean {
+  let assets: unknown;
+  try {
+    assets = JSON.parse(payload);
+  } catch {
+    return true; // '' or not ours to read: wake rather than miss something
+  }
+  if (!Array.isArray(assets)) return true;
+  return assets.some((a) => typeof a !== 'string' || upstreams.has(a));
+}
 
 /** One asset's share of a batch. */
 interface AssetPlan {
@@ -145,6 +168,7 @@ async function commitOn(tx: Tx, events: readonly NormalizedEvent[]): Promise<Com
       }
       return {
         id: p.asset.id,
+        name: p.asset.name,
         lastSeq: seqs.reduce((max, s) => Math.max(max, s), 0),
         count: seqs.length,
         delta: segmentDelta.get(p.asset.id) ?? 0,
@@ -170,7 +194,11 @@ async function commitOn(tx: Tx, events: readonly NormalizedEvent[]): Promise<Com
         where a.id = u.id`.execute(),
     );
   }
-  writes.push(tx`select pg_notify(${EVENTS_CHANNEL}, '')`.execute());
+  if (updates.length > 0) {
+    writes.push(
+      tx`select pg_notify(${EVENTS_CHANNEL}, ${eventsPayload(updates.map((u) => u.name))})`.execute(),
+    );
+  }
   await Promise.all(writes);
   return outcomes;
 }

@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis';
 import type { RollupConfig } from '../config.js';
 import type { Rollup } from '../core/rollup.js';
-import { EVENTS_CHANNEL } from '../index/commit.js';
+import { concernsAny, EVENTS_CHANNEL } from '../index/commit.js';
 import type { Sql } from '../index/db.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
@@ -62,7 +62,10 @@ export class Scheduler {
 
   async start(): Promise<void> {
     this.running = true;
-    const listener = await this.options.sql.listen(EVENTS_CHANNEL, () => this.kick());
+    const upstreams = new Set(this.options.rollups.flatMap((r) => r.rollup.upstream));
+    const listener = await this.options.sql.listen(EVENTS_CHANNEL, (payload) => {
+      if (concernsAny(payload, upstreams)) this.kick();
+    });
     this.unlisten = () => listener.unlisten();
     this.loop = this.run();
   }
