@@ -6,13 +6,17 @@
 import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, totalmem } from 'node:os';
+import { connectOnce } from '../src/index/db.js';
+import { ADMIN_URL } from './common.js';
 
 const BENCHES = ['ingest', 'query', 'trigger'] as const;
 const FILE = 'docs/benchmarks.md';
 const BEGIN = '<!-- bench:begin -->';
 const END = '<!-- bench:end -->';
 
-const results = BENCHES.map((name) => {
+const results: Array<{ name: string; json: string }> = [];
+for (const name of BENCHES) {
+  await checkpoint();
   console.error(`running bench:${name} ...`);
   // Through npm, so each runs with the node flags its script sets (package.json).
   const out = execFileSync('npm', ['run', '--silent', `bench:${name}`], {
@@ -22,8 +26,8 @@ const results = BENCHES.map((name) => {
   // Each benchmark prints one JSON document (possibly pretty-printed) as its whole stdout.
   const json = JSON.stringify(JSON.parse(out), null, 1);
   process.stdout.write(`${json}\n`);
-  return { name, json };
-});
+  results.push({ name, json });
+}
 
 const cpu = cpus()[0]?.model ?? 'unknown CPU';
 const machine = `${cpus().length} × ${cpu}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}, load average ${loadavg()
@@ -48,3 +52,15 @@ const next =
     : `${page.trimEnd()}\n\n${section}\n`;
 writeFileSync(FILE, next);
 console.error(`wrote ${FILE}`);
+
+/** Each benchmark starts after a checkpoint, so it does not pay for the previous one's writes. */
+async function checkpoint(): Promise<void> {
+  const admin = connectOnce(ADMIN_URL);
+  try {
+    await admin`checkpoint`;
+  } catch (error) {
+    console.error(`no checkpoint between benchmarks: ${(error as Error).message}`);
+  } finally {
+    await admin.end();
+  }
+}
