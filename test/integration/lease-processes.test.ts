@@ -202,6 +202,21 @@ function countByKey(processes: readonly DaemonProcess[], msg: string): Record<st
   return counts;
 }
 
+/**
+ * countByKey once every key has been logged: a process logs after the commit the test waited for,
+ * so its line may still be in the pipe when the test reads the database.
+ */
+async function countWhenLogged(
+  processes: readonly DaemonProcess[],
+  msg: string,
+  keys: readonly string[],
+): Promise<Record<string, number>> {
+  await waitFor(() => keys.every((k) => countByKey(processes, msg)[k] !== undefined), {
+    what: `"${msg}" logged for ${keys.join(', ')}`,
+  });
+  return countByKey(processes, msg);
+}
+
 const once = (keys: readonly string[]) => Object.fromEntries(keys.map((k) => [k, 1]));
 const tokenOf = (line: LogLine) => line.fencingToken as number;
 
@@ -325,7 +340,8 @@ describe('scheduler lease across real processes', () => {
     expect(tokenOf(acquired)).toBeGreaterThan(token);
     for (const key of ['r@10#1', 'r@20#1']) expect(rows.get(key)!.lease_token).toBe(tokenOf(acquired));
     expect(await triggerRows(s.db.sql)).toHaveLength(3);
-    expect(countByKey([a, b], 'triggered')).toEqual(once(['r@0#1', 'r@10#1', 'r@20#1']));
+    const all = ['r@0#1', 'r@10#1', 'r@20#1'];
+    expect(await countWhenLogged([a, b], 'triggered', all)).toEqual(once(all));
     expect((await s.downstream.getJobs(['waiting'])).map((j) => j.id).sort()).toEqual([
       'r@0#1',
       'r@10#1',
@@ -435,8 +451,8 @@ describe('scheduler lease across real processes', () => {
       for (const key of ['free@0#1', 'free@10#1', 'stuck@10#1'])
         expect(rows.get(key)!.lease_token).toBe(tokenB);
       expect(a.logs((l) => l.msg === 'triggered' && logTime(l) >= stoppedAt)).toEqual([]);
-      expect(countByKey([a, b], 'triggered')).toEqual(once(keys));
-      expect(countByKey([a, b], 'delivered')).toEqual(once(keys));
+      expect(await countWhenLogged([a, b], 'triggered', keys)).toEqual(once(keys));
+      expect(await countWhenLogged([a, b], 'delivered', keys)).toEqual(once(keys));
       expect((await s.downstream.getJobs(['waiting'])).map((j) => j.id).sort()).toEqual(keys);
       expect((await readyz(a)).scheduler).toMatchObject({ role: 'standby', token: null });
       expect((await readyz(b)).scheduler).toMatchObject({ role: 'leader', token: tokenB, losses: 0 });
@@ -483,8 +499,8 @@ describe('scheduler lease across real processes', () => {
       expect(r.decided_at.getTime()).toBeGreaterThanOrEqual(logTime(release!) - 5);
     const byA = all.filter((r) => r.lease_token === tokenA).length;
     report(`SIGTERM: ${byA} periods triggered by the old holder, ${20 - byA} by the new one`);
-    expect(countByKey([a, b], 'triggered')).toEqual(once(keys));
-    expect(countByKey([a, b], 'delivered')).toEqual(once(keys));
+    expect(await countWhenLogged([a, b], 'triggered', keys)).toEqual(once(keys));
+    expect(await countWhenLogged([a, b], 'delivered', keys)).toEqual(once(keys));
     expect((await s.downstream.getJobs(['waiting'])).map((j) => j.id).sort()).toEqual([...keys].sort());
     expect(a.logs(LOST)).toEqual([]);
     expect(await b.stop()).toEqual({ code: 0, signal: null });
