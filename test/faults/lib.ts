@@ -5,10 +5,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
-import postgres from 'postgres';
+import { connectOnce } from '../../src/index/db.js';
 import { packageRoot } from '../../src/paths.js';
 import { ADMIN_URL } from '../helpers/env.js';
 import type { DaemonProcess, LogLine } from '../helpers/process.js';
+import { waitFor } from '../helpers/wait.js';
 
 /**
  * Shared by the fault, fuzz, soak and scale suites (test/faults/*.faults.ts, run with
@@ -107,18 +108,21 @@ export class RedisServer {
     });
     probe.on('error', () => {});
     try {
-      for (let i = 0; i < 200; i++) {
-        try {
-          if (probe.status !== 'ready') await probe.connect();
-          // While the AOF loads Redis answers LOADING: wait for a real PONG.
-          if ((await probe.ping()) === 'PONG') return;
-        } catch {
-          probe.disconnect();
-        }
-        if (child.exitCode !== null) throw new Error(`redis-server exited at start:\n${this.log}`);
-        await sleep(50);
-      }
-      throw new Error(`redis-server on ${this.port} did not answer within 10 s:\n${this.log}`);
+      const outcome = await waitFor(
+        async () => {
+          if (child.exitCode !== null) return 'exited';
+          try {
+            if (probe.status !== 'ready') await probe.connect();
+            // While the AOF loads Redis answers LOADING: wait for a real PONG.
+            return (await probe.ping()) === 'PONG' && 'ready';
+          } catch {
+            probe.disconnect();
+            return false;
+          }
+        },
+        { timeout: 10_000, interval: 50, what: `redis-server on ${this.port} to answer PING` },
+      );
+      if (outcome === 'exited') throw new Error(`redis-server exited at start:\n${this.log}`);
     } finally {
       probe.disconnect();
     }
@@ -205,7 +209,7 @@ export class Producer {
       } catch (error) {
         this.retries++;
         if (Date.now() > deadline) throw error;
-        await sleep(200);
+        await sleep(200); // a retry delay while Redis is down, not a wait for a condition
       }
     }
   }
@@ -274,7 +278,7 @@ export function errorLines(processes: readonly DaemonProcess[]): Array<{ process
 
 /** Terminates every client connection of `database` (from the admin database). */
 export async function terminateConnections(database: string): Promise<number> {
-  const admin = postgres(ADMIN_URL, { max: 1, onnotice: () => {} });
+  const admin = connectOnce(ADMIN_URL);
   try {
     const rows = await admin<{ ok: boolean }[]>`
       select pg_terminate_backend(pid) as ok from pg_stat_activity

@@ -3,6 +3,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { connect } from '../../src/index/db.js';
 import { createTestDatabase } from '../helpers/db.js';
 import { processHarness } from '../helpers/process.js';
+import { waitFor } from '../helpers/wait.js';
 import {
   daemonConfig,
   type EventJob,
@@ -158,11 +159,19 @@ describe('soak', () => {
     if (batch.length > 0) await producer.add(batch);
     const produceSeconds = (Date.now() - started) / 1000;
 
-    for (let calm = 0; calm < 3; ) {
-      calm = pending(await queueCounts(queue)) === 0 ? calm + 1 : 0;
-      if (Date.now() - started > (N / RATE) * 1000 + 20 * 60_000) throw new Error('soak queue did not drain');
-      await sleep(500);
-    }
+    // Drained: nothing pending in three checks in a row.
+    let calm = 0;
+    await waitFor(
+      async () => {
+        calm = pending(await queueCounts(queue)) === 0 ? calm + 1 : 0;
+        return calm >= 3;
+      },
+      {
+        timeout: Math.max(0, started + (N / RATE) * 1000 + 20 * 60_000 - Date.now()),
+        interval: 500,
+        what: 'the soak queue to drain',
+      },
+    );
     producing = false;
     await sampler;
 
