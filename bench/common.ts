@@ -6,8 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { Redis } from 'ioredis';
-import postgres from 'postgres';
-import { connect, type Sql } from '../src/index/db.js';
+import { connect, connectOnce, type Sql } from '../src/index/db.js';
 import { migrate } from '../src/index/migrate.js';
 import { createLogger } from '../src/log.js';
 import { packageRoot } from '../src/paths.js';
@@ -40,7 +39,7 @@ export function uniqueName(prefix: string): string {
 
 export async function createBenchDatabase(poolSize = 10): Promise<BenchDatabase> {
   const name = uniqueName('cr_bench');
-  const admin = postgres(ADMIN_URL, { max: 1, onnotice: () => {} });
+  const admin = connectOnce(ADMIN_URL);
   await admin`create database ${admin(name)}`;
   const url = new URL(ADMIN_URL);
   url.pathname = `/${name}`;

@@ -1,6 +1,5 @@
-import postgres from 'postgres';
 import { afterAll, inject } from 'vitest';
-import { connect, type Sql } from '../../src/index/db.js';
+import { connect, connectOnce, type Sql } from '../../src/index/db.js';
 import { ADMIN_URL, databaseUrl, uniqueName } from './env.js';
 
 export interface TestDatabase {
@@ -24,7 +23,7 @@ export function createEmptyDatabase(): Promise<TestDatabase> {
 
 async function createDatabase(prefix: string, template: string | null): Promise<TestDatabase> {
   const name = uniqueName(prefix);
-  const admin = postgres(ADMIN_URL, { max: 1, onnotice: () => {} });
+  const admin = connectOnce(ADMIN_URL);
   // Concurrent clones of one template can collide on its lock; retry briefly.
   for (let attempt = 0; ; attempt++) {
     try {

@@ -2,9 +2,8 @@ import { execFile } from 'node:child_process';
 import { existsSync, readdirSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import postgres from 'postgres';
 import type { TestProject } from 'vitest/node';
-import { connect } from '../../src/index/db.js';
+import { connect, connectOnce } from '../../src/index/db.js';
 import { migrate } from '../../src/index/migrate.js';
 import { createLogger } from '../../src/log.js';
 import { packageRoot } from '../../src/paths.js';
@@ -20,7 +19,7 @@ declare module 'vitest' {
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
   const build = buildDist(); // alongside the template: the two take about the same time
   const template = uniqueName('cr_template');
-  const admin = postgres(ADMIN_URL, { max: 1, onnotice: () => {} });
+  const admin = connectOnce(ADMIN_URL);
   await admin`create database ${admin(template)}`;
   const sql = connect(databaseUrl(template), { max: 1 });
   await migrate(sql, createLogger('silent'));

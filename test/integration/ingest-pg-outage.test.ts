@@ -2,8 +2,8 @@
  * PostgreSQL connections killed again and again while events flow: commits are retried, nothing
  * accepted is lost, nothing is dead-lettered, and the index equals PostgreSQL's own merge of the log.
  */
-import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { connectOnce } from '../../src/index/db.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 import { ADMIN_URL } from '../helpers/env.js';
 import { createTestPrefix } from '../helpers/redis.js';
@@ -26,7 +26,7 @@ let db: TestDatabase;
 let q: Queues;
 let worker: RunningWorker;
 const prefix = createTestPrefix();
-const admin = postgres(ADMIN_URL, { max: 1, onnotice: () => {} });
+const admin = connectOnce(ADMIN_URL);
 afterAll(() => admin.end({ timeout: 5 }));
 
 beforeAll(async () => {
