@@ -1,7 +1,7 @@
 /** Shared by the benchmarks: a throwaway database and Redis prefix, created and dropped per run. */
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -67,6 +67,41 @@ export async function dropPrefix(prefix: string): Promise<void> {
     if (keys.length > 0) await redis.del(...keys);
   } while (cursor !== '0');
   await redis.quit();
+}
+
+/** CPU seconds used so far: this process, the Redis server, and the whole machine (/proc/stat). */
+export interface CpuSnapshot {
+  readonly node: number;
+  readonly redis: number;
+  readonly machine: number;
+}
+
+export async function cpuSnapshot(redis: Redis): Promise<CpuSnapshot> {
+  const info = await redis.info('cpu');
+  const field = (name: string) => Number(new RegExp(`^${name}:([\\d.]+)`, 'm').exec(info)?.[1] ?? Number.NaN);
+  const [user = 0, nice = 0, system = 0, , , irq = 0, softirq = 0, steal = 0] = readFileSync(
+    '/proc/stat',
+    'utf8',
+  )
+    .split('\n', 1)[0]!
+    .split(/\s+/)
+    .slice(1)
+    .map(Number);
+  const node = process.cpuUsage();
+  return {
+    node: (node.user + node.system) / 1e6,
+    redis: field('used_cpu_user') + field('used_cpu_sys'),
+    machine: (user + nice + system + irq + softirq + steal) / 100, // USER_HZ is 100 on Linux
+  };
+}
+
+/** Microseconds of CPU per item between two snapshots; `other` is PostgreSQL, the kernel and the rest. */
+export function cpuPerItem(before: CpuSnapshot, after: CpuSnapshot, items: number) {
+  const us = (s: number) => round((s * 1e6) / items, 1);
+  const node = after.node - before.node;
+  const redis = after.redis - before.redis;
+  const machine = after.machine - before.machine;
+  return { node: us(node), redis: us(redis), other: us(machine - node - redis), total: us(machine) };
 }
 
 export function median(values: readonly number[]): number {

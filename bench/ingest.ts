@@ -13,6 +13,8 @@ import { parseConfig } from '../src/config.js';
 import { startIngestWorker } from '../src/ingest/worker.js';
 import { createMetrics } from '../src/metrics.js';
 import {
+  cpuPerItem,
+  cpuSnapshot,
   createBenchDatabase,
   DATABASE_CONNECTION,
   dropPrefix,
@@ -81,30 +83,32 @@ async function fill(queue: Queue, events: readonly unknown[]): Promise<void> {
   }
 }
 
-/** Resolves with the seconds from start() until `n` jobs completed. */
-/** Seconds from start() until `n` jobs completed, and the event loop's utilisation meanwhile. */
-function timeUntil(
+/**
+ * Seconds from start() until `n` jobs completed, the event loop's utilisation meanwhile, and the
+ * CPU each event cost in this process, in Redis and in the rest of the machine (PostgreSQL).
+ */
+async function timeUntil(
+  redis: Redis,
   n: number,
   onCompleted: (cb: () => void) => void,
   start: () => void,
-): Promise<{ seconds: number; elu: number; cpuUs: number }> {
-  return new Promise((resolve) => {
+): Promise<{ seconds: number; elu: number; cpu: ReturnType<typeof cpuPerItem> }> {
+  const cpu0 = await cpuSnapshot(redis);
+  const { seconds, elu } = await new Promise<{ seconds: number; elu: number }>((resolve) => {
     let done = 0;
-    let t0 = 0;
-    let elu0 = performance.eventLoopUtilization();
-    let cpu0 = process.cpuUsage();
     onCompleted(() => {
       if (++done === n) {
-        const elu = performance.eventLoopUtilization(elu0).utilization;
-        const cpu = process.cpuUsage(cpu0);
-        resolve({ seconds: (performance.now() - t0) / 1000, elu, cpuUs: (cpu.user + cpu.system) / n });
+        resolve({
+          seconds: (performance.now() - t0) / 1000,
+          elu: performance.eventLoopUtilization(elu0).utilization,
+        });
       }
     });
-    t0 = performance.now();
-    elu0 = performance.eventLoopUtilization();
-    cpu0 = process.cpuUsage();
+    const t0 = performance.now();
+    const elu0 = performance.eventLoopUtilization();
     start();
   });
+  return { seconds, elu, cpu: cpuPerItem(cpu0, await cpuSnapshot(redis), n) };
 }
 
 interface Round {
@@ -113,8 +117,9 @@ interface Round {
   ratio: number;
   noop_event_loop_utilisation: number;
   ingest_event_loop_utilisation: number;
-  noop_node_cpu_us_per_event: number;
-  ingest_node_cpu_us_per_event: number;
+  /** CPU microseconds per event: this process, Redis, the rest (PostgreSQL, kernel), in all. */
+  noop_cpu_us_per_event: ReturnType<typeof cpuPerItem>;
+  ingest_cpu_us_per_event: ReturnType<typeof cpuPerItem>;
   commits: number;
   mean_batch: number;
   mean_commit_ms: number;
@@ -145,6 +150,7 @@ async function main(): Promise<void> {
       await fill(noopQueue, events);
       let noop: Worker | undefined;
       const noopRun = await timeUntil(
+        connection,
         events.length,
         (cb) => {
           noop = new Worker(noopQueue.name, async () => ({ status: 'noop' }), {
@@ -169,6 +175,7 @@ async function main(): Promise<void> {
       const metrics = createMetrics();
       let ingest: ReturnType<typeof startIngestWorker> | undefined;
       const ingestRun = await timeUntil(
+        connection,
         events.length,
         (cb) => {
           ingest = startIngestWorker(config, db.sql, log, metrics);
@@ -196,8 +203,8 @@ async function main(): Promise<void> {
         ratio: round(noopRun.seconds / ingestRun.seconds, 3),
         noop_event_loop_utilisation: round(noopRun.elu, 2),
         ingest_event_loop_utilisation: round(ingestRun.elu, 2),
-        noop_node_cpu_us_per_event: round(noopRun.cpuUs, 1),
-        ingest_node_cpu_us_per_event: round(ingestRun.cpuUs, 1),
+        noop_cpu_us_per_event: noopRun.cpu,
+        ingest_cpu_us_per_event: ingestRun.cpu,
         commits,
         mean_batch: round((await value(metrics.batchSize, '_sum')) / commits, 1),
         mean_commit_ms: round(((await value(metrics.commitSeconds, '_sum')) / commits) * 1000, 1),
