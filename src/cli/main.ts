@@ -34,6 +34,14 @@ async function main(argv: string[]): Promise<number> {
   });
   const [command, ...rest] = positionals;
   if (values.version) {
+    // Only on its own: inside a command it is almost always meant as the event's version, and
+    // printing ours and exiting 0 would turn `emit` into a silent no-op and `check` into "covered".
+    if (command !== undefined) {
+      process.stderr.write(
+        `coverage-rollup ${command}: --version is not an option here (an event's version is --data-version)\n`,
+      );
+      return 2;
+    }
     process.stdout.write(`${version()}\n`);
     return 0;
   }

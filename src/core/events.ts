@@ -57,7 +57,7 @@ export function normalizeEvent(raw: unknown, options: NormalizeOptions): Normali
     throw new BadInputError('end_before_start', `end ${end.text} is before start ${start.text}`);
   }
   const version = optionalText(data.version, 'version');
-  if (kind === 'replay_requirement' && version === null) {
+  if (kind === 'replay_requirement' && (version === null || version === '')) {
     throw new BadInputError(
       'invalid_field',
       'a replay_requirement needs the "version" the range must be rebuilt at',

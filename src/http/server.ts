@@ -1,4 +1,9 @@
-import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
+import Fastify, {
+  type FastifyBaseLogger,
+  type FastifyInstance,
+  type FastifyReply,
+  LogController,
+} from 'fastify';
 import type { HttpContext } from './context.js';
 import { HttpError } from './errors.js';
 import { registerAssetRoutes } from './routes/assets.js';
@@ -14,6 +19,18 @@ export function buildServer(ctx: HttpContext, extraRoutes: readonly RouteRegistr
     // Per-request lines would drown the decision log; errors are logged by the handler below.
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: ctx.config.http.body_limit,
+    // Asset names run to 512 characters, up to 9 each once percent-encoded; the router's default
+    // of 100 would answer 414 for long URIs the worker has ingested.
+    routerOptions: { maxParamLength: 512 * 9 },
+    // A malformed or overlong path gets the same {code, message} body as every other error.
+    frameworkErrors: (error, _request, reply) => {
+      const {
+        statusCode = 400,
+        code,
+        message,
+      } = error as { statusCode?: number; code: string; message: string };
+      void (reply as FastifyReply).status(statusCode).send({ code: code.toLowerCase(), message });
+    },
   });
   // JSON bodies must be UTF-8: fastify's own parser decodes bad bytes to U+FFFD and accepts them,
   // which would turn a corrupted asset name or id into a new, silently different one.

@@ -46,3 +46,11 @@ export async function findAsset(sql: Db, name: string): Promise<AssetRow | undef
 export async function listAssets(sql: Db): Promise<AssetRow[]> {
   return sql<AssetRow[]>`select * from assets order by name`;
 }
+
+/** The recorded domain of each named asset the index has seen. */
+export async function domainsOf(sql: Db, names: readonly string[]): Promise<Map<string, Domain>> {
+  if (names.length === 0) return new Map();
+  const rows = await sql<Pick<AssetRow, 'name' | 'domain'>[]>`
+    select name, domain from assets where name = any(${names}::text[])`;
+  return new Map(rows.map((r) => [r.name, r.domain]));
+}

@@ -10,16 +10,19 @@ export type Db = Sql | TransactionSql;
 export interface ConnectOptions {
   readonly max?: number;
   readonly applicationName?: string;
+  /** Seconds to wait for a connection (postgres.js defaults to 30). */
+  readonly connectTimeout?: number;
 }
 
 export function connect(
   url: string,
-  { max = 10, applicationName = 'coverage-rollup' }: ConnectOptions = {},
+  { max = 10, applicationName = 'coverage-rollup', connectTimeout }: ConnectOptions = {},
 ): Sql {
   const [target, socket] = withSocket(url);
   return postgres(target, {
     ...socket,
     max,
+    ...(connectTimeout === undefined ? {} : { connect_timeout: connectTimeout }),
     onnotice: () => {},
     connection: { application_name: applicationName },
     // int8 as JS numbers: every value we store is a safe integer (see core/types.ts).

@@ -109,6 +109,25 @@ describe('POST /v1/events', () => {
     expect(scalar.body).toMatchObject({ errors: [{ index: 0, reason: 'invalid_payload' }] });
   });
 
+  it('refuses a batch that gives an asset never seen two domains, as the worker would', async () => {
+    const reply = await post('/v1/events', [
+      { asset: 'http.fresh', start: 1, end: 2 },
+      { asset: 'http.fresh', start: '2025-06-01T10:00:00Z', end: '2025-06-01T10:05:00Z' },
+    ]);
+    expect(reply.status).toBe(400);
+    expect(reply.body).toMatchObject({
+      errors: [
+        {
+          index: 1,
+          reason: 'domain_mismatch',
+          message: "asset http.fresh holds integer bounds but this event's are time",
+        },
+      ],
+    });
+    expect(reply.body.errors).toHaveLength(1);
+    expect(await producer.getJobCounts('waiting', 'active')).toEqual({ waiting: 0, active: 0 });
+  });
+
   it('needs a bearer token: 401 without, 403 with a wrong one', async () => {
     const event = { asset: 'http.auth', interval: '2025-06-01T10:00:00Z/PT5M' };
     const without = await post('/v1/events', event, null);
@@ -145,6 +164,12 @@ describe('POST /v1/assets/{asset}/replay-requirements', () => {
       errors: [{ index: 0, reason: 'invalid_field' }],
     });
     expect((await post('/v1/assets/http.orders/replay-requirements', [1])).status).toBe(400);
+    const empty = await post('/v1/assets/http.orders/replay-requirements', {
+      start: '2025-06-01T10:10:00Z',
+      end: '2025-06-01T10:20:00Z',
+      version: '',
+    });
+    expect(empty.body).toMatchObject({ errors: [{ index: 0, reason: 'invalid_field' }] });
   });
 });
 
@@ -319,6 +344,35 @@ describe('GET /v1/assets', () => {
       event_count: 3,
       segment_count: 4,
       covered_extent: { start: '2025-06-01T10:00:00Z', end: '2025-06-01T11:00:00Z' },
+    });
+  });
+});
+
+describe('long asset names', () => {
+  it('serves every name the worker accepts, up to 512 characters percent-encoded', async () => {
+    const name = `s3://bucket/${'ü/'.repeat(250)}`;
+    expect(name.length).toBe(512);
+    await ingest({ asset: name, start: '2025-06-01T10:00:00Z', end: '2025-06-01T11:00:00Z' });
+    const reply = await coverage(name, { start: '2025-06-01T10:00:00Z', end: '2025-06-01T11:00:00Z' });
+    expect(reply.status).toBe(200);
+    expect(reply.body).toMatchObject({ asset: name, covered: true });
+    const replay = await post(`/v1/assets/${encodeURIComponent(name)}/replay-requirements`, {
+      start: '2025-06-01T10:00:00Z',
+      end: '2025-06-01T10:30:00Z',
+      version: 'v2',
+    });
+    expect(replay.status).toBe(202);
+    await drained(producer);
+  });
+
+  it('answers a path parameter longer than any asset name with the usual error shape', async () => {
+    const reply = await coverage('x'.repeat(5000), {
+      start: '2025-06-01T10:00:00Z',
+      end: '2025-06-01T11:00:00Z',
+    });
+    expect(reply).toEqual({
+      status: 414,
+      body: { code: 'fst_err_max_param_length', message: expect.any(String) },
     });
   });
 });

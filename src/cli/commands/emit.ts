@@ -1,10 +1,12 @@
 import { readFileSync } from 'node:fs';
 import { Queue } from 'bullmq';
-import { BadInputError } from '../../core/errors.js';
-import { normalizeEvent } from '../../core/events.js';
+import type { Config } from '../../config.js';
+import type { Domain } from '../../core/types.js';
+import { domainsOf } from '../../index/assets.js';
+import { precheckEvents } from '../../ingest/precheck.js';
 import { redisConnection } from '../../ingest/redis.js';
 import { normalizeOptions } from '../../ingest/worker.js';
-import { configFrom, type GlobalOptions } from './shared.js';
+import { configFrom, type GlobalOptions, withSql } from './shared.js';
 
 interface EmitOptions extends GlobalOptions {
   readonly asset?: string | undefined;
@@ -25,19 +27,20 @@ export async function runEmit(args: string[], values: EmitOptions): Promise<numb
     process.stderr.write(`coverage-rollup emit: unexpected argument "${args[0]}"; see --help\n`);
     return 2;
   }
+  const usage = usageError(values);
+  if (usage !== undefined) {
+    process.stderr.write(`coverage-rollup emit: ${usage}; see --help\n`);
+    return 2;
+  }
   const config = configFrom(values);
-  const events = values.file !== undefined ? readJsonLines(values.file) : [fromFlags(values)];
-  const options = normalizeOptions(config);
-  const errors: string[] = [];
-  events.forEach((event, i) => {
-    try {
-      normalizeEvent(event, options);
-    } catch (error) {
-      if (!(error instanceof BadInputError)) throw error;
-      errors.push(`${values.file !== undefined ? `line ${i + 1}: ` : ''}${error.reason}: ${error.message}`);
-    }
-  });
-  if (errors.length > 0) {
+  const { events, lines } =
+    values.file !== undefined ? readJsonLines(values.file) : { events: [fromFlags(values)], lines: [] };
+  const refusals = await precheckEvents(events, normalizeOptions(config), (names) =>
+    recordedDomains(config, names),
+  );
+  if (refusals.length > 0) {
+    const where = (i: number) => (values.file !== undefined ? `line ${lines[i]}: ` : '');
+    const errors = refusals.map(({ index, error }) => `${where(index)}${error.reason}: ${error.message}`);
     process.stderr.write(`nothing enqueued; ${errors.length} invalid event(s):\n${errors.join('\n')}\n`);
     return 2;
   }
@@ -55,6 +58,23 @@ export async function runEmit(args: string[], values: EmitOptions): Promise<numb
   return 0;
 }
 
+const EVENT_FLAGS = ['asset', 'start', 'end', 'interval', 'data-version', 'id', 'replay'] as const;
+
+/** Flags that contradict each other would otherwise be resolved silently. */
+function usageError(values: EmitOptions): string | undefined {
+  const given = EVENT_FLAGS.filter((flag) => values[flag] !== undefined && values[flag] !== false);
+  if (values.file !== undefined && given.length > 0) {
+    return `--file takes its events from the file; drop --${given.join(', --')}`;
+  }
+  if (values.file === undefined && given.length === 0) {
+    return 'give an event (--asset A --start S --end E, or --interval S/E) or --file F';
+  }
+  if (values.interval !== undefined && (values.start !== undefined || values.end !== undefined)) {
+    return 'give either --interval or --start/--end, not both';
+  }
+  return undefined;
+}
+
 function fromFlags(values: EmitOptions): Record<string, unknown> {
   const event: Record<string, unknown> = { asset: values.asset };
   if (values.interval !== undefined) event.interval = values.interval;
@@ -65,17 +85,41 @@ function fromFlags(values: EmitOptions): Record<string, unknown> {
   return event;
 }
 
-function readJsonLines(file: string): unknown[] {
-  const text = readFileSync(file === '-' ? 0 : file, 'utf8');
-  return text
+/**
+ * The index's recorded domains, so an event the worker would dead-letter as domain_mismatch is
+ * refused here. Producers may have no route to PostgreSQL, or it may be down; the queue takes
+ * events meanwhile, so emit warns and enqueues without this one check rather than failing.
+ */
+async function recordedDomains(
+  config: Config,
+  names: readonly string[],
+): Promise<ReadonlyMap<string, Domain>> {
+  try {
+    return await withSql(config, (sql) => domainsOf(sql, names), { connectTimeout: 5 });
+  } catch (error) {
+    process.stderr.write(
+      `coverage-rollup emit: could not read asset domains from PostgreSQL (${(error as Error).message}); ` +
+        'enqueuing without checking them against the index\n',
+    );
+    return new Map();
+  }
+}
+
+/** Non-blank lines of a JSON-lines file, parsed, with their 1-based line numbers. */
+function readJsonLines(file: string): { events: unknown[]; lines: number[] } {
+  const events: unknown[] = [];
+  const lines: number[] = [];
+  readFileSync(file === '-' ? 0 : file, 'utf8')
     .split('\n')
-    .map((line) => line.trim())
-    .filter((line) => line.length > 0)
-    .map((line, i) => {
+    .forEach((raw, i) => {
+      const line = raw.trim();
+      if (line.length === 0) return;
       try {
-        return JSON.parse(line) as unknown;
+        events.push(JSON.parse(line));
       } catch {
         throw new Error(`line ${i + 1} of ${file} is not JSON`);
       }
+      lines.push(i + 1);
     });
+  return { events, lines };
 }

@@ -1,7 +1,6 @@
 import type { FastifyInstance } from 'fastify';
-import { BadInputError } from '../../core/errors.js';
-import { type NormalizedEvent, normalizeEvent } from '../../core/events.js';
-import type { Domain } from '../../core/types.js';
+import { domainsOf } from '../../index/assets.js';
+import { precheckEvents } from '../../ingest/precheck.js';
 import { normalizeOptions } from '../../ingest/worker.js';
 import type { HttpContext } from '../context.js';
 import { HttpError } from '../errors.js';
@@ -16,44 +15,13 @@ export function registerEventRoutes(app: FastifyInstance, ctx: HttpContext): voi
   const options = normalizeOptions(ctx.config);
 
   const enqueue = async (items: unknown[]) => {
-    const errors: Array<{ index: number; reason: string; message: string }> = [];
-    const valid: Array<{ index: number; event: NormalizedEvent }> = [];
-    const refuse = (index: number, error: BadInputError) => {
-      errors.push({ index, reason: error.reason, message: error.message });
-      ctx.metrics.eventsRejected.inc({ reason: error.reason });
-    };
-    items.forEach((item, index) => {
-      try {
-        valid.push({ index, event: normalizeEvent(item, options) });
-      } catch (error) {
-        if (!(error instanceof BadInputError)) throw error;
-        refuse(index, error);
-      }
-    });
-    // The worker would dead-letter an event whose bounds contradict the asset's recorded domain;
-    // answer that here too, so a 202 keeps meaning "will be ingested".
-    const names = [...new Set(valid.map((v) => v.event.asset))];
-    const known = new Map(
-      names.length === 0
-        ? []
-        : (
-            await ctx.sql<{ name: string; domain: Domain }[]>`
-              select name, domain from assets where name = any(${names}::text[])`
-          ).map((r) => [r.name, r.domain]),
-    );
-    for (const { index, event } of valid) {
-      const domain = known.get(event.asset);
-      if (domain !== undefined && domain !== event.domain) {
-        refuse(
-          index,
-          new BadInputError(
-            'domain_mismatch',
-            `asset ${event.asset} holds ${domain} bounds but this event's are ${event.domain}`,
-          ),
-        );
-      }
-    }
-    errors.sort((a, b) => a.index - b.index);
+    const refusals = await precheckEvents(items, options, (names) => domainsOf(ctx.sql, names));
+    for (const { error } of refusals) ctx.metrics.eventsRejected.inc({ reason: error.reason });
+    const errors = refusals.map(({ index, error }) => ({
+      index,
+      reason: error.reason,
+      message: error.message,
+    }));
     if (errors.length > 0) {
       throw new HttpError(
         400,

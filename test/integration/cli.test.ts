@@ -1,0 +1,202 @@
+/**
+ * The one-shot commands as a user runs them: the BUILT CLI (`node dist/src/cli/main.js`, built by
+ * global-setup.ts) with a config file, against this file's own database and queue prefix.
+ */
+import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { normalizeEvent } from '../../src/core/events.js';
+import { commitEvents } from '../../src/index/commit.js';
+import { testProducer } from '../helpers/daemon.js';
+import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
+import { REDIS_URL } from '../helpers/env.js';
+import { DAEMON_ENTRY } from '../helpers/process.js';
+import { createTestPrefix } from '../helpers/redis.js';
+import { ingestConfig } from './ingest-harness.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'crcli-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const prefix = createTestPrefix();
+let db: TestDatabase;
+let configPath: string;
+let producer: ReturnType<typeof testProducer>;
+
+/** Environment that would override the config file (SPEC §9): never inherited. */
+const OVERRIDES = ['DATABASE_URL', 'REDIS_URL', 'PORT', 'LOG_LEVEL', 'API_TOKENS', 'COVERAGE_ROLLUP_CONFIG'];
+
+function writeConfig(name: string, config: Record<string, unknown>): string {
+  const path = join(dir, name);
+  writeFileSync(path, JSON.stringify(config));
+  return path;
+}
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  configPath = writeConfig('config.json', {
+    database_url: db.url,
+    redis_url: REDIS_URL,
+    log_level: 'silent',
+    queue: { prefix },
+  });
+  producer = testProducer(ingestConfig(db, prefix));
+  const events = [
+    { asset: 'cli.orders', start: '2025-06-01T10:00:00Z', end: '2025-06-01T11:00:00Z', version: 'v1' },
+    { asset: 'cli.orders', start: '2025-06-01T11:30:00Z', end: '2025-06-01T12:00:00Z', version: 'v1' },
+  ].map((e) => normalizeEvent(e, { maxPayloadBytes: 65_536 }));
+  await commitEvents(db.sql, events);
+});
+
+interface Run {
+  readonly code: number;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+function cli(args: string[], options: { config?: string; stdin?: string } = {}): Promise<Run> {
+  const env = { ...process.env };
+  for (const key of OVERRIDES) delete env[key];
+  return new Promise((resolve) => {
+    const child = execFile(
+      process.execPath,
+      [DAEMON_ENTRY, ...args, '--config', options.config ?? configPath],
+      { env, timeout: 30_000 },
+      (error, stdout, stderr) => {
+        const code = error ? (typeof error.code === 'number' ? error.code : -1) : 0;
+        resolve({ code, stdout, stderr });
+      },
+    );
+    child.stdin?.end(options.stdin ?? '');
+  });
+}
+
+async function queued(): Promise<unknown[]> {
+  const jobs = await producer.getJobs(['waiting']);
+  return jobs.map((j) => j.data);
+}
+
+describe('coverage-rollup check', () => {
+  const window = ['--start', '2025-06-01T10:00:00Z'];
+
+  it('exits 0 for a covered window and 1 for a gap, printing what is missing', async () => {
+    const covered = await cli(['check', 'cli.orders', ...window, '--end', '2025-06-01T11:00:00Z']);
+    expect(covered).toMatchObject({ code: 0, stdout: expect.stringContaining('covered, ratio 1') });
+    const gap = await cli(['check', 'cli.orders', ...window, '--end', '2025-06-01T12:00:00Z']);
+    expect(gap.code).toBe(1);
+    expect(gap.stdout).toContain('NOT covered');
+    expect(gap.stdout).toContain('2025-06-01T11:00:00Z .. 2025-06-01T11:30:00Z');
+  });
+
+  it('prints the coverage answer with --json', async () => {
+    const run = await cli(['check', 'cli.orders', ...window, '--end', '2025-06-01T12:00:00Z', '--json']);
+    expect(run.code).toBe(1);
+    expect(JSON.parse(run.stdout)).toMatchObject({
+      asset: 'cli.orders',
+      covered: false,
+      ratio: 0.75,
+      missing: [{ start: '2025-06-01T11:00:00Z', end: '2025-06-01T11:30:00Z' }],
+    });
+  });
+
+  it('exits 1 for an asset never seen and 2 for a bad window or usage', async () => {
+    expect((await cli(['check', 'cli.nothing', ...window, '--end', '2025-06-01T11:00:00Z'])).code).toBe(1);
+    const bad = await cli(['check', 'cli.orders', ...window, '--end', 'later']);
+    expect(bad).toMatchObject({ code: 2, stderr: expect.stringContaining('"later"') });
+    expect((await cli(['check', 'cli.orders', ...window])).code).toBe(2);
+  });
+
+  it('refuses --version inside a command instead of printing the version and exiting 0', async () => {
+    const run = await cli(['check', 'cli.nothing', '--version', ...window, '--end', '2025-06-01T11:00:00Z']);
+    expect(run).toMatchObject({ code: 2, stderr: expect.stringContaining('--data-version') });
+    expect(await cli(['--version'])).toMatchObject({
+      code: 0,
+      stdout: expect.stringMatching(/^coverage-rollup \d/),
+    });
+  });
+});
+
+describe('coverage-rollup emit', () => {
+  it('enqueues one event from flags', async () => {
+    const run = await cli([
+      'emit',
+      '--asset',
+      'cli.emitted',
+      '--interval',
+      '2025-06-01T10:00:00Z/PT5M',
+      '--data-version',
+      'v2',
+      '--id',
+      'e-1',
+    ]);
+    expect(run).toMatchObject({ code: 0, stdout: expect.stringContaining('enqueued 1 event') });
+    expect(await queued()).toContainEqual({
+      asset: 'cli.emitted',
+      interval: '2025-06-01T10:00:00Z/PT5M',
+      version: 'v2',
+      id: 'e-1',
+    });
+    await producer.drain();
+  });
+
+  it('enqueues nothing when one line of the file is bad, naming its line number', async () => {
+    const file = join(dir, 'events.jsonl');
+    const good = JSON.stringify({ asset: 'cli.file', start: 1, end: 2 });
+    writeFileSync(file, `${good}\n\n\n${JSON.stringify({ asset: 'cli.file', start: 9, end: 5 })}\n`);
+    const run = await cli(['emit', '--file', file]);
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain('line 4: end_before_start');
+    writeFileSync(file, `${good}\n\n{bad\n`);
+    expect((await cli(['emit', '--file', file])).stderr).toContain('line 3 of');
+    expect(await queued()).toEqual([]);
+  });
+
+  it('reads JSON lines from stdin', async () => {
+    const lines = [1, 2, 3].map((i) => JSON.stringify({ asset: 'cli.stdin', start: i, end: i + 1 }));
+    const run = await cli(['emit', '--file', '-'], { stdin: `${lines.join('\n')}\n` });
+    expect(run).toMatchObject({ code: 0, stdout: expect.stringContaining('enqueued 3 event') });
+    expect(await queued()).toHaveLength(3);
+    await producer.drain();
+  });
+
+  it("refuses an event whose bounds contradict the asset's recorded domain", async () => {
+    const run = await cli(['emit', '--asset', 'cli.orders', '--start', '1', '--end', '5']);
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain('domain_mismatch: asset cli.orders holds time bounds');
+    expect(await queued()).toEqual([]);
+  });
+
+  it('still enqueues when PostgreSQL cannot be reached, saying it skipped that check', async () => {
+    const offline = writeConfig('offline.json', {
+      database_url: 'postgres://127.0.0.1:1/nowhere',
+      redis_url: REDIS_URL,
+      log_level: 'silent',
+      queue: { prefix },
+    });
+    const run = await cli(['emit', '--asset', 'cli.orders', '--start', '1', '--end', '5'], {
+      config: offline,
+    });
+    expect(run.code).toBe(0);
+    expect(run.stderr).toContain('could not read asset domains from PostgreSQL');
+    expect(await queued()).toHaveLength(1);
+    await producer.drain();
+  });
+
+  it('refuses contradictory or missing flags rather than picking one', async () => {
+    const cases = [
+      [['emit', '--file', '-', '--asset', 'cli.x'], '--file takes its events from the file'],
+      [
+        ['emit', '--interval', '2025-06-01T10:00:00Z/PT5M', '--start', '2025-06-01T10:00:00Z'],
+        'either --interval',
+      ],
+      [['emit'], 'give an event'],
+      [['emit', '--asset', 'cli.x', '--start', '1', '--end', '2', '--version', 'v1'], '--data-version'],
+    ] as const;
+    for (const [args, message] of cases) {
+      const run = await cli([...args]);
+      expect(run.code, args.join(' ')).toBe(2);
+      expect(run.stderr, args.join(' ')).toContain(message);
+    }
+    expect(await queued()).toEqual([]);
+  });
+});
