@@ -106,7 +106,7 @@ export function parseTimeBound(raw: unknown, field: string, zone: string): Bound
       `${field} "${clip(text)}" is not a valid date-time (${dt.invalidReason})`,
     );
   }
-  const value = dt.toMillis() * MICROS_PER_MS + micros;
+  const value = epochMillis(dt) * MICROS_PER_MS + micros;
   if (!Number.isSafeInteger(value) || value < MIN_TIME || value > MAX_TIME) {
     throw new BadInputError('out_of_range', `${field} "${clip(text)}" is outside ${TIME_RANGE}`);
   }
@@ -159,6 +159,15 @@ function offsetZone(offset: string): string {
   return total === 0 ? 'UTC' : `UTC${sign}${Math.floor(total / 60)}:${String(total % 60).padStart(2, '0')}`;
 }
 
+/**
+ * luxon keeps a zone's offset in minutes, a fraction for the second-level offsets of local mean
+ * time (Asia/Kathmandu was +05:41:16 until 1920), so its millisecond count can come out a float
+ * error away from the integer it stands for.
+ */
+export function epochMillis(dt: DateTime): number {
+  return Math.round(dt.toMillis());
+}
+
 /** start + an ISO 8601 duration, calendar-aware in `zone` (P1D across DST is one local day). */
 export function addIsoDuration(start: Bound, iso: string, zone: string): Bound {
   const duration = Duration.fromISO(iso);
@@ -167,7 +176,7 @@ export function addIsoDuration(start: Bound, iso: string, zone: string): Bound {
   }
   const micros = start.value % MICROS_PER_MS;
   const startMs = (start.value - micros) / MICROS_PER_MS;
-  const endMs = DateTime.fromMillis(startMs, { zone }).plus(duration).toMillis();
+  const endMs = epochMillis(DateTime.fromMillis(startMs, { zone }).plus(duration));
   if (endMs <= startMs) {
     throw new BadInputError(
       'invalid_duration',

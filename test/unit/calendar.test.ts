@@ -391,6 +391,15 @@ describe('ISO durations', () => {
       '2025-04-30T00:00',
     ]);
   });
+
+  it('stays on whole microseconds from an origin in local mean time (found by the property below)', () => {
+    // Kathmandu kept +05:41:16 until 1920; luxon's offset in fractional minutes once made a
+    // boundary 8388608998.999999 µs, refused as out of range.
+    const fortnights = duration('P2W', 'Asia/Kathmandu', -1596664287391001);
+    const period = fortnights.periodContaining(0);
+    expect(period).toMatchObject({ start: -1201211391001, end: 8388608999 });
+    expect(fortnights.next(period).start).toBe(period.end);
+  });
 });
 
 describe('integer buckets', () => {

@@ -1,5 +1,6 @@
 /** Engines: each maps a (validated) point to its period. */
 import { DateTime, Duration } from 'luxon';
+import { epochMillis } from '../bounds.js';
 import type { ParsedDuration } from './every.js';
 import { checkResult, splitMicros } from './points.js';
 import { CalendarError, type CalendarUnit, type Period } from './types.js';
@@ -81,7 +82,7 @@ export function calendarDurationEngine(zone: Zone, origin: number, d: ParsedDura
     );
     if (!moved.isValid)
       throw new CalendarError('out_of_range', `period ${k} of ${zone.name} is out of range`);
-    return moved.toMillis() * 1000 + originSub + k * d.timeUs;
+    return epochMillis(moved) * 1000 + originSub + k * d.timeUs;
   };
   return (point) => {
     let k = Math.floor((point - origin) / nominalUs);
