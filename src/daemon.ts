@@ -5,6 +5,7 @@ import { TokenAuth } from './http/auth.js';
 import { registerRollupRoutes } from './http/routes/rollups.js';
 import { registerStatusPage } from './http/routes/status-page.js';
 import { buildServer } from './http/server.js';
+import { registerDeclaredAssets } from './index/assets.js';
 import { connect, ensureDatabase, type Sql } from './index/db.js';
 import { migrate } from './index/migrate.js';
 import { redisConnection } from './ingest/redis.js';
@@ -41,6 +42,12 @@ export async function startDaemon(config: Config, log: Logger): Promise<Daemon> 
   const closers: Array<() => Promise<void>> = [() => sql.end({ timeout: 5 })];
   try {
     await migrate(sql, log);
+    for (const { declared, recorded } of await registerDeclaredAssets(sql, config.assets)) {
+      log.warn(
+        { asset: declared.name, declared: { domain: declared.domain, zone: declared.zone }, recorded },
+        'config declares this asset unlike the index recorded it at first sight; the recorded domain stands, and events with the other are dead-lettered',
+      );
+    }
     const metrics = createMetrics();
     const redis = redisConnection(config.redis_url);
     closers.unshift(async () => void redis.disconnect());

@@ -54,3 +54,39 @@ export async function domainsOf(sql: Db, names: readonly string[]): Promise<Map<
     select name, domain from assets where name = any(${names}::text[])`;
   return new Map(rows.map((r) => [r.name, r.domain]));
 }
+
+export interface DeclaredAsset {
+  readonly name: string;
+  readonly domain?: Domain | undefined;
+  readonly zone: string;
+}
+
+/**
+ * Registers the assets config declares with a domain, so they are known (all gap) before their
+ * first event. A recorded asset keeps its domain and zone (first sight wins, as in ingest); the
+ * declarations that contradict the record are returned, for the daemon to warn about.
+ */
+export async function registerDeclaredAssets(
+  sql: Db,
+  declared: readonly DeclaredAsset[],
+): Promise<Array<{ declared: DeclaredAsset; recorded: Pick<AssetRow, 'domain' | 'zone'> }>> {
+  if (declared.length === 0) return [];
+  const typed = declared.filter((a) => a.domain !== undefined);
+  if (typed.length > 0) {
+    await sql`
+      insert into assets (name, domain, zone)
+      select * from unnest(
+        ${typed.map((a) => a.name)}::text[], ${typed.map((a) => a.domain!)}::text[], ${typed.map((a) => a.zone)}::text[]
+      )
+      on conflict (name) do nothing`;
+  }
+  const rows = await sql<Pick<AssetRow, 'name' | 'domain' | 'zone'>[]>`
+    select name, domain, zone from assets where name = any(${declared.map((a) => a.name)}::text[])`;
+  const recorded = new Map(rows.map((r) => [r.name, r]));
+  return declared.flatMap((a) => {
+    const r = recorded.get(a.name);
+    if (r === undefined || ((a.domain === undefined || a.domain === r.domain) && a.zone === r.zone))
+      return [];
+    return [{ declared: a, recorded: { domain: r.domain, zone: r.zone } }];
+  });
+}

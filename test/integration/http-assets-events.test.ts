@@ -1,6 +1,7 @@
 /** The HTTP surface of ingest and coverage, against a whole daemon on an ephemeral port. */
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { Daemon } from '../../src/daemon.js';
+import { registerDeclaredAssets } from '../../src/index/assets.js';
 import { startTestDaemon, TEST_TOKEN, testConfig, testProducer } from '../helpers/daemon.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 import { createTestPrefix } from '../helpers/redis.js';
@@ -14,7 +15,10 @@ const prefix = createTestPrefix();
 
 beforeAll(async () => {
   db = await createTestDatabase();
-  const config = testConfig(db, prefix, { rollups: [] });
+  const config = testConfig(db, prefix, {
+    rollups: [],
+    assets: [{ name: 'http.planned', domain: 'time', zone: 'Europe/Berlin' }],
+  });
   daemon = await startTestDaemon(config);
   producer = testProducer(config);
 });
@@ -281,6 +285,34 @@ describe('GET /v1/assets/{asset}/coverage', () => {
     });
   });
 
+  it('a declared asset is known before its first event: all of the window is missing', async () => {
+    const reply = await coverage('http.planned', {
+      start: '2025-06-01T10:00:00',
+      end: '2025-06-01T11:00:00',
+    });
+    expect(reply.status).toBe(200);
+    expect(reply.body).toMatchObject({
+      covered: false,
+      ratio: 0,
+      start: '2025-06-01T08:00:00Z',
+      missing: [{ start: '2025-06-01T08:00:00Z', end: '2025-06-01T09:00:00Z' }],
+      known_gaps: [],
+    });
+  });
+
+  it('a declaration that contradicts the record is reported, and the record stands', async () => {
+    const declared = [
+      { name: 'http.planned', domain: 'time' as const, zone: 'Europe/Berlin' },
+      { name: 'http.offsets', domain: 'time' as const, zone: 'UTC' },
+    ];
+    expect(await registerDeclaredAssets(db.sql, declared)).toEqual([
+      { declared: declared[1], recorded: { domain: 'integer', zone: 'UTC' } },
+    ]);
+    expect((await get('/v1/assets')).body.assets).toContainEqual(
+      expect.objectContaining({ asset: 'http.offsets', domain: 'integer' }),
+    );
+  });
+
   it('404 for an asset never seen', async () => {
     const reply = await coverage('http.nothing', window);
     expect(reply).toEqual({
@@ -328,7 +360,7 @@ describe('GET /v1/assets', () => {
     const reply = await get('/v1/assets');
     expect(reply.status).toBe(200);
     const assets = reply.body.assets as Array<Record<string, unknown>>;
-    expect(assets.map((a) => a.asset)).toEqual(['http.offsets', 'http.orders']);
+    expect(assets.map((a) => a.asset)).toEqual(['http.offsets', 'http.orders', 'http.planned']);
     expect(assets[0]).toStrictEqual({
       asset: 'http.offsets',
       domain: 'integer',
@@ -344,6 +376,13 @@ describe('GET /v1/assets', () => {
       event_count: 3,
       segment_count: 4,
       covered_extent: { start: '2025-06-01T10:00:00Z', end: '2025-06-01T11:00:00Z' },
+    });
+    expect(assets[2]).toMatchObject({
+      asset: 'http.planned',
+      domain: 'time',
+      zone: 'Europe/Berlin',
+      event_count: 0,
+      covered_extent: null,
     });
   });
 });
