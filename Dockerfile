@@ -1,19 +1,22 @@
 # syntax=docker/dockerfile:1
-# Build stage: compile TypeScript with the dev dependencies.
+# Build stage: install with the dev dependencies (npm ci's postinstall applies patches/ with
+# patch-package, a dev dependency), compile, then drop the dev dependencies. The runtime stage
+# copies the patched node_modules: a second `npm ci --omit=dev` there could not run the patch.
 FROM node:20-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
+COPY patches ./patches
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
-RUN npm run build
+RUN npm run build && npm prune --omit=dev --no-audit --no-fund
 
 # Runtime stage: production dependencies, compiled code and migrations only, as a non-root user.
 FROM node:20-bookworm-slim
 ENV NODE_ENV=production
 WORKDIR /app
-COPY package.json package-lock.json ./
-RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
+COPY package.json ./
+COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
 COPY migrations ./migrations
 COPY config ./config

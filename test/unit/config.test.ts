@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { demoConfig } from '../../src/cli/commands/demo.js';
 import { ConfigError, loadConfig, parseConfig } from '../../src/config.js';
 import { defineRollups } from '../../src/scheduler/rollups.js';
 
@@ -71,5 +72,20 @@ describe('configuration', () => {
     expect(() => parseConfig({ rollups: [{ ...rollup, id: 'a:b', every: 'day' }] })).toThrow(
       /rollups\.0\.id/,
     );
+  });
+});
+
+describe('the demo', () => {
+  it('keeps only the server of the configured database and queue: it drops nothing real', () => {
+    const config = demoConfig(
+      parseConfig({
+        database_url: 'postgres://app:secret@db.internal:6543/production?sslmode=require',
+        queue: { prefix: 'prod', name: 'events' },
+      }),
+    );
+    expect(config.database_url).toBe(
+      'postgres://app:secret@db.internal:6543/coverage_rollup_demo?sslmode=require',
+    );
+    expect(config.queue).toMatchObject({ prefix: 'crdemo', name: 'events' });
   });
 });

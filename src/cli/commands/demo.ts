@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { Queue, Worker } from 'bullmq';
-import { loadConfig } from '../../config.js';
+import { type Config, loadConfig } from '../../config.js';
 import { toCoverageAnswer } from '../../core/coverage-answer.js';
 import type { TriggerPayload } from '../../core/trigger.js';
 import { startDaemon } from '../../daemon.js';
@@ -21,6 +21,8 @@ const DAY = {
   start: Date.parse('2025-05-31T22:00:00Z') * 1000,
   end: Date.parse('2025-06-01T22:00:00Z') * 1000,
 };
+const DEMO_DATABASE = 'coverage_rollup_demo';
+const DEMO_PREFIX = 'crdemo';
 const print = (line: string) => process.stdout.write(`${line}\n`);
 
 /**
@@ -28,8 +30,11 @@ const print = (line: string) => process.stdout.write(`${line}\n`);
  * printed as the downstream worker receives it.
  */
 export async function runDemo(values: DemoOptions): Promise<number> {
-  const config = loadConfig({ path: values.config ?? join(packageRoot(), 'config', 'demo.yaml') });
+  const config = demoConfig(
+    loadConfig({ path: values.config ?? join(packageRoot(), 'config', 'demo.yaml') }),
+  );
   const log = createLogger(config.log_level);
+  print(`resetting database ${DEMO_DATABASE} and Redis keys ${DEMO_PREFIX}:* (the demo's own)`);
   await resetDemoState(config.database_url, config.redis_url, config.queue.prefix);
   const daemon = await startDaemon(config, log);
   const connection = redisConnection(config.redis_url);
@@ -127,14 +132,29 @@ function hhmm(ms: number): string {
   });
 }
 
+/**
+ * The demo recreates its database and deletes its queue keys, so it never uses the names a config
+ * file or DATABASE_URL gives, only their server: it must never drop real data.
+ */
+export function demoConfig(loaded: Config): Config {
+  return {
+    ...loaded,
+    database_url: onDatabase(loaded.database_url, DEMO_DATABASE),
+    queue: { ...loaded.queue, prefix: DEMO_PREFIX },
+  };
+}
+
+function onDatabase(databaseUrl: string, name: string): string {
+  const url = new URL(databaseUrl);
+  url.pathname = `/${name}`;
+  return url.toString();
+}
+
 /** Every run starts from nothing: the demo database is recreated and its queue keys deleted. */
 async function resetDemoState(databaseUrl: string, redisUrl: string, prefix: string): Promise<void> {
-  const url = new URL(databaseUrl);
-  const name = decodeURIComponent(url.pathname.slice(1));
-  url.pathname = '/postgres';
-  const admin = connectOnce(url.toString());
+  const admin = connectOnce(onDatabase(databaseUrl, 'postgres'));
   try {
-    await admin`drop database if exists ${admin(name)} with (force)`;
+    await admin`drop database if exists ${admin(DEMO_DATABASE)} with (force)`;
   } finally {
     await admin.end();
   }
