@@ -28,17 +28,28 @@ const assetSchema = z.strictObject({
   zone: zone.default('UTC'),
 });
 
+/**
+ * fetch refuses URLs with credentials, and the error it throws quotes the URL into logs, the
+ * triggers table and the status page; credentials belong in headers or the airflow fields.
+ */
+const targetUrl = z
+  .url({ protocol: /^https?$/, error: 'expected an http:// or https:// URL' })
+  .refine((u) => {
+    const url = new URL(u);
+    return url.username === '' && url.password === '';
+  }, 'credentials in the URL are refused (they would be logged); use headers, or token/username/password for airflow');
+
 const targetSchema = z.discriminatedUnion('type', [
   z.strictObject({ type: z.literal('queue'), queue: nonEmpty, prefix: z.string().optional() }),
   z.strictObject({
     type: z.literal('webhook'),
-    url: z.url(),
+    url: targetUrl,
     headers: z.record(z.string(), z.string()).default({}),
     timeout: isoDuration.default(10_000),
   }),
   z.strictObject({
     type: z.literal('airflow'),
-    url: z.url(),
+    url: targetUrl,
     dag_id: nonEmpty,
     token: z.string().optional(),
     username: z.string().optional(),
@@ -63,7 +74,10 @@ const rollupSchema = z.strictObject({
       'expected 1-100 letters, digits, "_", "." or "-" (it becomes part of job ids)',
     ),
   upstream: z.union([nonEmpty, z.array(nonEmpty).min(1)]).transform((u) => (Array.isArray(u) ? u : [u])),
-  every: z.union([nonEmpty, z.number().int().positive()]),
+  every: z.union([nonEmpty, z.number().int().positive()], {
+    error:
+      'required: hour, day, week, month, quarter, year, minute, an ISO duration (PT15M) or an integer bucket size',
+  }),
   timezone: zone.default('UTC'),
   begin: z
     .union([nonEmpty, z.number().int(), z.date()])
@@ -76,9 +90,18 @@ const rollupSchema = z.strictObject({
 
 const configSchema = z
   .strictObject({
-    database_url: nonEmpty.default('postgres://127.0.0.1:5432/coverage_rollup'),
-    redis_url: nonEmpty.default('redis://127.0.0.1:6379'),
-    log_level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+    database_url: z
+      .url({ protocol: /^postgres(ql)?$/, error: 'expected a postgres:// URL' })
+      .default('postgres://127.0.0.1:5432/coverage_rollup'),
+    redis_url: z
+      .url({ protocol: /^rediss?$/, error: 'expected a redis:// or rediss:// URL' })
+      .default('redis://127.0.0.1:6379'),
+    log_level: z
+      .preprocess(
+        (v) => (typeof v === 'string' ? v.toLowerCase() : v),
+        z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),
+      )
+      .default('info'),
     http: z
       .strictObject({
         host: nonEmpty.default('0.0.0.0'),
@@ -166,15 +189,32 @@ export interface ConfigSource {
 export function loadConfig({ path, env = process.env }: ConfigSource = {}): Config {
   const file = path ?? env.COVERAGE_ROLLUP_CONFIG;
   const raw = file ? readYaml(file) : {};
-  return parseConfig(applyEnv(raw, env), file ?? 'defaults');
+  const fromEnv = new Map(
+    Object.entries(ENV_FIELDS).filter(([, name]) => env[name] !== undefined && env[name] !== ''),
+  );
+  return parseConfig(applyEnv(raw, env), file ?? 'defaults', fromEnv);
 }
 
-export function parseConfig(raw: unknown, origin = 'config'): Config {
+/** Config fields an environment variable overrides, for errors that name where a value came from. */
+const ENV_FIELDS: Record<string, string> = {
+  database_url: 'DATABASE_URL',
+  redis_url: 'REDIS_URL',
+  log_level: 'LOG_LEVEL',
+  api_tokens: 'API_TOKENS',
+  'http.port': 'PORT',
+};
+
+export function parseConfig(
+  raw: unknown,
+  origin = 'config',
+  fromEnv: ReadonlyMap<string, string> = new Map(),
+): Config {
   const result = configSchema.safeParse(raw);
   if (result.success) return result.data;
   const lines = result.error.issues.map((issue) => {
     const field = issue.path.length > 0 ? issue.path.join('.') : '(top level)';
-    return `  ${field}: ${issue.message}`;
+    const envName = [...fromEnv].find(([path]) => field === path || field.startsWith(`${path}.`))?.[1];
+    return `  ${field}${envName ? ` (from ${envName})` : ''}: ${issue.message}`;
   });
   throw new ConfigError(`invalid configuration (${origin}):\n${lines.join('\n')}`);
 }
@@ -205,7 +245,7 @@ function applyEnv(raw: unknown, env: NodeJS.ProcessEnv): unknown {
       .filter(Boolean);
   }
   if (env.PORT !== undefined) {
-    const port = /^\d+$/.test(env.PORT) ? Number(env.PORT) : env.PORT;
+    const port = /^-?\d+$/.test(env.PORT.trim()) ? Number(env.PORT) : env.PORT;
     out.http = { ...((out.http as object | undefined) ?? {}), port };
   }
   return out;

@@ -52,8 +52,35 @@ describe('configuration', () => {
     expect(() => parseConfig(raw)).toThrow(message);
   });
 
-  it('refuses a bad PORT from the environment', () => {
-    expect(() => loadConfig({ env: { PORT: 'eighty' } })).toThrow(/http\.port/);
+  it('refuses a bad value from the environment, naming the variable', () => {
+    expect(() => loadConfig({ env: { PORT: 'eighty' } })).toThrow(/http\.port \(from PORT\)/);
+    expect(() => loadConfig({ env: { PORT: '-1' } })).toThrow(/http\.port \(from PORT\): Too small/);
+    expect(() => loadConfig({ env: { DATABASE_URL: 'notaurl' } })).toThrow(
+      'database_url (from DATABASE_URL): expected a postgres:// URL',
+    );
+    expect(() => loadConfig({ env: { REDIS_URL: 'http://cache' } })).toThrow('redis_url (from REDIS_URL)');
+  });
+
+  it('reads LOG_LEVEL in any case', () => {
+    expect(loadConfig({ env: { LOG_LEVEL: 'WARN' } }).log_level).toBe('warn');
+  });
+
+  it('refuses target URLs with credentials, which fetch would quote into logs', () => {
+    const rollup = (target: Record<string, unknown>) => ({
+      rollups: [{ id: 'r', upstream: ['a'], every: 'hour', begin: '2025-01-01', target }],
+    });
+    expect(() =>
+      parseConfig(rollup({ type: 'webhook', url: 'https://user:secret@hooks.example/run' })),
+    ).toThrow('rollups.0.target.url: credentials in the URL are refused');
+    expect(() =>
+      parseConfig(rollup({ type: 'airflow', url: 'http://admin:admin@airflow:8080', dag_id: 'd' })),
+    ).toThrow('credentials in the URL are refused');
+    expect(() => parseConfig(rollup({ type: 'webhook', url: 'ftp://files.example/run' }))).toThrow(
+      'expected an http:// or https:// URL',
+    );
+    expect(parseConfig(rollup({ type: 'webhook', url: 'https://hooks.example/run' })).rollups).toHaveLength(
+      1,
+    );
   });
 
   it('refuses rollups it cannot build, naming the rollup and field', () => {
