@@ -52,6 +52,8 @@ export async function startDaemon(config: Config, log: Logger): Promise<Daemon> 
     const redis = redisConnection(config.redis_url);
     closers.unshift(async () => void redis.disconnect());
     const eventsQueue = new Queue(config.queue.name, { connection: redis, prefix: config.queue.prefix });
+    // The ingest worker's handler logs this connection's errors; here only so none goes unhandled.
+    eventsQueue.on('error', (error) => log.debug({ err: error }, 'events queue connection error'));
     closers.unshift(() => eventsQueue.close());
 
     const ingest: IngestWorker = startIngestWorker(config, sql, log.child({ component: 'ingest' }), metrics);

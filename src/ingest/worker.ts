@@ -48,6 +48,8 @@ export function startIngestWorker(config: Config, sql: Sql, log: Logger, metrics
   const options = normalizeOptions(config);
   const connection = redisConnection(config.redis_url);
   const dlq = new Queue(queue.dead_letter, { connection, prefix: queue.prefix });
+  // The same connection's errors reach the worker's handler below; here only so none goes unhandled.
+  dlq.on('error', (error) => log.debug({ err: error }, 'dead-letter queue connection error'));
   // Commit lanes: each asset always goes to the same lane, and each lane runs one transaction at
   // a time. Lanes never wait on each other's asset locks, so their commits overlap; within a lane
   // an asset's events commit in the order this worker took them.
@@ -130,7 +132,9 @@ export function startIngestWorker(config: Config, sql: Sql, log: Logger, metrics
           'in-flight events did not commit in time; their jobs return to the queue when their locks lapse',
         );
       }
-      await worker.close(timedOut);
+      // Force when Redis is unreachable: a graceful close sends QUIT, which waits for a connection
+      // that may never come back. The commits have drained (or been abandoned) either way.
+      await worker.close(timedOut || connection.status !== 'ready');
       await dlq.close();
       connection.disconnect();
     },

@@ -182,6 +182,19 @@ describe('coverage-rollup emit', () => {
     await producer.drain();
   });
 
+  it('fails with exit 2 and the reason when Redis cannot be reached, rather than wait forever', async () => {
+    const noRedis = writeConfig('no-redis.json', {
+      database_url: db.url,
+      redis_url: 'redis://127.0.0.1:1',
+      log_level: 'silent',
+      queue: { prefix },
+    });
+    const run = await cli(['emit', '--asset', 'cli.x', '--start', '1', '--end', '2'], { config: noRedis });
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain('could not enqueue on Redis');
+    expect(run.stderr).toContain('0 of 1 event(s) were enqueued');
+  });
+
   it('refuses contradictory or missing flags rather than picking one', async () => {
     const cases = [
       [['emit', '--file', '-', '--asset', 'cli.x'], '--file takes its events from the file'],

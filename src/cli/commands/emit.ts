@@ -4,7 +4,7 @@ import type { Config } from '../../config.js';
 import type { Domain } from '../../core/types.js';
 import { domainsOf } from '../../index/assets.js';
 import { precheckEvents } from '../../ingest/precheck.js';
-import { redisConnection } from '../../ingest/redis.js';
+import { oneShotConnection } from '../../ingest/redis.js';
 import { normalizeOptions } from '../../ingest/worker.js';
 import { configFrom, type GlobalOptions, withSql } from './shared.js';
 
@@ -44,12 +44,19 @@ export async function runEmit(args: string[], values: EmitOptions): Promise<numb
     process.stderr.write(`nothing enqueued; ${errors.length} invalid event(s):\n${errors.join('\n')}\n`);
     return 2;
   }
-  const connection = redisConnection(config.redis_url);
+  const connection = oneShotConnection(config.redis_url);
   const queue = new Queue(config.queue.name, { connection, prefix: config.queue.prefix });
+  queue.on('error', () => {}); // reported below, through the failed addBulk
+  let sent = 0;
   try {
-    for (let i = 0; i < events.length; i += CHUNK) {
-      await queue.addBulk(events.slice(i, i + CHUNK).map((data) => ({ name: 'event', data })));
+    for (; sent < events.length; sent += CHUNK) {
+      await queue.addBulk(events.slice(sent, sent + CHUNK).map((data) => ({ name: 'event', data })));
     }
+  } catch (error) {
+    process.stderr.write(
+      `coverage-rollup emit: could not enqueue on Redis (${(error as Error).message}); ${sent} of ${events.length} event(s) were enqueued before it failed\n`,
+    );
+    return 2;
   } finally {
     await queue.close();
     connection.disconnect();

@@ -2,6 +2,18 @@ import type { FastifyInstance } from 'fastify';
 import { appliedVersion, latestVersion } from '../../index/migrate.js';
 import type { HttpContext } from '../context.js';
 
+/** A probe must answer even when a dependency hangs (ioredis queues commands while it reconnects). */
+const PROBE_MS = 2000;
+
+function answerWithin<T>(work: Promise<T>, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const limit = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer from ${what} within ${PROBE_MS} ms`)), PROBE_MS);
+  });
+  work.catch(() => {}); // settles harmlessly after the limit
+  return Promise.race([work, limit]).finally(() => clearTimeout(timer));
+}
+
 export function registerHealthRoutes(app: FastifyInstance, ctx: HttpContext): void {
   const latest = latestVersion();
 
@@ -11,7 +23,10 @@ export function registerHealthRoutes(app: FastifyInstance, ctx: HttpContext): vo
     const checks: Record<string, unknown> = {};
     let ready = true;
     try {
-      const version = await ctx.sql`select 1`.then(() => appliedVersion(ctx.sql));
+      const version = await answerWithin(
+        ctx.sql`select 1`.then(() => appliedVersion(ctx.sql)),
+        'PostgreSQL',
+      );
       checks.postgres = 'ok';
       checks.migrations = { applied: version, expected: latest, current: version === latest };
       ready &&= version === latest;
@@ -20,7 +35,9 @@ export function registerHealthRoutes(app: FastifyInstance, ctx: HttpContext): vo
       ready = false;
     }
     try {
-      checks.redis = (await ctx.redis.ping()) === 'PONG' ? 'ok' : 'error';
+      const pong = await answerWithin(ctx.redis.ping(), 'Redis');
+      checks.redis = pong === 'PONG' ? 'ok' : `error: answered ${pong}`;
+      ready &&= pong === 'PONG';
     } catch (error) {
       checks.redis = `error: ${(error as Error).message}`;
       ready = false;
@@ -32,12 +49,9 @@ export function registerHealthRoutes(app: FastifyInstance, ctx: HttpContext): vo
   app.get('/metrics', async (_request, reply) => {
     ctx.schedulerStatus?.(); // brings the lease gauges and counters up to date
     try {
-      const counts = await ctx.eventsQueue.getJobCounts(
-        'waiting',
-        'active',
-        'delayed',
-        'failed',
-        'prioritized',
+      const counts = await answerWithin(
+        ctx.eventsQueue.getJobCounts('waiting', 'active', 'delayed', 'failed', 'prioritized'),
+        'Redis',
       );
       for (const [state, n] of Object.entries(counts)) ctx.metrics.queueDepth.set({ state }, n);
     } catch {
