@@ -78,28 +78,34 @@ export function decide(
     return settle(policy, facts, now, facts.rerun, 'rerun_pending');
   }
   if (facts.state === 'missed') return wait('missed', null, null);
-  if (satisfied !== 'no')
-    return settle(policy, facts, now, satisfied === 'full' ? 'covered' : 'ratio', 'settling');
-
   const deadline =
     policy.deadlineMs !== undefined && facts.endMs !== null ? facts.endMs + policy.deadlineMs : null;
+  if (satisfied !== 'no') {
+    // The deadline bounds settle too: a satisfied period must not wait longer than one that is not.
+    return settle(policy, facts, now, satisfied === 'full' ? 'covered' : 'ratio', 'settling', deadline);
+  }
   if (deadline !== null && now >= deadline) {
     return policy.onDeadline === 'trigger' ? { kind: 'trigger', reason: 'deadline' } : { kind: 'miss' };
   }
   return wait('waiting', null, deadline);
 }
 
-/** Satisfied: trigger once it has been so, with no newer completion, for `settle`. */
+/**
+ * Satisfied: trigger once it has been so, with no newer completion, for `settle`, or at `latest`
+ * (the first trigger's deadline) if that comes first.
+ */
 function settle(
   policy: Policy,
   facts: PeriodFacts,
   now: number,
   reason: TriggerReason,
   settlingState: PeriodState,
+  latest: number | null = null,
 ): Outcome {
   const since = facts.satisfiedSince ?? now;
   const quietSince = Math.max(since, facts.lastChangeAt ?? since);
-  const due = quietSince + policy.settleMs;
+  const settled = quietSince + policy.settleMs;
+  const due = latest === null ? settled : Math.min(settled, latest);
   if (now >= due) return { kind: 'trigger', reason };
   return wait(settlingState, since, due);
 }

@@ -51,7 +51,14 @@ export function defineRollup(spec: RollupSpec): Rollup {
         ? parseTimeBound(String(raw), field, spec.timezone).value
         : parseIntegerBound(raw, field).value,
     );
-  const origin = spec.origin === undefined ? undefined : point(spec.origin, 'origin');
+  // Duration and integer periods are aligned to `begin` unless an origin says otherwise, so the
+  // first period starts where the definition says (calendar units align to themselves).
+  const origin =
+    spec.origin !== undefined
+      ? point(spec.origin, 'origin')
+      : every.kind === 'unit'
+        ? undefined
+        : point(spec.begin, 'begin');
   const calendar = attempt('every', () =>
     createCalendar({ every, timezone: spec.timezone, ...(origin === undefined ? {} : { origin }) }),
   );

@@ -102,6 +102,35 @@ describe('configuration', () => {
   });
 });
 
+describe('rollup calendars', () => {
+  const define = (fields: Record<string, unknown>) =>
+    defineRollups(
+      parseConfig({
+        rollups: [{ id: 'r', upstream: ['a'], target: { type: 'queue', queue: 'q' }, ...fields }],
+      }),
+    )[0]!.rollup;
+
+  it('align duration and integer periods to begin unless an origin is given', () => {
+    const sevens = define({ every: 'PT7M', begin: '2026-12-02T16:00:00Z' });
+    expect(sevens.begin).toBe(Date.parse('2026-12-02T16:00:00Z') * 1000);
+    expect(sevens.calendar.periodContaining(sevens.begin).end).toBe(
+      Date.parse('2026-12-02T16:07:00Z') * 1000,
+    );
+    const shifted = define({ every: 'PT7M', begin: '2026-12-02T16:00:00Z', origin: '2026-12-02T16:03:00Z' });
+    expect(shifted.begin).toBe(Date.parse('2026-12-02T15:56:00Z') * 1000);
+    const buckets = define({ every: 100, begin: 50 });
+    expect(buckets.begin).toBe(50);
+    expect(buckets.calendar.periodContaining(149)).toMatchObject({ start: 50, end: 150 });
+    const weeks = define({ every: 'P1W', timezone: 'Europe/Berlin', begin: '2026-11-04' });
+    expect(weeks.calendar.periodContaining(weeks.begin).key).toBe('2026-11-04T00:00');
+  });
+
+  it('align calendar units to themselves: begin falls inside the first period', () => {
+    const days = define({ every: 'day', timezone: 'Europe/Berlin', begin: '2026-11-04T15:00:00' });
+    expect(days.calendar.periodContaining(days.begin).key).toBe('2026-11-04');
+  });
+});
+
 describe('the demo', () => {
   it('keeps only the server of the configured database and queue: it drops nothing real', () => {
     const config = demoConfig(

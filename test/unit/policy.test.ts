@@ -170,10 +170,37 @@ describe('decide', () => {
     });
   });
 
-  it('a satisfied period keeps settling past its deadline rather than being missed', () => {
-    const p = policy({ settleMs: 60 * SEC, deadlineMs: 0, onDeadline: 'miss' });
-    const settling = facts({ state: 'settling', satisfiedSince: T + 10 * SEC, endMs: T });
-    expect(decide(p, settling, [up(HOUR)], T + 20 * SEC)).toMatchObject({ kind: 'wait', state: 'settling' });
+  it('a satisfied period still settling at its deadline triggers then, as covered, never missed', () => {
+    const p = policy({ settleMs: 60 * SEC, deadlineMs: 30 * SEC, onDeadline: 'miss' });
+    // Satisfied at end + 10 s; touching events keep restarting settle.
+    const settling = facts({
+      state: 'settling',
+      satisfiedSince: T + 10 * SEC,
+      endMs: T,
+      lastChangeAt: T + 25 * SEC,
+    });
+    expect(decide(p, settling, [up(HOUR)], T + 20 * SEC)).toEqual({
+      kind: 'wait',
+      state: 'settling',
+      satisfiedSince: T + 10 * SEC,
+      dueAt: T + 30 * SEC,
+    });
+    expect(decide(p, settling, [up(HOUR)], T + 30 * SEC)).toEqual({ kind: 'trigger', reason: 'covered' });
+    // Reruns have no deadline: settle alone decides.
+    const rerun = facts({
+      state: 'rerun_pending',
+      generation: 1,
+      rerun: 'update',
+      satisfiedSince: T,
+      endMs: T,
+      lastChangeAt: T + 25 * SEC,
+    });
+    expect(
+      decide(policy({ settleMs: 60 * SEC, deadlineMs: 30 * SEC }), rerun, [up(HOUR)], T + 40 * SEC),
+    ).toMatchObject({
+      kind: 'wait',
+      dueAt: T + 85 * SEC,
+    });
   });
 
   it('integer periods (no end instant) have no deadline', () => {
@@ -330,7 +357,7 @@ describe('properties', () => {
     );
   });
 
-  it('a satisfied period triggers exactly when it has been quiet for settle since it was satisfied', () => {
+  it('a satisfied period triggers when it has been quiet for settle since it was satisfied, or at its deadline', () => {
     fc.assert(
       fc.property(
         fc.integer({ min: 0, max: 600 * SEC }),
@@ -338,26 +365,28 @@ describe('properties', () => {
         fc.option(fc.integer({ min: -600 * SEC, max: 600 * SEC })),
         fc.integer({ min: 0, max: 1200 * SEC }),
         fc.boolean(),
-        (settleMs, since, change, elapsed, full) => {
+        fc.option(fc.integer({ min: 0, max: 900 * SEC })),
+        (settleMs, since, change, elapsed, full, deadlineMs) => {
           const satisfiedSince = since === null ? null : T + since;
           const lastChangeAt = change === null ? null : T + change;
           const now = T + elapsed;
-          const p = policy({ settleMs, ratio: 0.98 });
+          const p = policy({ settleMs, ratio: 0.98, ...(deadlineMs === null ? {} : { deadlineMs }) });
           const f = facts({
             state: satisfiedSince === null ? 'waiting' : 'settling',
             satisfiedSince,
             lastChangeAt,
+            endMs: T,
           });
           const outcome = decide(p, f, [up(full ? HOUR : 3528e6)], now);
           const quiet = Math.max(satisfiedSince ?? now, lastChangeAt ?? satisfiedSince ?? now);
-          if (now >= quiet + settleMs)
-            expect(outcome).toEqual({ kind: 'trigger', reason: full ? 'covered' : 'ratio' });
+          const due = deadlineMs === null ? quiet + settleMs : Math.min(quiet + settleMs, T + deadlineMs);
+          if (now >= due) expect(outcome).toEqual({ kind: 'trigger', reason: full ? 'covered' : 'ratio' });
           else
             expect(outcome).toEqual({
               kind: 'wait',
               state: 'settling',
               satisfiedSince: satisfiedSince ?? now,
-              dueAt: quiet + settleMs,
+              dueAt: due,
             });
         },
       ),
