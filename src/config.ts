@@ -58,13 +58,19 @@ const targetSchema = z.discriminatedUnion('type', [
   }),
 ]);
 
-const policySchema = z.strictObject({
-  ratio: z.number().gt(0).lte(1).optional(),
-  max_missing: z.union([isoDuration, z.number().int().nonnegative()]).optional(),
-  settle: isoDuration.default(0),
-  deadline: isoDuration.optional(),
-  on_deadline: z.enum(['trigger', 'miss']).default('trigger'),
-});
+const policySchema = z
+  .strictObject({
+    ratio: z.number().gt(0).lte(1).optional(),
+    max_missing: z.union([isoDuration, z.number().int().nonnegative()]).optional(),
+    settle: isoDuration.default(0),
+    deadline: isoDuration.optional(),
+    on_deadline: z.enum(['trigger', 'miss']).optional(),
+  })
+  .refine((p) => p.on_deadline === undefined || p.deadline !== undefined, {
+    path: ['on_deadline'],
+    message: 'on_deadline needs a deadline (e.g. deadline: PT6H)',
+  })
+  .transform((p) => ({ ...p, on_deadline: p.on_deadline ?? ('trigger' as const) }));
 
 const rollupSchema = z.strictObject({
   id: z

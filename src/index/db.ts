@@ -86,8 +86,10 @@ export async function ensureDatabase(url: string, log: Logger): Promise<void> {
     const code = (error as { code?: string }).code;
     if (code === '42P04') return; // created by a concurrent starter
     if (code === '42501') {
+      // Owned by the daemon's role: since PostgreSQL 15 only the owner may create in schema public.
+      const [{ role }] = await admin<[{ role: string }]>`select current_user as role`;
       throw new DatabaseUnavailableError(
-        `database "${name}" does not exist and this role may not create it; run: createdb ${name} (as a role that may), then start again`,
+        `database "${name}" does not exist and role ${role} may not create it; run: createdb -O ${role} ${name} (as a role that may), then start again`,
       );
     }
     throw unavailable(url, error);

@@ -29,3 +29,24 @@ describe.skipIf(!hasSocket)('DATABASE_URL with a Unix socket directory (libpq ?h
     }
   });
 });
+
+describe('a missing database the role may not create', () => {
+  it('says what to run, with the role as owner (PostgreSQL 15 lets only the owner create in public)', async () => {
+    const role = uniqueName('cr_nocreate');
+    const admin = connectOnce(ADMIN_URL);
+    await admin`create role ${admin(role)} login nocreatedb`;
+    try {
+      const url = new URL(ADMIN_URL);
+      url.username = role;
+      url.password = '';
+      url.pathname = `/${uniqueName('cr_missing')}`;
+      const name = url.pathname.slice(1);
+      await expect(ensureDatabase(url.toString(), createLogger('silent'))).rejects.toThrow(
+        `database "${name}" does not exist and role ${role} may not create it; run: createdb -O ${role} ${name}`,
+      );
+    } finally {
+      await admin`drop role if exists ${admin(role)}`;
+      await admin.end();
+    }
+  });
+});

@@ -172,6 +172,16 @@ describe('manual re-trigger', () => {
     expect(early.statusCode).toBe(400);
     const bad = await daemon.http.inject({ method: 'POST', url: url('yesterday'), headers: auth });
     expect(bad.statusCode).toBe(400);
+    const future = await daemon.http.inject({
+      method: 'POST',
+      url: url('2030-01-01T00:00:00Z'),
+      headers: auth,
+    });
+    expect(future.statusCode).toBe(400);
+    expect(future.json()).toEqual({
+      code: 'out_of_range',
+      message: expect.stringContaining('has not begun'),
+    });
   });
 });
 
@@ -253,6 +263,12 @@ describe('listings', () => {
     ]);
     expect((await q(`${window}&state=bogus`)).statusCode).toBe(400);
     expect((await q('start=not-a-time')).statusCode).toBe(400);
+    const reversed = await q('start=2026-11-03T00:00:00Z&end=2026-11-02T00:00:00Z');
+    expect(reversed.json()).toMatchObject({ code: 'end_before_start' });
+    // Half-open: the latest 500 from start on (the hours since 2026-11-02 are more than that).
+    const since = (await q('start=2026-11-02T00:00:00Z')).json().periods as Array<{ start: string }>;
+    expect(since).toHaveLength(500);
+    expect(Date.parse(since[499]!.start)).toBeGreaterThan(Date.now() - 2 * 3600_000);
     expect((await daemon.http.inject({ url: '/v1/rollups/nope/periods' })).statusCode).toBe(404);
   });
 });

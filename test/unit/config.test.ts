@@ -99,6 +99,11 @@ describe('configuration', () => {
     expect(() => parseConfig({ rollups: [{ ...rollup, id: 'a:b', every: 'day' }] })).toThrow(
       /rollups\.0\.id/,
     );
+    expect(() =>
+      parseConfig({ rollups: [{ ...rollup, every: 'day', policy: { on_deadline: 'miss' } }] }),
+    ).toThrow('rollups.0.policy.on_deadline: on_deadline needs a deadline');
+    const defaults = parseConfig({ rollups: [{ ...rollup, every: 'day' }] }).rollups[0]!.policy;
+    expect(defaults).toMatchObject({ settle: 0, on_deadline: 'trigger' });
   });
 });
 

@@ -10,6 +10,7 @@ import { badRequest } from './assets.js';
 
 const STATES = ['waiting', 'settling', 'triggered', 'rerun_pending', 'missed'];
 const DEFAULT_PERIODS = 500;
+const MAX_WINDOW_PERIODS = 100_000;
 
 interface PeriodRow {
   lo: number;
@@ -70,6 +71,11 @@ export function registerRollupRoutes(rollups: readonly RollupRuntime[]): RouteRe
           end === undefined
             ? null
             : badRequest(() => parseBound(end, rollup.domain, 'end', timezoneOf(rollup)).value);
+        if (lo !== null && hi !== null && hi < lo) {
+          throw new HttpError(400, 'end_before_start', `end ${end} is before start ${start}`);
+        }
+        // Only a closed window bounds the answer; anything else is capped to the latest periods.
+        const limit = lo !== null && hi !== null ? MAX_WINDOW_PERIODS : DEFAULT_PERIODS;
         const rows = await ctx.sql<PeriodRow[]>`
           select * from (
             select lo, hi, key, state, ratio, ratios, generation, reason, triggered_at from periods
@@ -77,7 +83,7 @@ export function registerRollupRoutes(rollups: readonly RollupRuntime[]): RouteRe
               and (${lo}::int8 is null or hi > ${lo}::int8)
               and (${hi}::int8 is null or lo < ${hi}::int8)
               and (${state ?? null}::text is null or state = ${state ?? null}::text)
-            order by lo desc limit ${lo === null ? DEFAULT_PERIODS : 100_000}
+            order by lo desc limit ${limit}
           ) p order by lo`;
         return {
           periods: rows.map((p) => ({
@@ -104,14 +110,13 @@ export function registerRollupRoutes(rollups: readonly RollupRuntime[]): RouteRe
           () => parseBound(request.params.start, rollup.domain, 'start', timezoneOf(rollup)).value,
         );
         const period = rollup.calendar.periodContaining(point);
-        if (period.start < rollup.begin) {
-          throw badRequest(() => {
-            throw new BadInputError(
-              'out_of_range',
-              `the period starting ${request.params.start} is before the rollup's begin`,
-            );
+        const refuse = (why: string) =>
+          badRequest(() => {
+            throw new BadInputError('out_of_range', `the period starting ${request.params.start} ${why}`);
           });
-        }
+        if (period.start < rollup.begin) throw refuse("is before the rollup's begin");
+        // Periods exist up to now: a manual run of one that has not begun would run on no data.
+        if (rollup.domain === 'time' && period.start > Date.now() * 1000) throw refuse('has not begun');
         await ctx.sql.begin(async (tx) => {
           await tx`
           insert into periods (rollup_id, lo, hi, key) values (${rollup.id}, ${period.start}, ${period.end}, ${period.key})
