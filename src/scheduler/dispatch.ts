@@ -11,6 +11,7 @@ interface OutboxRow {
   period_lo: number;
   generation: number;
   idempotency_key: string;
+  lease_token: number;
   attempts: number;
   target: TargetConfig;
   payload: TriggerPayload;
@@ -32,7 +33,7 @@ export async function deliverDue(
   signal: AbortSignal,
 ): Promise<{ delivered: number; more: boolean }> {
   const rows = await sql<OutboxRow[]>`
-    select rollup_id, period_lo, generation, idempotency_key, attempts, target, payload
+    select rollup_id, period_lo, generation, idempotency_key, lease_token, attempts, target, payload
     from triggers
     where delivered_at is null and failed_at is null and next_attempt_at <= now()
     order by next_attempt_at limit ${BATCH}`;
@@ -58,9 +59,13 @@ async function deliverOne(
   const type = row.target.type;
   const result = await targets.get(row.target).deliver(row.payload);
   const where = sql`rollup_id = ${row.rollup_id} and period_lo = ${row.period_lo} and generation = ${row.generation}`;
+  // The decision's ids, so a delivery line traces back to its 'triggered' line.
   const context = {
     rollup: row.rollup_id,
+    period: row.payload.period.key,
+    generation: row.generation,
     idempotency_key: row.idempotency_key,
+    lease_token: row.lease_token,
     target: type,
     attempt: row.attempts + 1,
   };

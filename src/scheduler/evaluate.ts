@@ -254,7 +254,7 @@ function logDecisions(
     if (u.state !== 'missed' || wasMissed.has(u.lo)) continue;
     ctx.metrics.periodsMissed.inc({ rollup: ctx.rollup.id });
     ctx.log.warn(
-      { rollup: ctx.rollup.id, period: keyOf.get(u.lo), ratio: u.ratio },
+      { rollup: ctx.rollup.id, period: keyOf.get(u.lo), ratio: u.ratio, lease_token: ctx.token },
       'period missed its deadline',
     );
   }

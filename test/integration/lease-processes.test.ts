@@ -587,7 +587,11 @@ describe('scheduler lease across real processes', () => {
       const restarted = await procs.spawn({ name: 'outbox-a2', config });
       const acquired = await restarted.waitForLog(ACQUIRED);
       expect(tokenOf(acquired)).toBeGreaterThan(token);
-      await restarted.waitForLog((l) => l.msg === 'delivered' && l.idempotency_key === 'r@0#1');
+      const delivered = await restarted.waitForLog(
+        (l) => l.msg === 'delivered' && l.idempotency_key === 'r@0#1',
+      );
+      // The delivery line carries the decision's ids: its lease token, not the new holder's.
+      expect(delivered).toMatchObject({ rollup: 'r', period: '0', generation: 1, lease_token: token });
 
       const rows = await triggerRows(s.db.sql);
       expect(rows).toHaveLength(1);
