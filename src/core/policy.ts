@@ -23,6 +23,8 @@ export interface UpstreamFacts {
   readonly ratio: number;
   /** Period measure that is not complete (gaps and replay_required). */
   readonly notComplete: number;
+  /** Period measure that is replay_required: rebuilt data still owed. */
+  readonly replayRequired: number;
 }
 
 export interface PeriodFacts {
@@ -74,7 +76,10 @@ export function decide(
 
   if (facts.generation > 0) {
     if (facts.rerun === null) return wait('triggered', null, null);
-    if (satisfied === 'no') return wait('rerun_pending', null, null);
+    // A replay rerun is for the rebuilt data: a tolerant policy may be satisfied while the range
+    // is still replay_required, and rerunning then would run on the data the requirement condemned.
+    const owed = facts.rerun === 'replay' && upstreams.some((u) => u.replayRequired > 0);
+    if (satisfied === 'no' || owed) return wait('rerun_pending', null, null);
     return settle(policy, facts, now, facts.rerun, 'rerun_pending');
   }
   if (facts.state === 'missed') return wait('missed', null, null);

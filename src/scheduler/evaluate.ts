@@ -94,13 +94,17 @@ export async function evaluatePeriods(ctx: EvaluationContext, now: Date, limit: 
         const width = period.hi - period.lo;
         if (!u) {
           coverages.set(name, { domain: rollup.domain, coverage: null });
-          return { ratio: 0, notComplete: width };
+          return { ratio: 0, notComplete: width, replayRequired: 0 };
         }
         const window = { start: period.lo, end: period.hi };
         const segments = u.segments.filter((s) => s.end > period.lo && s.start < period.hi);
         const coverage = projectCoverage({ window, segments, extent: u.extent, limit: 0 });
         coverages.set(name, { domain: u.domain, coverage });
-        return { ratio: coverage.ratio, notComplete: width - coverage.complete };
+        return {
+          ratio: coverage.ratio,
+          notComplete: width - coverage.complete,
+          replayRequired: coverage.replayRequired.reduce((sum, r) => sum + (r.end - r.start), 0),
+        };
       });
       const ratios = Object.fromEntries(rollup.upstream.map((name, i) => [name, facts[i]!.ratio]));
       const ratio = Math.min(...facts.map((f) => f.ratio));

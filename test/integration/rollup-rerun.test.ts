@@ -23,6 +23,7 @@ const config = testConfig(db, prefix, {
     rollup('nev', 'r.nev', 'never'),
     rollup('rep', 'r.rep', 'on_replay'),
     rollup('upd_day', 'r.day', 'on_update', 'day', `PT${SETTLE_MS / 1000}S`),
+    { ...rollup('rep_tol', 'r.tol', 'on_replay'), policy: { ratio: 0.9 } },
   ],
 });
 await startTestDaemon(config);
@@ -175,6 +176,37 @@ describe('reruns of a reprocessed hour', () => {
       [1, 'covered'],
       [2, 'replay'],
     ]);
+  });
+
+  it('on_replay with ratio 0.9: a requirement that leaves the hour satisfied still waits for the rebuilt slice', async () => {
+    const hour = '2026-11-02T10:00:00Z';
+    const lo = ms(hour) * 1000;
+    await producer.addBulk(slices('r.tol', hour, 12, 5 * MIN, 'v1'));
+    await untilTriggers('rep_tol', hour, 1);
+    await ingested('r.tol', 12);
+    await producer.add('replay', {
+      type: 'replay_requirement',
+      asset: 'r.tol',
+      start: hour,
+      end: '2026-11-02T10:05:00Z',
+      version: 'v2',
+    });
+    // 11/12 complete satisfies the ratio, yet the condemned slice is owed: no rerun yet.
+    await waitFor(
+      async () => {
+        const [row] = await db.sql<{ state: string; ratio: number }[]>`
+          select state, ratio from periods where rollup_id = 'rep_tol' and lo = ${lo}`;
+        return row?.state === 'rerun_pending' && row.ratio < 1;
+      },
+      { what: 'rerun_pending at ratio 11/12' },
+    );
+    await barrier('rep_tol', 'r.tol', '2026-11-02T12:00:00Z', 13);
+    expect(await triggers('rep_tol', hour)).toHaveLength(1);
+
+    await producer.addBulk(slices('r.tol', hour, 1, 5 * MIN, 'v2'));
+    const [, rerun] = await untilTriggers('rep_tol', hour, 2);
+    expect(rerun).toMatchObject({ generation: 2, reason: 'replay' });
+    expect(rerun!.payload.upstreams['r.tol']!.versions.sort()).toEqual(['v1', 'v2']);
   });
 
   it('on_update with settle: a reprocessed day (24 hourly v2 events) gives one rerun, not 24', async () => {

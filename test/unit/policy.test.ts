@@ -17,6 +17,7 @@ const SEC = 1000;
 const up = (complete: number, width = HOUR): UpstreamFacts => ({
   ratio: complete / width,
   notComplete: width - complete,
+  replayRequired: 0,
 });
 
 const policy = (p: Partial<Policy> = {}): Policy => ({ settleMs: 0, onDeadline: 'trigger', ...p });
@@ -45,7 +46,7 @@ describe('satisfaction', () => {
   it('without ratio or max_missing, anything short of full coverage is not enough', () => {
     expect(satisfaction(policy(), [up(HOUR - 1)])).toBe('no');
     // replay_required counts as not complete even when the gaps are closed.
-    expect(satisfaction(policy(), [{ ratio: 0.99, notComplete: 0.01 * HOUR }])).toBe('no');
+    expect(satisfaction(policy(), [{ ratio: 0.99, notComplete: 0.01 * HOUR, replayRequired: 0 }])).toBe('no');
   });
 
   it('ratio exactly at the threshold satisfies, one microsecond below does not (3528e6 of 3600e6 µs, r = 0.98)', () => {
@@ -246,7 +247,7 @@ describe('decide', () => {
     it('on_replay: waits while the replay is owed, reruns with reason replay once satisfied again', () => {
       const pending = triggered({ state: 'rerun_pending', rerun: 'replay' });
       // Replay required: the period is not complete.
-      const owed: UpstreamFacts = { ratio: 0, notComplete: HOUR };
+      const owed: UpstreamFacts = { ratio: 0, notComplete: HOUR, replayRequired: HOUR };
       expect(decide(policy(), pending, [owed], T)).toEqual({
         kind: 'wait',
         state: 'rerun_pending',
@@ -264,6 +265,28 @@ describe('decide', () => {
       expect(decide(policy({ ratio: 0.98 }), pending, [up(3528e6)], T)).toEqual({
         kind: 'trigger',
         reason: 'replay',
+      });
+    });
+
+    it('on_replay with a tolerant policy: waits for the rebuilt data even while satisfied', () => {
+      const pending = triggered({ state: 'rerun_pending', rerun: 'replay' });
+      // 59 of 60 minutes complete satisfies ratio 0.98, but the missing minute is replay_required.
+      const condemned: UpstreamFacts = { ratio: 59 / 60, notComplete: HOUR / 60, replayRequired: HOUR / 60 };
+      expect(decide(policy({ ratio: 0.98 }), pending, [condemned], T)).toMatchObject({
+        kind: 'wait',
+        state: 'rerun_pending',
+      });
+      // The same shortfall as a plain gap owes no rebuild: the rerun goes ahead.
+      const gap: UpstreamFacts = { ...condemned, replayRequired: 0 };
+      expect(decide(policy({ ratio: 0.98 }), pending, [gap], T)).toEqual({
+        kind: 'trigger',
+        reason: 'replay',
+      });
+      // An update rerun does not wait on replay_required.
+      const update = triggered({ state: 'rerun_pending', rerun: 'update' });
+      expect(decide(policy({ ratio: 0.98 }), update, [condemned], T)).toEqual({
+        kind: 'trigger',
+        reason: 'update',
       });
     });
   });
