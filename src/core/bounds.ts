@@ -106,6 +106,15 @@ export function parseTimeBound(raw: unknown, field: string, zone: string): Bound
       `${field} "${clip(text)}" is not a valid date-time (${dt.invalidReason})`,
     );
   }
+  // luxon moves a local time that a daylight-saving gap skips forward, which would silently shift
+  // the bound (an hour slice across the gap would become zero-width). A date alone means the
+  // first instant of that local day, wherever it falls.
+  if (!offset && m[4] !== undefined && (dt.hour !== Number(h) || dt.minute !== Number(mi))) {
+    throw new BadInputError(
+      'invalid_bound',
+      `${field} "${clip(text)}" does not exist in ${zone} (skipped by a daylight-saving change); give an offset`,
+    );
+  }
   const value = epochMillis(dt) * MICROS_PER_MS + micros;
   if (!Number.isSafeInteger(value) || value < MIN_TIME || value > MAX_TIME) {
     throw new BadInputError('out_of_range', `${field} "${clip(text)}" is outside ${TIME_RANGE}`);

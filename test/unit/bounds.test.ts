@@ -78,6 +78,20 @@ describe('parseTimeBound', () => {
     expect(time('2025-06-01T10:00:00Z', 'Europe/Berlin')).toBe(micros('2025-06-01T10:00:00Z'));
   });
 
+  it('refuses a local time a daylight-saving gap skips, rather than shift it', () => {
+    expect(() => time('2025-03-30T02:30:00', 'Europe/Berlin')).toThrow(
+      'start "2025-03-30T02:30:00" does not exist in Europe/Berlin (skipped by a daylight-saving change); give an offset',
+    );
+    expect(time('2025-03-30T03:00:00', 'Europe/Berlin')).toBe(micros('2025-03-30T01:00:00Z'));
+    expect(time('2025-03-30T02:30:00+01:00', 'Europe/Berlin')).toBe(micros('2025-03-30T01:30:00Z'));
+    // A date alone is the first instant of that local day, even when midnight is skipped.
+    expect(time('2024-09-08', 'America/Santiago')).toBe(micros('2024-09-08T04:00:00Z'));
+    // A repeated local time takes one of its readings; an offset picks either.
+    expect([micros('2025-10-26T00:30:00Z'), micros('2025-10-26T01:30:00Z')]).toContain(
+      time('2025-10-26T02:30:00', 'Europe/Berlin'),
+    );
+  });
+
   it('handles instants before 1970 and the edges of the safe range', () => {
     expect(time('1969-12-31T23:59:59.999999Z')).toBe(-1);
     expect(time('1900-01-01T00:00:00Z')).toBe(micros('1900-01-01T00:00:00Z'));
