@@ -32,7 +32,8 @@ export interface SchedulerLeaseOptions {
 
 export interface LeaseStatus {
   readonly name: string;
-  readonly holder: string;
+  /** This process's id in the lease table: the holder's when role is leader. */
+  readonly instance: string;
   readonly role: 'leader' | 'standby' | 'stopped';
   readonly token: number | null;
   /** Until the local deadline: this process stops triggering then unless a renewal succeeds first. */
@@ -149,7 +150,7 @@ export class SchedulerLease implements Fence {
     const held = this.held;
     return {
       name: this.name,
-      holder: this.holder,
+      instance: this.holder,
       role: held ? 'leader' : this.running ? 'standby' : 'stopped',
       token: held?.token ?? null,
       expiresInMs: held ? Math.max(0, Math.round(held.deadline - this.now())) : null,

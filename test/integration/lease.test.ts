@@ -85,7 +85,7 @@ describe('scheduler lease', () => {
     const first = await waitFor(() => a.lease.current() ?? b.lease.current(), { what: 'a leader' });
     const [leader, standby] = a.lease.current() ? [a.lease, b.lease] : [b.lease, a.lease];
     expect(standby.current()).toBeNull();
-    expect(standby.status()).toMatchObject({ role: 'standby', token: null });
+    expect(standby.status()).toMatchObject({ role: 'standby', token: null, instance: standby.holder });
     expect(leader.status()).toMatchObject({ role: 'leader', token: first.token, losses: 0 });
     expect(await row('handover')).toMatchObject({ holder: leader.holder, token: first.token, live: true });
 
