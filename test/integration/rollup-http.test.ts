@@ -100,6 +100,8 @@ describe('queue target', () => {
 
 describe('manual re-trigger', () => {
   const url = (start: string) => `/v1/rollups/q_hourly/periods/${encodeURIComponent(start)}/trigger`;
+  /** A manual trigger of the q_hourly period containing `start`, with the write token. */
+  const manual = (start: string) => daemon.http.inject({ method: 'POST', url: url(start), headers: auth });
 
   it('without a token answers 401 (403 with a wrong one) and decides nothing', async () => {
     const none = await daemon.http.inject({ method: 'POST', url: url('2026-11-02T11:00:00+01:00') });
@@ -116,11 +118,7 @@ describe('manual re-trigger', () => {
   });
 
   it('with the bearer token triggers generation + 1 with reason manual', async () => {
-    const response = await daemon.http.inject({
-      method: 'POST',
-      url: url('2026-11-02T11:00:00+01:00'),
-      headers: auth,
-    });
+    const response = await manual('2026-11-02T11:00:00+01:00');
     expect(response.statusCode).toBe(202);
     expect(response.json()).toEqual({
       rollup: 'q_hourly',
@@ -140,11 +138,7 @@ describe('manual re-trigger', () => {
   });
 
   it('triggers a period nothing covered yet (any point inside it names it), with the whole period missing', async () => {
-    const response = await daemon.http.inject({
-      method: 'POST',
-      url: url('2026-11-02T14:30:00+01:00'),
-      headers: auth,
-    });
+    const response = await manual('2026-11-02T14:30:00+01:00');
     expect(response.statusCode).toBe(202);
     expect(response.json().period.key).toBe('2026-11-02T14');
     const [trigger] = await untilGeneration('q_hourly', '2026-11-02T13:00:00Z', 1);
@@ -164,19 +158,11 @@ describe('manual re-trigger', () => {
       headers: auth,
     });
     expect(unknown.statusCode).toBe(404);
-    const early = await daemon.http.inject({
-      method: 'POST',
-      url: url('2026-11-01T23:00:00+01:00'),
-      headers: auth,
-    });
+    const early = await manual('2026-11-01T23:00:00+01:00');
     expect(early.statusCode).toBe(400);
-    const bad = await daemon.http.inject({ method: 'POST', url: url('yesterday'), headers: auth });
+    const bad = await manual('yesterday');
     expect(bad.statusCode).toBe(400);
-    const future = await daemon.http.inject({
-      method: 'POST',
-      url: url('2030-01-01T00:00:00Z'),
-      headers: auth,
-    });
+    const future = await manual('2030-01-01T00:00:00Z');
     expect(future.statusCode).toBe(400);
     expect(future.json()).toEqual({
       code: 'out_of_range',

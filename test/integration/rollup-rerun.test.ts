@@ -89,6 +89,14 @@ const barrier = async (rollupId: string, asset: string, hourStart: string, event
   await untilTriggers(rollupId, hourStart, 1);
 };
 
+/** Twelve v1 slices make the hour trigger; then a replay requirement at v2 covers [hour, until). */
+const triggeredThenCondemned = async (rollupId: string, asset: string, hour: string, until: string) => {
+  await producer.addBulk(slices(asset, hour, 12, 5 * MIN, 'v1'));
+  await untilTriggers(rollupId, hour, 1);
+  await ingested(asset, 12);
+  await producer.add('replay', { type: 'replay_requirement', asset, start: hour, end: until, version: 'v2' });
+};
+
 describe('reruns of a reprocessed hour', () => {
   it('on_update: twelve 5-minute v1 slices, then one 1-hour v2 event, give exactly one rerun (generation 2, reason update)', async () => {
     await producer.addBulk(slices('r.upd', '2026-11-02T10:00:00Z', 12, 5 * MIN, 'v1'));
@@ -136,17 +144,7 @@ describe('reruns of a reprocessed hour', () => {
   it('on_replay: a replay requirement makes the period rerun_pending; a completion at the required version reruns it (generation 2, reason replay)', async () => {
     const hour = '2026-11-02T10:00:00Z';
     const lo = ms(hour) * 1000;
-    await producer.addBulk(slices('r.rep', hour, 12, 5 * MIN, 'v1'));
-    await untilTriggers('rep', hour, 1);
-    await ingested('r.rep', 12);
-
-    await producer.add('replay', {
-      type: 'replay_requirement',
-      asset: 'r.rep',
-      start: hour,
-      end: '2026-11-02T11:00:00Z',
-      version: 'v2',
-    });
+    await triggeredThenCondemned('rep', 'r.rep', hour, '2026-11-02T11:00:00Z');
     const pending = await waitFor(
       async () => {
         const [row] = await db.sql<{ state: string; rerun: string; ratio: number; generation: number }[]>`
@@ -181,16 +179,7 @@ describe('reruns of a reprocessed hour', () => {
   it('on_replay with ratio 0.9: a requirement that leaves the hour satisfied still waits for the rebuilt slice', async () => {
     const hour = '2026-11-02T10:00:00Z';
     const lo = ms(hour) * 1000;
-    await producer.addBulk(slices('r.tol', hour, 12, 5 * MIN, 'v1'));
-    await untilTriggers('rep_tol', hour, 1);
-    await ingested('r.tol', 12);
-    await producer.add('replay', {
-      type: 'replay_requirement',
-      asset: 'r.tol',
-      start: hour,
-      end: '2026-11-02T10:05:00Z',
-      version: 'v2',
-    });
+    await triggeredThenCondemned('rep_tol', 'r.tol', hour, '2026-11-02T10:05:00Z');
     // 11/12 complete satisfies the ratio, yet the condemned slice is owed: no rerun yet.
     await waitFor(
       async () => {
