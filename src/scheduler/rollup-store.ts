@@ -16,8 +16,11 @@ export async function syncRollup(
   spec: RollupSpec & { target: unknown },
   log: Logger,
 ) {
-  const calendarHash = hash([spec.every, spec.timezone, spec.begin, spec.origin ?? null]);
-  const definitionHash = hash(spec);
+  // The effective grid, not the spelling: a default (such as origin = begin) that changes between
+  // versions must rebuild periods as an edited calendar does, or old and new periods would overlap.
+  const { every, timezone, origin } = rollup.calendar;
+  const calendarHash = hash([every, timezone, origin, rollup.begin]);
+  const definitionHash = hash([spec, calendarHash]);
   await sql.begin(async (tx) => {
     const [row] = await tx<{ calendar_hash: string; definition_hash: string }[]>`
       select calendar_hash, definition_hash from rollups where id = ${rollup.id} for update`;

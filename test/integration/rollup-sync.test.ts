@@ -1,0 +1,46 @@
+/**
+ * A rollup's definition across restarts (syncRollup): unchanged, it keeps its periods; a changed
+ * calendar, spelled differently or the same spelling on a different effective grid, drops the
+ * untriggered periods to rebuild them and keeps the triggered history.
+ */
+import { describe, expect, it } from 'vitest';
+import { parseConfig } from '../../src/config.js';
+import { materializePeriods, syncRollup } from '../../src/scheduler/rollup-store.js';
+import { defineRollups } from '../../src/scheduler/rollups.js';
+import { createTestDatabase } from '../helpers/db.js';
+import { log } from './ingest-harness.js';
+
+const db = await createTestDatabase();
+
+function runtime(fields: Record<string, unknown>) {
+  const config = parseConfig({
+    rollups: [{ id: 'sync', upstream: ['s.a'], target: { type: 'queue', queue: 'q' }, ...fields }],
+  });
+  return defineRollups(config)[0]!;
+}
+
+async function sync(r: ReturnType<typeof runtime>) {
+  await syncRollup(db.sql, r.rollup, { ...r.config, target: r.config.target }, log);
+}
+
+const periods = () =>
+  db.sql<{ lo: number; generation: number }[]>`
+    select lo, generation from periods where rollup_id = 'sync' order by lo`;
+
+describe('syncRollup', () => {
+  it('keeps periods for an unchanged definition and rebuilds untriggered ones on a new grid', async () => {
+    const first = runtime({ every: 10, begin: 0 });
+    await sync(first);
+    await materializePeriods(db.sql, first.rollup, 50, 100);
+    await db.sql`update periods set generation = 1, state = 'triggered' where rollup_id = 'sync' and lo = 0`;
+    await sync(first);
+    expect((await periods()).map((p) => p.lo)).toEqual([0, 10, 20, 30, 40]);
+
+    // The same spelling, another effective grid: what a changed default does to a stored rollup.
+    const moved = { ...first, rollup: runtime({ every: 10, begin: 0, origin: 5 }).rollup };
+    await sync(moved);
+    expect(await periods()).toEqual([{ lo: 0, generation: 1 }]);
+    const [row] = await db.sql`select materialized_until from rollups where id = 'sync'`;
+    expect(row).toEqual({ materialized_until: null });
+  });
+});
