@@ -35,6 +35,7 @@ const assetSchema = z.strictObject({
 const targetUrl = z
   .url({ protocol: /^https?$/, error: 'expected an http:// or https:// URL' })
   .refine((u) => {
+    if (!URL.canParse(u)) return true; // z.url() has already reported it
     const url = new URL(u);
     return url.username === '' && url.password === '';
   }, 'credentials in the URL are refused (they would be logged); use headers, or token/username/password for airflow');
@@ -81,8 +82,10 @@ const rollupSchema = z.strictObject({
     ),
   upstream: z.union([nonEmpty, z.array(nonEmpty).min(1)]).transform((u) => (Array.isArray(u) ? u : [u])),
   every: z.union([nonEmpty, z.number().int().positive()], {
-    error:
-      'required: hour, day, week, month, quarter, year, minute, an ISO duration (PT15M) or an integer bucket size',
+    error: (issue) =>
+      issue.input === undefined
+        ? 'required: hour, day, week, month, quarter, year, minute, an ISO duration (PT15M) or an integer bucket size'
+        : undefined,
   }),
   timezone: zone.default('UTC'),
   begin: z
@@ -96,8 +99,11 @@ const rollupSchema = z.strictObject({
 
 const configSchema = z
   .strictObject({
+    // Only the scheme: postgres.js also takes what WHATWG URLs do not, such as several hosts
+    // (postgres://db1:5432,db2:5432/app), and reports anything else it cannot parse itself.
     database_url: z
-      .url({ protocol: /^postgres(ql)?$/, error: 'expected a postgres:// URL' })
+      .string()
+      .regex(/^postgres(ql)?:\/\//, 'expected a postgres:// or postgresql:// URL')
       .default('postgres://127.0.0.1:5432/coverage_rollup'),
     redis_url: z
       .url({ protocol: /^rediss?$/, error: 'expected a redis:// or rediss:// URL' })
@@ -242,15 +248,16 @@ function readYaml(file: string): unknown {
 function applyEnv(raw: unknown, env: NodeJS.ProcessEnv): unknown {
   if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) return raw;
   const out: Record<string, unknown> = { ...(raw as Record<string, unknown>) };
+  // An empty variable counts as unset, as compose files' `PORT=${PORT}` leave it.
   if (env.DATABASE_URL) out.database_url = env.DATABASE_URL;
   if (env.REDIS_URL) out.redis_url = env.REDIS_URL;
   if (env.LOG_LEVEL) out.log_level = env.LOG_LEVEL;
-  if (env.API_TOKENS !== undefined) {
+  if (env.API_TOKENS) {
     out.api_tokens = env.API_TOKENS.split(',')
       .map((t) => t.trim())
       .filter(Boolean);
   }
-  if (env.PORT !== undefined) {
+  if (env.PORT) {
     const port = /^-?\d+$/.test(env.PORT.trim()) ? Number(env.PORT) : env.PORT;
     out.http = { ...((out.http as object | undefined) ?? {}), port };
   }

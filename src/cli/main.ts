@@ -34,9 +34,9 @@ async function main(argv: string[]): Promise<number> {
   });
   const [command, ...rest] = positionals;
   if (values.version) {
-    // Only on its own: inside a command it is almost always meant as the event's version, and
-    // printing ours and exiting 0 would turn `emit` into a silent no-op and `check` into "covered".
-    if (command !== undefined) {
+    // Not with emit or check: there it is almost always meant as the event's version, and printing
+    // ours and exiting 0 would turn `emit` into a silent no-op and `check` into "covered".
+    if (command === 'emit' || command === 'check') {
       process.stderr.write(
         `coverage-rollup ${command}: --version is not an option here (an event's version is --data-version)\n`,
       );

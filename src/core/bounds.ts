@@ -89,17 +89,15 @@ export function parseTimeBound(raw: unknown, field: string, zone: string): Bound
     }
     return { domain: 'time', value, text };
   }
-  const dt = DateTime.fromObject(
-    {
-      year: Number(y),
-      month: Number(mo),
-      day: Number(d),
-      hour: Number(h),
-      minute: Number(mi),
-      second: Number(s),
-    },
-    { zone: offset ? offsetZone(offset) : zone },
-  );
+  const fields = {
+    year: Number(y),
+    month: Number(mo),
+    day: Number(d),
+    hour: Number(h),
+    minute: Number(mi),
+    second: Number(s),
+  };
+  const dt = DateTime.fromObject(fields, { zone: offset ? offsetZone(offset) : zone });
   if (!dt.isValid) {
     throw new BadInputError(
       'invalid_bound',
@@ -107,13 +105,18 @@ export function parseTimeBound(raw: unknown, field: string, zone: string): Bound
     );
   }
   // luxon moves a local time that a daylight-saving gap skips forward, which would silently shift
-  // the bound (an hour slice across the gap would become zero-width). A date alone means the
-  // first instant of that local day, wherever it falls.
-  if (!offset && m[4] !== undefined && (dt.hour !== Number(h) || dt.minute !== Number(mi))) {
-    throw new BadInputError(
-      'invalid_bound',
-      `${field} "${clip(text)}" does not exist in ${zone} (skipped by a daylight-saving change); give an offset`,
-    );
+  // the bound (an hour slice across the gap would become zero-width); compared with the same
+  // fields on a clock without gaps, which normalises 24:00 alike. A date alone means the first
+  // instant of that local day, wherever it falls.
+  if (!offset && m[4] !== undefined) {
+    const wall = DateTime.fromObject(fields, { zone: 'utc' });
+    const units = ['year', 'month', 'day', 'hour', 'minute', 'second'] as const;
+    if (units.some((unit) => wall[unit] !== dt[unit])) {
+      throw new BadInputError(
+        'invalid_bound',
+        `${field} "${clip(text)}" does not exist in ${zone} (skipped by a daylight-saving change); give an offset`,
+      );
+    }
   }
   const value = epochMillis(dt) * MICROS_PER_MS + micros;
   if (!Number.isSafeInteger(value) || value < MIN_TIME || value > MAX_TIME) {

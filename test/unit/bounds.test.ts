@@ -84,6 +84,8 @@ describe('parseTimeBound', () => {
     );
     expect(time('2025-03-30T03:00:00', 'Europe/Berlin')).toBe(micros('2025-03-30T01:00:00Z'));
     expect(time('2025-03-30T02:30:00+01:00', 'Europe/Berlin')).toBe(micros('2025-03-30T01:30:00Z'));
+    // 24:00 is the next midnight, with or without an offset.
+    expect(time('2025-06-01T24:00', 'Europe/Berlin')).toBe(micros('2025-06-01T22:00:00Z'));
     // A date alone is the first instant of that local day, even when midnight is skipped.
     expect(time('2024-09-08', 'America/Santiago')).toBe(micros('2024-09-08T04:00:00Z'));
     // A repeated local time takes one of its readings; an offset picks either.

@@ -56,9 +56,14 @@ describe('configuration', () => {
     expect(() => loadConfig({ env: { PORT: 'eighty' } })).toThrow(/http\.port \(from PORT\)/);
     expect(() => loadConfig({ env: { PORT: '-1' } })).toThrow(/http\.port \(from PORT\): Too small/);
     expect(() => loadConfig({ env: { DATABASE_URL: 'notaurl' } })).toThrow(
-      'database_url (from DATABASE_URL): expected a postgres:// URL',
+      'database_url (from DATABASE_URL): expected a postgres:// or postgresql:// URL',
     );
     expect(() => loadConfig({ env: { REDIS_URL: 'http://cache' } })).toThrow('redis_url (from REDIS_URL)');
+    // Empty counts as unset (compose's PORT=${PORT}); several hosts are postgres.js's to parse.
+    expect(loadConfig({ env: { PORT: '', API_TOKENS: '' } }).http.port).toBe(8080);
+    expect(loadConfig({ env: { DATABASE_URL: 'postgres://u@db1:5432,db2:5432/app' } }).database_url).toBe(
+      'postgres://u@db1:5432,db2:5432/app',
+    );
   });
 
   it('reads LOG_LEVEL in any case', () => {
@@ -78,6 +83,7 @@ describe('configuration', () => {
     expect(() => parseConfig(rollup({ type: 'webhook', url: 'ftp://files.example/run' }))).toThrow(
       'expected an http:// or https:// URL',
     );
+    expect(() => parseConfig(rollup({ type: 'webhook', url: 'hooks.example/run' }))).toThrow(ConfigError);
     expect(parseConfig(rollup({ type: 'webhook', url: 'https://hooks.example/run' })).rollups).toHaveLength(
       1,
     );
@@ -137,16 +143,30 @@ describe('rollup calendars', () => {
 });
 
 describe('the demo', () => {
-  it('keeps only the server of the configured database and queue: it drops nothing real', () => {
-    const config = demoConfig(
-      parseConfig({
-        database_url: 'postgres://app:secret@db.internal:6543/production?sslmode=require',
-        queue: { prefix: 'prod', name: 'events' },
-      }),
-    );
+  it('takes only where PostgreSQL and Redis are from the user config: it drops or triggers nothing real', () => {
+    const demo = loadConfig({ path: 'config/demo.yaml', env: {} });
+    const server = parseConfig({
+      database_url: 'postgres://app:secret@db.internal:6543/production?sslmode=require&database=production',
+      redis_url: 'redis://cache.internal:6380',
+      queue: { prefix: 'prod', name: 'events' },
+      rollups: [
+        {
+          id: 'real',
+          upstream: ['a'],
+          every: 'day',
+          begin: '2025-01-01',
+          policy: { deadline: 'PT1H' },
+          target: { type: 'webhook', url: 'https://prod.example/run' },
+        },
+      ],
+    });
+    const config = demoConfig(demo, server);
     expect(config.database_url).toBe(
       'postgres://app:secret@db.internal:6543/coverage_rollup_demo?sslmode=require',
     );
-    expect(config.queue).toMatchObject({ prefix: 'crdemo', name: 'events' });
+    expect(config.redis_url).toBe('redis://cache.internal:6380');
+    expect(config.queue).toMatchObject({ prefix: 'crdemo', name: demo.queue.name });
+    expect(config.rollups.map((r) => r.id)).toEqual(demo.rollups.map((r) => r.id));
+    expect(config.rollups.map((r) => r.id)).not.toContain('real');
   });
 });

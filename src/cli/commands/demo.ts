@@ -30,9 +30,8 @@ const print = (line: string) => process.stdout.write(`${line}\n`);
  * printed as the downstream worker receives it.
  */
 export async function runDemo(values: DemoOptions): Promise<number> {
-  const config = demoConfig(
-    loadConfig({ path: values.config ?? join(packageRoot(), 'config', 'demo.yaml') }),
-  );
+  const demo = loadConfig({ path: join(packageRoot(), 'config', 'demo.yaml') });
+  const config = demoConfig(demo, values.config === undefined ? demo : loadConfig({ path: values.config }));
   const log = createLogger(config.log_level);
   print(`resetting database ${DEMO_DATABASE} and Redis keys ${DEMO_PREFIX}:* (the demo's own)`);
   await resetDemoState(config.database_url, config.redis_url, config.queue.prefix);
@@ -133,20 +132,24 @@ function hhmm(ms: number): string {
 }
 
 /**
- * The demo recreates its database and deletes its queue keys, so it never uses the names a config
- * file or DATABASE_URL gives, only their server: it must never drop real data.
+ * The demo recreates its database and deletes its queue keys, and runs its own rollups and
+ * targets. From `server` (the --config file, or DATABASE_URL and REDIS_URL) it takes only where
+ * PostgreSQL and Redis are: it must never drop or trigger anything real.
  */
-export function demoConfig(loaded: Config): Config {
+export function demoConfig(demo: Config, server: Config): Config {
   return {
-    ...loaded,
-    database_url: onDatabase(loaded.database_url, DEMO_DATABASE),
-    queue: { ...loaded.queue, prefix: DEMO_PREFIX },
+    ...demo,
+    database_url: onDatabase(server.database_url, DEMO_DATABASE),
+    redis_url: server.redis_url,
+    queue: { ...demo.queue, prefix: DEMO_PREFIX },
   };
 }
 
+/** The URL of another database on the same server; libpq-style parameters naming one are dropped. */
 function onDatabase(databaseUrl: string, name: string): string {
   const url = new URL(databaseUrl);
   url.pathname = `/${name}`;
+  for (const param of ['database', 'db', 'dbname']) url.searchParams.delete(param);
   return url.toString();
 }
 

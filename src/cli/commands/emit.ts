@@ -102,7 +102,7 @@ async function recordedDomains(
   names: readonly string[],
 ): Promise<ReadonlyMap<string, Domain>> {
   try {
-    return await withSql(config, (sql) => domainsOf(sql, names), { connectTimeout: 5 });
+    return await withSql(config, (sql) => domainsOf(sql, names), { connectTimeout: 3 });
   } catch (error) {
     process.stderr.write(
       `coverage-rollup emit: could not read asset domains from PostgreSQL (${(error as Error).message}); ` +

@@ -35,6 +35,8 @@ export function registerHealthRoutes(app: FastifyInstance, ctx: HttpContext): vo
       ready = false;
     }
     try {
+      // Not connected: say so at once rather than queue a ping that waits for the reconnect.
+      if (ctx.redis.status !== 'ready') throw new Error(`connection ${ctx.redis.status}`);
       const pong = await answerWithin(ctx.redis.ping(), 'Redis');
       checks.redis = pong === 'PONG' ? 'ok' : `error: answered ${pong}`;
       ready &&= pong === 'PONG';
@@ -49,6 +51,7 @@ export function registerHealthRoutes(app: FastifyInstance, ctx: HttpContext): vo
   app.get('/metrics', async (_request, reply) => {
     ctx.schedulerStatus?.(); // brings the lease gauges and counters up to date
     try {
+      if (ctx.redis.status !== 'ready') throw new Error(`connection ${ctx.redis.status}`);
       const counts = await answerWithin(
         ctx.eventsQueue.getJobCounts('waiting', 'active', 'delayed', 'failed', 'prioritized'),
         'Redis',
