@@ -86,8 +86,11 @@ export function decide(
   const deadline =
     policy.deadlineMs !== undefined && facts.endMs !== null ? facts.endMs + policy.deadlineMs : null;
   if (satisfied !== 'no') {
-    // The deadline bounds settle too: a satisfied period must not wait longer than one that is not.
-    return settle(policy, facts, now, satisfied === 'full' ? 'covered' : 'ratio', 'settling', deadline);
+    // A time period runs once it has ended, whatever data claims to cover it early (clock skew,
+    // future-dated slices). The deadline, which is after the end, bounds settle too: a satisfied
+    // period must not wait longer than one that is not.
+    const reason = satisfied === 'full' ? 'covered' : 'ratio';
+    return settle(policy, facts, now, reason, 'settling', deadline, facts.endMs);
   }
   if (deadline !== null && now >= deadline) {
     return policy.onDeadline === 'trigger' ? { kind: 'trigger', reason: 'deadline' } : { kind: 'miss' };
@@ -96,8 +99,8 @@ export function decide(
 }
 
 /**
- * Satisfied: trigger once it has been so, with no newer completion, for `settle`, or at `latest`
- * (the first trigger's deadline) if that comes first.
+ * Satisfied: trigger once it has been so, with no newer completion, for `settle` and not before
+ * `earliest` (the period's end), or at `latest` (the first trigger's deadline) if that comes first.
  */
 function settle(
   policy: Policy,
@@ -106,10 +109,11 @@ function settle(
   reason: TriggerReason,
   settlingState: PeriodState,
   latest: number | null = null,
+  earliest: number | null = null,
 ): Outcome {
   const since = facts.satisfiedSince ?? now;
   const quietSince = Math.max(since, facts.lastChangeAt ?? since);
-  const settled = quietSince + policy.settleMs;
+  const settled = Math.max(quietSince + policy.settleMs, earliest ?? -Infinity);
   const due = latest === null ? settled : Math.min(settled, latest);
   if (now >= due) return { kind: 'trigger', reason };
   return wait(settlingState, since, due);
