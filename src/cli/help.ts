@@ -26,7 +26,7 @@ Commands:
 
 Options:
   -c, --config FILE          YAML config file (default: $COVERAGE_ROLLUP_CONFIG, else built-in defaults)
-  -h, --help                 this help
+  -h, --help                 this help; after a command, its options and exit codes
   -v, --version              print the version
 
 Environment (overrides the config file):
@@ -43,3 +43,81 @@ Examples:
 
 Documentation: README.md
 `;
+
+const CONFIG_OPTION =
+  '  -c, --config FILE   YAML config file (default: $COVERAGE_ROLLUP_CONFIG, else built-in defaults)\n';
+
+/** `coverage-rollup <command> --help`: what the command does, its options and its exit codes. */
+export const COMMAND_HELP: Readonly<Record<string, string>> = {
+  start: `Usage: coverage-rollup start [--config FILE]
+
+Runs the daemon: ingests the events queue into the index, serves HTTP, and, while it holds the
+scheduler lease, evaluates rollups and delivers triggers. Applies pending migrations first and
+creates the database when it is missing and the role may.
+
+Options:
+${CONFIG_OPTION}
+Signals: SIGTERM or SIGINT drains in-flight work (bounded by shutdown_timeout), releases the lease
+and exits 0; a second signal exits 1 at once.
+Exit codes: 0 after a clean shutdown, 1 on a fatal error, 2 for a bad config or an unreachable
+database at start.
+`,
+  migrate: `Usage: coverage-rollup migrate [--config FILE]
+
+Applies pending migrations (under an advisory lock) and exits; creates the database when it is
+missing and the role may.
+
+Options:
+${CONFIG_OPTION}
+Exit codes: 0 when the schema is current, 2 on error (including a schema newer than this version).
+`,
+  check: `Usage: coverage-rollup check ASSET --start S --end E [--limit N] [--json] [--config FILE]
+
+Is [S, E) of ASSET covered? Prints covered, ratio, missing ranges and replay-required ranges, read
+from PostgreSQL. Bounds are ISO 8601 timestamps (without an offset: the asset's zone) or integers.
+
+Options:
+  --start S, --end E  the window, half-open
+  --limit N           pieces of the answer's batches, 0 to 1000 (default 200)
+  --json              print the coverage answer as JSON (the HTTP API's shape)
+${CONFIG_OPTION}
+Exit codes: 0 covered, 1 not covered (or the asset was never seen), 2 error (bad window, usage,
+database unreachable). Use it as a sensor in any scheduler.
+`,
+  emit: `Usage: coverage-rollup emit --asset A (--start S --end E | --interval S/E) [--data-version V]
+                          [--id ID] [--replay] [--config FILE]
+       coverage-rollup emit --file F [--config FILE]
+
+Enqueues events on the events queue, validated as the worker will (including each asset's
+recorded domain, when PostgreSQL answers within 3 s); all or none.
+
+Options:
+  --asset A           the asset
+  --start S, --end E  the interval, half-open (or --interval S/E, S/duration)
+  --data-version V    the event's version (--version is refused here)
+  --id ID             a stable id, so a re-send changes nothing
+  --replay            a replay requirement: [S, E) must be rebuilt at --data-version
+  -f, --file F        JSON lines, one event per line; - reads stdin
+${CONFIG_OPTION}
+Exit codes: 0 enqueued, 2 invalid events (nothing enqueued), usage errors or Redis unreachable.
+`,
+  status: `Usage: coverage-rollup status [--json] [--config FILE]
+
+Assets, rollups (periods by state, last trigger, undelivered) and the scheduler lease, read from
+PostgreSQL.
+
+Options:
+  --json              print JSON
+${CONFIG_OPTION}
+Exit codes: 0, or 2 on error.
+`,
+  demo: `Usage: coverage-rollup demo [--serve] [--config FILE]
+
+A one-minute tour on its own database (coverage_rollup_demo) and queue prefix (crdemo), reset on
+each run, with the rollups of config/demo.yaml. From --config, DATABASE_URL or REDIS_URL it takes
+only where PostgreSQL and Redis are.
+
+Options:
+  --serve             keep the daemon and its status page up afterwards (Ctrl-C stops)
+${CONFIG_OPTION}`,
+};

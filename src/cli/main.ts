@@ -7,7 +7,7 @@ import { runEmit } from './commands/emit.js';
 import { runMigrate } from './commands/migrate.js';
 import { runStart } from './commands/start.js';
 import { runStatus } from './commands/status.js';
-import { HELP, version } from './help.js';
+import { COMMAND_HELP, HELP, version } from './help.js';
 
 /** Exit codes: 0 ok (or covered), 1 not covered, 2 usage or runtime error. */
 async function main(argv: string[]): Promise<number> {
@@ -43,6 +43,11 @@ async function main(argv: string[]): Promise<number> {
       return 2;
     }
     process.stdout.write(`${version()}\n`);
+    return 0;
+  }
+  const commandHelp = command === undefined ? undefined : COMMAND_HELP[command];
+  if (values.help && commandHelp !== undefined) {
+    process.stdout.write(commandHelp);
     return 0;
   }
   if (values.help || command === undefined || command === 'help') {

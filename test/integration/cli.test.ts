@@ -116,6 +116,17 @@ describe('coverage-rollup check', () => {
   });
 });
 
+describe('help', () => {
+  it('gives each command its own help, with its options and exit codes', async () => {
+    const check = await cli(['check', '--help']);
+    expect(check.code).toBe(0);
+    expect(check.stdout).toContain('Usage: coverage-rollup check ASSET --start S --end E');
+    expect(check.stdout).toContain('Exit codes: 0 covered, 1 not covered');
+    expect((await cli(['emit', '--help'])).stdout).toContain('--data-version V');
+    expect((await cli(['--help'])).stdout).toContain('Commands:');
+  });
+});
+
 describe('coverage-rollup emit', () => {
   it('enqueues one event from flags', async () => {
     const run = await cli([
