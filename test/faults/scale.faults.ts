@@ -4,6 +4,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { connect } from '../../src/index/db.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 import { processHarness } from '../helpers/process.js';
+import { waitFor } from '../helpers/wait.js';
 import {
   daemonConfig,
   intFromEnv,
@@ -15,7 +16,6 @@ import {
   round,
   SEGMENTS_DIGEST_SQL,
   seedFromEnv,
-  sleep,
 } from './lib.js';
 import { buildStream } from './stream.js';
 
@@ -88,12 +88,13 @@ describe('scale-out', () => {
           }),
         ),
       );
-      for (;;) {
-        const [row] = await sql<{ n: number }[]>`select count(*)::int as n from events`;
-        if (row!.n >= stream.uniqueIds && pending(await queueCounts(queue)) === 0) break;
-        if (Date.now() - spawned > 15 * 60_000) throw new Error(`${processes} processes did not finish`);
-        await sleep(200);
-      }
+      await waitFor(
+        async () => {
+          const [row] = await sql<{ n: number }[]>`select count(*)::int as n from events`;
+          return row!.n >= stream.uniqueIds && pending(await queueCounts(queue)) === 0;
+        },
+        { timeout: 15 * 60_000, interval: 200, what: `${processes} processes to drain the stream` },
+      );
       const wallSeconds = (Date.now() - spawned) / 1000;
       const cpu = daemons.map((d) => cpuSeconds(d.pid));
       const [span] = await sql<{ first: Date; last: Date; events: number }[]>`
