@@ -31,6 +31,14 @@ export interface NormalizedEvent {
   readonly key: string;
 }
 
+/** An event whose bounds contradict the domain its asset holds (recorded, or declared). */
+export function domainMismatch(event: NormalizedEvent, held: Domain): BadInputError {
+  return new BadInputError(
+    'domain_mismatch',
+    `asset ${event.asset} holds ${held} bounds but this event's are ${event.domain}`,
+  );
+}
+
 const MAX_ASSET_LENGTH = 512;
 const MAX_TEXT_LENGTH = 256;
 /** Deepest nesting of `extra` (the object itself is level 1). */

@@ -1,5 +1,5 @@
-import { BadInputError } from '../core/errors.js';
-import type { NormalizedEvent } from '../core/events.js';
+import type { BadInputError } from '../core/errors.js';
+import { domainMismatch, type NormalizedEvent } from '../core/events.js';
 import { applyChanges } from '../core/segments.js';
 import type { Change, Segment } from '../core/types.js';
 import { type AssetRow, lockAssets } from './assets.js';
@@ -80,10 +80,7 @@ async function commitOn(tx: Tx, events: readonly NormalizedEvent[]): Promise<Com
     if (asset.domain !== event.domain) {
       outcomes[i] = {
         status: 'rejected',
-        error: new BadInputError(
-          'domain_mismatch',
-          `asset ${event.asset} holds ${asset.domain} bounds but this event's are ${event.domain}`,
-        ),
+        error: domainMismatch(event, asset.domain),
       };
       return;
     }

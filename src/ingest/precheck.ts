@@ -1,5 +1,10 @@
 import { BadInputError } from '../core/errors.js';
-import { type NormalizedEvent, type NormalizeOptions, normalizeEvent } from '../core/events.js';
+import {
+  domainMismatch,
+  type NormalizedEvent,
+  type NormalizeOptions,
+  normalizeEvent,
+} from '../core/events.js';
 import type { Domain } from '../core/types.js';
 
 export interface Refusal {
@@ -38,13 +43,7 @@ export async function precheckEvents(
     const domain = domainOf.get(event.asset);
     if (domain === undefined) domainOf.set(event.asset, event.domain);
     else if (domain !== event.domain) {
-      refusals.push({
-        index,
-        error: new BadInputError(
-          'domain_mismatch',
-          `asset ${event.asset} holds ${domain} bounds but this event's are ${event.domain}`,
-        ),
-      });
+      refusals.push({ index, error: domainMismatch(event, domain) });
     }
   }
   return refusals.sort((a, b) => a.index - b.index);
