@@ -66,10 +66,15 @@ const policySchema = z
     settle: isoDuration.default(0),
     deadline: isoDuration.optional(),
     on_deadline: z.enum(['trigger', 'miss']).optional(),
+    catch_up: isoDuration.optional(),
   })
   .refine((p) => p.on_deadline === undefined || p.deadline !== undefined, {
     path: ['on_deadline'],
     message: 'on_deadline needs a deadline (e.g. deadline: PT6H)',
+  })
+  .refine((p) => p.catch_up === undefined || p.deadline !== undefined, {
+    path: ['catch_up'],
+    message: 'catch_up bounds deadline triggers: it needs a deadline (e.g. deadline: PT6H)',
   })
   .transform((p) => ({ ...p, on_deadline: p.on_deadline ?? ('trigger' as const) }));
 

@@ -124,6 +124,7 @@ export async function startDaemon(config: Config, log: Logger): Promise<Daemon> 
         log,
         metrics,
         auth: new TokenAuth(config.api_tokens, config.read_tokens),
+        now: Date.now,
         ...(schedulerStatus ? { schedulerStatus } : {}),
       },
       [registerRollupRoutes(rollups), registerStatusPage(rollups)],

@@ -3,7 +3,9 @@
  * `now` and every timestamp are epoch milliseconds handed in by the caller.
  */
 
-export type PeriodState = 'waiting' | 'settling' | 'triggered' | 'rerun_pending' | 'missed';
+/** Every state a period can be in, in order of severity for display (least severe first). */
+export const PERIOD_STATES = ['triggered', 'settling', 'waiting', 'rerun_pending', 'missed'] as const;
+export type PeriodState = (typeof PERIOD_STATES)[number];
 export type TriggerReason = 'covered' | 'ratio' | 'deadline' | 'replay' | 'update' | 'manual';
 export type RerunRule = 'never' | 'on_replay' | 'on_update';
 
@@ -16,6 +18,11 @@ export interface Policy {
   /** After the period's end; only for time rollups. */
   readonly deadlineMs?: number | undefined;
   readonly onDeadline: 'trigger' | 'miss';
+  /**
+   * With `onDeadline: 'trigger'`: how long after its deadline a period may still be triggered by
+   * it. Older ones are missed, so a `begin` years back or a long outage never floods the target.
+   */
+  readonly catchUpMs?: number | undefined;
 }
 
 export interface UpstreamFacts {
@@ -57,6 +64,9 @@ export type Satisfaction = 'full' | 'partial' | 'no';
 export function satisfaction(policy: Policy, upstreams: readonly UpstreamFacts[]): Satisfaction {
   if (upstreams.length > 0 && upstreams.every((u) => u.notComplete === 0)) return 'full';
   if (policy.ratio === undefined && policy.maxMissing === undefined) return 'no';
+  // An upstream with nothing complete never satisfies a tolerance: a period nothing happened to
+  // is derived, not stored (SPEC §10), and must not owe a trigger.
+  if (upstreams.some((u) => u.ratio === 0)) return 'no';
   const ok = upstreams.every(
     (u) =>
       (policy.ratio === undefined || u.ratio >= policy.ratio) &&
@@ -93,7 +103,10 @@ export function decide(
     return settle(policy, facts, now, reason, 'settling', deadline, facts.endMs);
   }
   if (deadline !== null && now >= deadline) {
-    return policy.onDeadline === 'trigger' ? { kind: 'trigger', reason: 'deadline' } : { kind: 'miss' };
+    const catchUp = policy.catchUpMs ?? Number.POSITIVE_INFINITY;
+    return policy.onDeadline === 'trigger' && now < deadline + catchUp
+      ? { kind: 'trigger', reason: 'deadline' }
+      : { kind: 'miss' };
   }
   return wait('waiting', null, deadline);
 }

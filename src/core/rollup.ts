@@ -17,9 +17,13 @@ export interface RollupSpec {
     readonly settle: number;
     readonly deadline?: number | undefined;
     readonly on_deadline: 'trigger' | 'miss';
+    readonly catch_up?: number | undefined;
   };
   readonly rerun: RerunRule;
 }
+
+/** Deadline triggers are owed for a day after the deadline; older periods are missed (SPEC §10). */
+export const DEFAULT_CATCH_UP_MS = 86_400_000;
 
 export interface Rollup {
   readonly id: string;
@@ -83,6 +87,8 @@ export function defineRollup(spec: RollupSpec): Rollup {
       settleMs: spec.policy.settle,
       deadlineMs: spec.policy.deadline,
       onDeadline: spec.policy.on_deadline,
+      catchUpMs:
+        spec.policy.deadline === undefined ? undefined : (spec.policy.catch_up ?? DEFAULT_CATCH_UP_MS),
     },
     rerun: spec.rerun,
   };

@@ -15,6 +15,8 @@ export interface HttpContext {
   readonly log: Logger;
   readonly metrics: Metrics;
   readonly auth: TokenAuth;
+  /** The clock (epoch ms) every route and the status page read "now" from. */
+  readonly now: () => number;
   /** Role and lease facts for /readyz; absent when this instance runs no scheduler. */
   readonly schedulerStatus?: () => Record<string, unknown>;
 }

@@ -47,6 +47,31 @@ export async function listAssets(sql: Db): Promise<AssetRow[]> {
   return sql<AssetRow[]>`select * from assets order by name`;
 }
 
+/**
+ * One page of assets, stalest first: time assets by the end of their coverage (oldest first, none
+ * first), then integer assets, then by name. Optionally only the named ones, or those whose name
+ * contains `q` (case-insensitive).
+ */
+export async function pageAssets(
+  sql: Db,
+  opts: {
+    readonly names?: readonly string[] | undefined;
+    readonly q?: string | undefined;
+    readonly offset: number;
+    readonly limit: number;
+  },
+): Promise<{ rows: AssetRow[]; total: number }> {
+  const names = opts.names ? [...opts.names] : null;
+  const like = opts.q === undefined ? null : `%${opts.q.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+  const rows = await sql<(AssetRow & { total: number })[]>`
+    select *, count(*) over () as total from assets
+    where (${names}::text[] is null or name = any(${names}::text[]))
+      and (${like}::text is null or name ilike ${like}::text)
+    order by domain <> 'time', covered_hi asc nulls first, name
+    offset ${opts.offset} limit ${opts.limit}`;
+  return { rows, total: rows[0]?.total ?? 0 };
+}
+
 /** The recorded domain of each named asset the index has seen. */
 export async function domainsOf(sql: Db, names: readonly string[]): Promise<Map<string, Domain>> {
   if (names.length === 0) return new Map();

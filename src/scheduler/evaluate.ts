@@ -9,9 +9,11 @@ import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
 import { type PeriodUpdate, type TriggerRow, writeTriggers, writeUpdates } from './decision-sql.js';
 import type { Fence } from './fence.js';
+import type { RollupRuntime } from './rollups.js';
 import { limitTransaction } from './transaction-limits.js';
 
 interface PeriodRow {
+  rollup_id: string;
   lo: number;
   hi: number;
   key: string;
@@ -45,8 +47,8 @@ interface Upstream {
 
 export interface EvaluationContext {
   readonly sql: Sql;
-  readonly rollup: Rollup;
-  readonly target: unknown;
+  /** The rollups whose periods this call may claim, by id. */
+  readonly rollups: ReadonlyMap<string, RollupRuntime>;
   readonly fence: Fence;
   readonly token: number;
   readonly log: Logger;
@@ -63,135 +65,168 @@ export interface Evaluation {
 }
 
 /**
- * Evaluates the periods that need it (dirty, due or manually requested) and commits every state
- * change, trigger decision and outbox row in one transaction fenced by the lease token.
+ * Claims the newest periods that need it (dirty, due or manually requested) across the given
+ * rollups, so a fresh period never waits behind history, and commits every state change, trigger
+ * decision and outbox row in one transaction fenced by the lease token.
  */
-export async function evaluatePeriods(ctx: EvaluationContext, now: Date, limit: number): Promise<Evaluation> {
-  const { rollup } = ctx;
+export async function evaluatePending(ctx: EvaluationContext, now: Date, limit: number): Promise<Evaluation> {
+  const ids = [...ctx.rollups.keys()];
+  if (ids.length === 0) return { evaluated: 0, triggered: 0, more: false };
   let decided: (() => void) | undefined;
   const result = await ctx.sql.begin(async (tx) => {
     // A former holder paused mid-transaction may still lock some periods: skip them (they stay
     // due and are evaluated once its session ends) rather than stall every rollup behind them.
     // Pipelined (sent together, run in order): every round trip here delays the trigger.
-    const [, periods] = await Promise.all([
+    const [, flagged, due] = await Promise.all([
       limitTransaction(tx, ctx.idleMs),
       tx<PeriodRow[]>`
-        select lo, hi, key, state, generation, satisfied_since, last_change_at, rerun, manual_requested
+        select rollup_id, lo, hi, key, state, generation, satisfied_since, last_change_at, rerun, manual_requested
         from periods
-        where rollup_id = ${rollup.id} and (dirty or manual_requested or due_at <= ${now})
-        order by lo limit ${limit}
+        where (dirty or manual_requested) and rollup_id = any(${ids}::text[])
+        order by lo desc limit ${limit}
+        for update skip locked`,
+      tx<PeriodRow[]>`
+        select rollup_id, lo, hi, key, state, generation, satisfied_since, last_change_at, rerun, manual_requested
+        from periods
+        where due_at <= ${now} and not (dirty or manual_requested) and rollup_id = any(${ids}::text[])
+        order by lo desc limit ${limit}
         for update skip locked`,
     ]);
+    const periods = [...flagged, ...due];
     if (periods.length === 0) return { evaluated: 0, triggered: 0, more: false };
-    const upstreams = await loadUpstreams(tx, rollup, periods);
-    const nowMs = now.getTime();
-    const updates: PeriodUpdate[] = [];
-    const triggers: TriggerRow[] = [];
-    for (const period of periods) {
-      const coverages = new Map<string, { domain: Domain; coverage: Coverage | null }>();
-      const facts: UpstreamFacts[] = rollup.upstream.map((name) => {
-        const u = upstreams.get(name);
-        const width = period.hi - period.lo;
-        if (!u) {
-          coverages.set(name, { domain: rollup.domain, coverage: null });
-          return { ratio: 0, notComplete: width, replayRequired: 0 };
-        }
-        const window = { start: period.lo, end: period.hi };
-        const segments = u.segments.filter((s) => s.end > period.lo && s.start < period.hi);
-        const coverage = projectCoverage({ window, segments, extent: u.extent, limit: 0 });
-        coverages.set(name, { domain: u.domain, coverage });
-        return {
-          ratio: coverage.ratio,
-          notComplete: width - coverage.complete,
-          replayRequired: coverage.replayRequired.reduce((sum, r) => sum + (r.end - r.start), 0),
-        };
-      });
-      const ratios = Object.fromEntries(rollup.upstream.map((name, i) => [name, facts[i]!.ratio]));
-      const ratio = Math.min(...facts.map((f) => f.ratio));
-      const outcome = decide(
-        rollup.policy,
-        {
-          state: period.state,
-          generation: period.generation,
-          satisfiedSince: period.satisfied_since?.getTime() ?? null,
-          lastChangeAt: period.last_change_at?.getTime() ?? null,
-          rerun: period.rerun,
-          manual: period.manual_requested,
-          endMs: rollup.domain === 'time' ? Math.floor(period.hi / 1000) : null,
-        },
-        facts,
-        nowMs,
-      );
-      const base = { lo: period.lo, oldGeneration: period.generation, ratio, ratios };
-      if (outcome.kind === 'trigger') {
-        const generation = period.generation + 1;
-        const payload = buildPayload({
-          rollup: rollup.id,
-          generation,
-          reason: outcome.reason,
-          period: {
-            start: rollup.calendar.formatPoint(period.lo),
-            end: rollup.calendar.formatPoint(period.hi),
-            key: period.key,
-          },
-          periodStart: period.lo,
-          domain: rollup.domain,
-          upstreams: coverages,
-          decidedAt: now,
-        });
-        const seqs = Object.fromEntries([...upstreams].map(([name, u]) => [name, u.lastSeq]));
-        updates.push({
-          ...base,
-          state: 'triggered',
-          generation,
-          reason: outcome.reason,
-          satisfiedSince: null,
-          dueAt: null,
-          seqs,
-        });
-        triggers.push({
-          lo: period.lo,
-          generation,
-          key: payload.idempotency_key,
-          reason: outcome.reason,
-          payload,
-        });
-        if (period.last_change_at)
-          ctx.metrics.decisionSeconds.observe((nowMs - period.last_change_at.getTime()) / 1000);
-      } else if (outcome.kind === 'miss') {
-        updates.push({
-          ...base,
-          state: 'missed',
-          generation: period.generation,
-          reason: null,
-          satisfiedSince: null,
-          dueAt: null,
-          seqs: null,
-        });
-      } else {
-        updates.push({
-          ...base,
-          state: outcome.state,
-          generation: period.generation,
-          reason: null,
-          satisfiedSince: outcome.satisfiedSince,
-          dueAt: outcome.dueAt,
-          seqs: null,
-        });
-      }
-    }
+    const byRollup = new Map<string, PeriodRow[]>();
+    for (const p of periods) byRollup.set(p.rollup_id, [...(byRollup.get(p.rollup_id) ?? []), p]);
+    const groups = [...byRollup].map(([id, rows]) => ({ runtime: ctx.rollups.get(id)!, rows }));
+    const loaded = await Promise.all(groups.map((g) => loadUpstreams(tx, g.runtime.rollup, g.rows)));
+    const decisions = groups.map((g, i) => decideAll(ctx, g.runtime, g.rows, loaded[i]!, now));
     // Pipelined too: the fence check locks the lease row before the writes run, and if it fails
     // the whole transaction rolls back, writes included.
     await Promise.all([
       ctx.fence.verify(tx, ctx.token),
-      writeUpdates(tx, rollup.id, updates, now),
-      writeTriggers(tx, rollup.id, triggers, ctx.target, ctx.token, now),
+      ...decisions.flatMap((d, i) => {
+        const { rollup, config } = groups[i]!.runtime;
+        return [
+          writeUpdates(tx, rollup.id, d.updates, now),
+          writeTriggers(tx, rollup.id, d.triggers, config.target, ctx.token, now),
+        ];
+      }),
     ]);
-    decided = () => logDecisions(ctx, updates, triggers, periods);
-    return { evaluated: periods.length, triggered: triggers.length, more: periods.length === limit };
+    decided = () => {
+      for (const [i, d] of decisions.entries())
+        logDecisions(ctx, groups[i]!.runtime, d.updates, d.triggers, groups[i]!.rows);
+    };
+    const triggered = decisions.reduce((n, d) => n + d.triggers.length, 0);
+    const more = flagged.length === limit || due.length === limit;
+    return { evaluated: periods.length, triggered, more };
   });
   decided?.(); // logged and counted only once committed: a fenced commit fails silently otherwise
   return result;
+}
+
+function decideAll(
+  ctx: EvaluationContext,
+  { rollup }: RollupRuntime,
+  periods: readonly PeriodRow[],
+  upstreams: ReadonlyMap<string, Upstream>,
+  now: Date,
+): { updates: PeriodUpdate[]; triggers: TriggerRow[] } {
+  const nowMs = now.getTime();
+  const updates: PeriodUpdate[] = [];
+  const triggers: TriggerRow[] = [];
+  for (const period of periods) {
+    const coverages = new Map<string, { domain: Domain; coverage: Coverage | null }>();
+    const facts: UpstreamFacts[] = rollup.upstream.map((name) => {
+      const u = upstreams.get(name);
+      const width = period.hi - period.lo;
+      if (!u) {
+        coverages.set(name, { domain: rollup.domain, coverage: null });
+        return { ratio: 0, notComplete: width, replayRequired: 0 };
+      }
+      const window = { start: period.lo, end: period.hi };
+      const segments = u.segments.filter((s) => s.end > period.lo && s.start < period.hi);
+      const coverage = projectCoverage({ window, segments, extent: u.extent, limit: 0 });
+      coverages.set(name, { domain: u.domain, coverage });
+      return {
+        ratio: coverage.ratio,
+        notComplete: width - coverage.complete,
+        replayRequired: coverage.replayRequired.reduce((sum, r) => sum + (r.end - r.start), 0),
+      };
+    });
+    const ratios = Object.fromEntries(rollup.upstream.map((name, i) => [name, facts[i]!.ratio]));
+    const ratio = Math.min(...facts.map((f) => f.ratio));
+    const outcome = decide(
+      rollup.policy,
+      {
+        state: period.state,
+        generation: period.generation,
+        satisfiedSince: period.satisfied_since?.getTime() ?? null,
+        lastChangeAt: period.last_change_at?.getTime() ?? null,
+        rerun: period.rerun,
+        manual: period.manual_requested,
+        endMs: rollup.domain === 'time' ? Math.floor(period.hi / 1000) : null,
+      },
+      facts,
+      nowMs,
+    );
+    const base = { lo: period.lo, oldGeneration: period.generation, ratio, ratios };
+    if (outcome.kind === 'trigger') {
+      const generation = period.generation + 1;
+      const payload = buildPayload({
+        rollup: rollup.id,
+        generation,
+        reason: outcome.reason,
+        period: {
+          start: rollup.calendar.formatPoint(period.lo),
+          end: rollup.calendar.formatPoint(period.hi),
+          key: period.key,
+        },
+        periodStart: period.lo,
+        domain: rollup.domain,
+        upstreams: coverages,
+        decidedAt: now,
+      });
+      const seqs = Object.fromEntries([...upstreams].map(([name, u]) => [name, u.lastSeq]));
+      updates.push({
+        ...base,
+        state: 'triggered',
+        generation,
+        reason: outcome.reason,
+        satisfiedSince: null,
+        dueAt: null,
+        seqs,
+      });
+      triggers.push({
+        lo: period.lo,
+        generation,
+        key: payload.idempotency_key,
+        reason: outcome.reason,
+        payload,
+      });
+      if (period.last_change_at)
+        ctx.metrics.decisionSeconds.observe((nowMs - period.last_change_at.getTime()) / 1000);
+    } else if (outcome.kind === 'miss') {
+      updates.push({
+        ...base,
+        state: 'missed',
+        generation: period.generation,
+        reason: null,
+        satisfiedSince: null,
+        dueAt: null,
+        seqs: null,
+      });
+    } else {
+      updates.push({
+        ...base,
+        state: outcome.state,
+        generation: period.generation,
+        reason: null,
+        satisfiedSince: outcome.satisfiedSince,
+        dueAt: outcome.dueAt,
+        seqs: null,
+      });
+    }
+  }
+  return { updates, triggers };
 }
 
 /** Each upstream's newest seq, extent and the segments overlapping the periods, in one snapshot. */
@@ -234,6 +269,7 @@ async function loadUpstreams(
 
 function logDecisions(
   ctx: EvaluationContext,
+  { rollup, config }: RollupRuntime,
   updates: readonly PeriodUpdate[],
   triggers: readonly TriggerRow[],
   periods: readonly PeriodRow[],
@@ -241,10 +277,10 @@ function logDecisions(
   const keyOf = new Map(periods.map((p) => [p.lo, p.key]));
   const wasMissed = new Set(periods.filter((p) => p.state === 'missed').map((p) => p.lo));
   for (const t of triggers) {
-    ctx.metrics.triggers.inc({ rollup: ctx.rollup.id, reason: t.reason, target: targetType(ctx.target) });
+    ctx.metrics.triggers.inc({ rollup: rollup.id, reason: t.reason, target: config.target.type });
     ctx.log.info(
       {
-        rollup: ctx.rollup.id,
+        rollup: rollup.id,
         period: keyOf.get(t.lo),
         generation: t.generation,
         reason: t.reason,
@@ -256,14 +292,10 @@ function logDecisions(
   }
   for (const u of updates) {
     if (u.state !== 'missed' || wasMissed.has(u.lo)) continue;
-    ctx.metrics.periodsMissed.inc({ rollup: ctx.rollup.id });
+    ctx.metrics.periodsMissed.inc({ rollup: rollup.id });
     ctx.log.warn(
-      { rollup: ctx.rollup.id, period: keyOf.get(u.lo), ratio: u.ratio, lease_token: ctx.token },
+      { rollup: rollup.id, period: keyOf.get(u.lo), ratio: u.ratio, lease_token: ctx.token },
       'period missed its deadline',
     );
   }
-}
-
-function targetType(target: unknown): string {
-  return (target as { type?: string } | null)?.type ?? 'unknown';
 }

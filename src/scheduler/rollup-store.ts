@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Rollup, RollupSpec } from '../core/rollup.js';
-import type { Db, Sql } from '../index/db.js';
+import type { Sql } from '../index/db.js';
 import type { Logger } from '../log.js';
 
 const hash = (value: unknown) =>
@@ -8,7 +8,8 @@ const hash = (value: unknown) =>
 
 /**
  * Records the rollup's definition. A changed calendar drops the untriggered periods so they are
- * rebuilt on the new one; any other change re-evaluates them. Triggered history is kept.
+ * rebuilt on the new one from the event log; any other change re-evaluates them. Triggered history
+ * is kept.
  */
 export async function syncRollup(
   sql: Sql,
@@ -33,8 +34,10 @@ export async function syncRollup(
     }
     if (row.definition_hash === definitionHash) return;
     if (row.calendar_hash !== calendarHash) {
+      // Stored periods are the touched ones: drop the untriggered ones and follow the upstreams'
+      // logs again from the start, so the new calendar's touched periods get their rows.
       const dropped = await tx`delete from periods where rollup_id = ${rollup.id} and generation = 0`;
-      await tx`update rollups set materialized_until = null where id = ${rollup.id}`;
+      await tx`delete from rollup_cursors where rollup_id = ${rollup.id}`;
       log.warn(
         { rollup: rollup.id, dropped: dropped.count },
         'rollup calendar changed: untriggered periods rebuilt',
@@ -52,30 +55,4 @@ export async function syncRollup(
         definition_hash = ${definitionHash}, updated_at = now()
       where id = ${rollup.id}`;
   });
-}
-
-/**
- * Creates the periods from `begin` up to `until` (exclusive of periods starting after it), at
- * most `max` per call so a rollup that begins years back never stalls. Returns how many it made.
- */
-export async function materializePeriods(
-  sql: Db,
-  rollup: Rollup,
-  until: number,
-  max: number,
-): Promise<number> {
-  const [row] = await sql<{ materialized_until: number | null }[]>`
-    select materialized_until from rollups where id = ${rollup.id}`;
-  const from = row?.materialized_until ?? rollup.begin;
-  if (from >= until) return 0;
-  const periods = rollup.calendar.periodsOverlapping({ start: from, end: until }, max);
-  if (periods.length === 0) return 0;
-  await sql`
-    insert into periods (rollup_id, lo, hi, key)
-    select ${rollup.id}, * from unnest(
-      ${periods.map((p) => p.start)}::int8[], ${periods.map((p) => p.end)}::int8[], ${periods.map((p) => p.key)}::text[]
-    )
-    on conflict do nothing`;
-  await sql`update rollups set materialized_until = ${periods.at(-1)!.end} where id = ${rollup.id}`;
-  return periods.length;
 }

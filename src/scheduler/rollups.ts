@@ -1,6 +1,11 @@
-import { type Config, ConfigError } from '../config.js';
-import { defineRollup, RollupDefinitionError } from '../core/rollup.js';
-import type { RollupRuntime } from './scheduler.js';
+import { type Config, ConfigError, type RollupConfig } from '../config.js';
+import { defineRollup, type Rollup, RollupDefinitionError } from '../core/rollup.js';
+
+/** A configured rollup: its pure definition and the config it came from (target included). */
+export interface RollupRuntime {
+  readonly rollup: Rollup;
+  readonly config: RollupConfig;
+}
 
 /** Builds every configured rollup, or fails start-up naming the field and what is wrong. */
 export function defineRollups(config: Config): RollupRuntime[] {

@@ -1,21 +1,17 @@
 import type { Redis } from 'ioredis';
-import type { RollupConfig } from '../config.js';
-import type { Rollup } from '../core/rollup.js';
 import { concernsAny, EVENTS_CHANNEL } from '../index/commit.js';
 import type { Sql } from '../index/db.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
+import { DeadlineSweep } from './deadline-sweep.js';
 import { deliverDue, nextDeliverySql } from './dispatch.js';
-import { evaluatePeriods } from './evaluate.js';
+import { evaluatePending } from './evaluate.js';
 import type { Fence } from './fence.js';
-import { materializePeriods, syncRollup } from './rollup-store.js';
+import { periodGauges } from './period-gauges.js';
+import { syncRollup } from './rollup-store.js';
+import type { RollupRuntime } from './rollups.js';
 import { Targets } from './targets/index.js';
 import { markTouchedPeriods } from './touch.js';
-
-export interface RollupRuntime {
-  readonly rollup: Rollup;
-  readonly config: RollupConfig;
-}
 
 export interface SchedulerOptions {
   readonly sql: Sql;
@@ -32,40 +28,63 @@ export interface SchedulerOptions {
   readonly pollMs?: number;
 }
 
-const MATERIALIZE_BATCH = 5000;
 const TOUCH_BATCH = 5000;
 const EVALUATE_BATCH = 500;
+/** Owed deadline triggers given a row per rollup and pass, newest first. */
+const CATCH_UP_BATCH = 500;
 /** Bounded work per pass so a backlog never starves the lease's view of the event loop. */
 const MAX_ROUNDS = 20;
 const SKIPPED_RETRY_MS = 1000;
+/** Every upstream cursor is compared with its log this often, in case a notification was lost. */
+const FULL_CHECK_MS = 60_000;
 
 /**
  * The lease holder's loop: woken by committed events (LISTEN), by its own timers (settle,
- * deadline, the next period boundary, retries) and on acquiring the lease, it marks touched
- * periods, evaluates them, commits decisions and delivers them. It does nothing while not leading.
+ * deadline, retries) and on acquiring the lease, it marks touched periods, evaluates them newest
+ * first across every rollup, commits decisions and delivers them. It does nothing while not
+ * leading. Periods are sparse (SPEC §10): nothing is done for a period nothing happened to, so an
+ * idle pass costs a handful of rows however many rollups and periods there are.
  */
 export class Scheduler {
   private readonly targets: Targets;
+  private readonly byId: ReadonlyMap<string, RollupRuntime>;
+  private readonly byUpstream = new Map<string, RollupRuntime[]>();
   private running = false;
   private wake: (() => void) | undefined;
   private woken = false;
   private loop: Promise<void> | undefined;
   private unlisten: (() => Promise<void>) | undefined;
   private syncedToken: number | undefined;
-  /** Per rollup, how far periods are known to exist; forgotten on every new lease token. */
-  private readonly materializedUntil = new Map<string, number>();
+  /** Rollups whose upstreams have notified new events since they were last marked. */
+  private readonly toMark = new Set<string>();
+  private fullCheckAt = 0;
+  private sweeps = new Map<string, DeadlineSweep>();
   private lastGauge = 0;
 
   constructor(private readonly options: SchedulerOptions) {
     this.targets = new Targets(options.redis, options.queuePrefix);
+    this.byId = new Map(options.rollups.map((r) => [r.rollup.id, r]));
+    for (const r of options.rollups)
+      for (const asset of r.rollup.upstream)
+        this.byUpstream.set(asset, [...(this.byUpstream.get(asset) ?? []), r]);
   }
 
   async start(): Promise<void> {
     this.running = true;
-    const upstreams = new Set(this.options.rollups.flatMap((r) => r.rollup.upstream));
-    const listener = await this.options.sql.listen(EVENTS_CHANNEL, (payload) => {
-      if (concernsAny(payload, upstreams)) this.kick();
-    });
+    const upstreams = new Set(this.byUpstream.keys());
+    const listener = await this.options.sql.listen(
+      EVENTS_CHANNEL,
+      (payload) => {
+        if (!concernsAny(payload, upstreams)) return;
+        this.noteAssets(payload);
+        this.kick();
+      },
+      // (Re)connected: notifications may have been missed in between.
+      () => {
+        this.fullCheckAt = 0;
+        this.kick();
+      },
+    );
     this.unlisten = () => listener.unlisten();
     this.loop = this.run();
   }
@@ -82,6 +101,21 @@ export class Scheduler {
     await this.loop;
     await this.unlisten?.().catch(() => {});
     await this.targets.close();
+  }
+
+  private noteAssets(payload: string): void {
+    let assets: unknown;
+    try {
+      assets = JSON.parse(payload);
+    } catch {
+      assets = null;
+    }
+    if (!Array.isArray(assets)) {
+      this.fullCheckAt = 0; // a manual request or a payload too long to name its assets
+      return;
+    }
+    for (const a of assets)
+      for (const r of this.byUpstream.get(String(a)) ?? []) this.toMark.add(r.rollup.id);
   }
 
   private async run(): Promise<void> {
@@ -104,67 +138,45 @@ export class Scheduler {
     }
   }
 
-  /** One pass over every rollup; returns how long it may sleep before the next. */
+  /** One pass; returns how long it may sleep before the next. */
   private async pass(token: number, signal: AbortSignal): Promise<number> {
     const { sql, rollups, log, metrics } = this.options;
     if (this.syncedToken !== token) {
-      for (const r of rollups) await syncRollup(sql, r.rollup, { ...r.config, target: r.config.target }, log);
+      for (const r of rollups) await syncRollup(sql, r.rollup, r.config, log);
       this.syncedToken = token;
-      this.materializedUntil.clear();
+      this.sweeps = new Map(rollups.map((r) => [r.rollup.id, new DeadlineSweep(r.rollup)]));
+      this.fullCheckAt = 0;
       log.info({ lease_token: token, rollups: rollups.length }, 'leading: evaluating everything pending');
     }
     const [clock] = await sql<{ now: Date }[]>`select clock_timestamp() as now`;
     const now = clock!.now;
-    const nowMicros = now.getTime() * 1000;
     let busy = false;
-    let wakeAt = Number.POSITIVE_INFINITY;
-    // An idle pass must stay cheap however many rollups there are: only rollups whose upstreams
-    // have new events are marked, and only those with periods that need it are evaluated.
-    const touched = await rollupsWithNewEvents(sql, rollups);
-    for (const { rollup } of rollups) {
+    if (await this.markNewEvents(signal)) busy = true;
+    for (const sweep of this.sweeps.values()) {
       if (signal.aborted) return 0;
-      if (rollup.domain === 'time')
-        wakeAt = Math.min(wakeAt, rollup.calendar.periodContaining(nowMicros).end / 1000);
-      const until =
-        rollup.domain === 'time'
-          ? rollup.calendar.periodContaining(nowMicros).end
-          : await coveredUntil(sql, rollup);
-      if ((this.materializedUntil.get(rollup.id) ?? Number.NEGATIVE_INFINITY) < until) {
-        const made = await materializePeriods(sql, rollup, until, MATERIALIZE_BATCH);
-        if (made === MATERIALIZE_BATCH) busy = true;
-        else this.materializedUntil.set(rollup.id, until);
-      }
-      if (!touched.has(rollup.id)) continue;
-      for (let round = 0; round < MAX_ROUNDS && !signal.aborted; round++) {
-        // Short reads caught up with the log as it was; anything newer has woken us again.
-        if (!(await markTouchedPeriods(sql, rollup, TOUCH_BATCH, this.options.leaseTtlMs))) break;
-        if (round === MAX_ROUNDS - 1) busy = true;
-      }
+      if (sweep.wakeAt > now.getTime()) continue;
+      if ((await sweep.run(sql, now.getTime(), CATCH_UP_BATCH, log, metrics)).more) busy = true;
     }
-    const pending = await rollupsToEvaluate(sql, rollups, now);
-    for (const { rollup, config } of rollups) {
-      if (signal.aborted) return 0;
-      if (!pending.has(rollup.id)) continue;
-      const ctx = {
-        sql,
-        rollup,
-        target: config.target,
-        fence: this.options.fence,
-        token,
-        log,
-        metrics,
-        idleMs: this.options.leaseTtlMs,
-      };
-      let triggered = 0;
-      for (let round = 0; round < MAX_ROUNDS && !signal.aborted; round++) {
-        const result = await evaluatePeriods(ctx, now, EVALUATE_BATCH);
-        triggered += result.triggered;
-        if (!result.more) break;
-        if (round === MAX_ROUNDS - 1) busy = true;
-      }
-      // Deliver what was just decided before evaluating the next rollup.
-      if (triggered > 0)
+    const ctx = {
+      sql,
+      rollups: this.byId,
+      fence: this.options.fence,
+      token,
+      log,
+      metrics,
+      idleMs: this.options.leaseTtlMs,
+    };
+    for (let round = 0; round < MAX_ROUNDS && !signal.aborted; round++) {
+      const result = await evaluatePending(ctx, now, EVALUATE_BATCH);
+      // Deliver what was just decided before looking at more.
+      if (result.triggered > 0)
         await deliverDue(sql, this.targets, this.options.dispatchConcurrency, log, metrics, signal);
+      if (!result.more) break;
+      // Fresh events go before the rest of a backlog: mark them and start again from the newest.
+      if (this.woken || round === MAX_ROUNDS - 1) {
+        busy = true;
+        break;
+      }
     }
     for (let round = 0; round < MAX_ROUNDS && !signal.aborted; round++) {
       const { more } = await deliverDue(
@@ -177,27 +189,58 @@ export class Scheduler {
       );
       if (!more) break;
     }
-    await this.refreshGauges();
+    await this.refreshGauges(now.getTime());
     if (busy) return 0;
-    // Periods still dirty here were locked by someone else (skipped): look again shortly.
+    let wakeAt = Number.POSITIVE_INFINITY;
+    for (const sweep of this.sweeps.values()) wakeAt = Math.min(wakeAt, sweep.wakeAt);
+    // Periods still pending here were locked by someone else (skipped): look again shortly.
+    const ids = [...this.byId.keys()];
     const [due] = await sql<{ at: Date | null; delivery: Date | null; skipped: boolean }[]>`
-      select (select min(due_at) from periods where due_at is not null) as at,
+      select (select min(due_at) from periods where due_at is not null and rollup_id = any(${ids}::text[])) as at,
         (${nextDeliverySql(sql)}) as delivery,
-        exists (select 1 from periods where rollup_id = any(${rollups.map((r) => r.rollup.id)}::text[])
-          and (dirty or manual_requested)) as skipped`;
+        exists (select 1 from periods where (dirty or manual_requested) and rollup_id = any(${ids}::text[])) as skipped`;
     if (due?.skipped) wakeAt = Math.min(wakeAt, now.getTime() + SKIPPED_RETRY_MS);
     for (const at of [due?.at, due?.delivery]) if (at) wakeAt = Math.min(wakeAt, at.getTime());
-    const clockNow = now.getTime();
-    return Math.max(0, wakeAt - clockNow);
+    if (this.fullCheckAt > 0) wakeAt = Math.min(wakeAt, this.fullCheckAt + FULL_CHECK_MS);
+    return Math.max(0, wakeAt - now.getTime());
   }
 
-  private async refreshGauges(): Promise<void> {
+  /**
+   * Marks the periods new events touched, for the rollups notified since the last pass (every
+   * rollup on a full check). Returns whether a backlog is left for the next pass.
+   */
+  private async markNewEvents(signal: AbortSignal): Promise<boolean> {
+    const { sql, leaseTtlMs } = this.options;
+    if (Date.now() - this.fullCheckAt >= FULL_CHECK_MS) {
+      this.fullCheckAt = Date.now();
+      for (const id of await rollupsWithNewEvents(sql, this.options.rollups)) this.toMark.add(id);
+    }
+    const ids = [...this.toMark];
+    this.toMark.clear();
+    let busy = false;
+    for (const id of ids) {
+      const { rollup } = this.byId.get(id)!;
+      for (let round = 0; ; round++) {
+        if (signal.aborted) {
+          this.toMark.add(id);
+          return true;
+        }
+        // Short reads caught up with the log as it was; anything newer has notified us again.
+        if (!(await markTouchedPeriods(sql, rollup, TOUCH_BATCH, leaseTtlMs))) break;
+        if (round === MAX_ROUNDS - 1) {
+          this.toMark.add(id);
+          busy = true;
+          break;
+        }
+      }
+    }
+    return busy;
+  }
+
+  private async refreshGauges(nowMs: number): Promise<void> {
     if (Date.now() - this.lastGauge < 5000) return;
     this.lastGauge = Date.now();
-    const rows = await this.options.sql<{ rollup_id: string; state: string; n: number }[]>`
-      select rollup_id, state, count(*)::int as n from periods group by 1, 2`;
-    this.options.metrics.periods.reset();
-    for (const r of rows) this.options.metrics.periods.set({ rollup: r.rollup_id, state: r.state }, r.n);
+    await periodGauges(this.options.sql, this.options.rollups, nowMs, this.options.metrics);
   }
 
   private sleep(ms: number): Promise<void> {
@@ -219,14 +262,7 @@ export class Scheduler {
   }
 }
 
-/** Integer rollups have no "now": their periods run up to what the upstreams cover. */
-async function coveredUntil(sql: Sql, rollup: Rollup): Promise<number> {
-  const [row] = await sql<{ hi: number | null }[]>`
-    select max(covered_hi) as hi from assets where name = any(${rollup.upstream as string[]}::text[])`;
-  return row?.hi ?? rollup.begin;
-}
-
-/** Rollups with an upstream whose event log has moved past the rollup's cursor. */
+/** Rollups with an upstream whose event log has moved past the rollup's cursor, or has none yet. */
 async function rollupsWithNewEvents(sql: Sql, rollups: readonly RollupRuntime[]): Promise<Set<string>> {
   const pairs = rollups.flatMap(({ rollup }) => rollup.upstream.map((asset) => [rollup.id, asset] as const));
   const rows = await sql<{ rollup_id: string }[]>`
@@ -234,19 +270,6 @@ async function rollupsWithNewEvents(sql: Sql, rollups: readonly RollupRuntime[])
     from unnest(${pairs.map((p) => p[0])}::text[], ${pairs.map((p) => p[1])}::text[]) as u(rollup_id, asset)
     join assets a on a.name = u.asset
     left join rollup_cursors c on c.rollup_id = u.rollup_id and c.asset_name = u.asset
-    where a.last_seq > coalesce(c.seq, 0)`;
-  return new Set(rows.map((r) => r.rollup_id));
-}
-
-/** Rollups with periods that are dirty, due or manually requested. */
-async function rollupsToEvaluate(
-  sql: Sql,
-  rollups: readonly RollupRuntime[],
-  now: Date,
-): Promise<Set<string>> {
-  const rows = await sql<{ rollup_id: string }[]>`
-    select distinct rollup_id from periods
-    where rollup_id = any(${rollups.map((r) => r.rollup.id)}::text[])
-      and (dirty or manual_requested or due_at <= ${now})`;
+    where c.seq is null or a.last_seq > c.seq`;
   return new Set(rows.map((r) => r.rollup_id));
 }

@@ -1,3 +1,4 @@
+import { derivedState } from '../core/periods.js';
 import type { Rollup } from '../core/rollup.js';
 import type { Sql, Tx } from '../index/db.js';
 import { limitTransaction } from './transaction-limits.js';
@@ -13,6 +14,8 @@ interface EventRow {
 interface Touch {
   hi: number;
   key: string;
+  /** When the first event touching it arrived: a period first touched after its deadline was already missed. */
+  firstAt: Date;
   lastChangeAt: Date | null;
   completionSeq: number;
   replaySeq: number;
@@ -41,14 +44,19 @@ export async function markTouchedPeriods(
       const [, , [cursor]] = await Promise.all([
         limitTransaction(tx, idleMs),
         tx`select set_config('synchronous_commit', 'off', true)`,
-        tx<{ seq: number; asset_id: number | null; last_seq: number | null }[]>`
+        tx<{ seq: number; fresh: boolean; asset_id: number | null; last_seq: number | null }[]>`
           insert into rollup_cursors (rollup_id, asset_name) values (${rollup.id}, ${asset})
           on conflict (rollup_id, asset_name) do update set seq = rollup_cursors.seq
-          returning seq,
+          returning seq, xmax = 0 as fresh,
             (select id from assets where name = ${asset}) as asset_id,
             (select last_seq from assets where name = ${asset}) as last_seq`,
       ]);
-      if (!cursor || cursor.asset_id === null || (cursor.last_seq ?? 0) <= cursor.seq) return 0;
+      if (!cursor || cursor.asset_id === null) return 0;
+      if (cursor.fresh) {
+        await seedFromSegments(tx, rollup, asset, cursor.asset_id, cursor.last_seq ?? 0);
+        return 0;
+      }
+      if ((cursor.last_seq ?? 0) <= cursor.seq) return 0;
       // ingested_at rounded up to the millisecond: a JS Date drops the microseconds, and settle
       // must not end before `ingested_at + settle` in database time.
       const events = await tx<EventRow[]>`
@@ -74,6 +82,29 @@ export async function markTouchedPeriods(
   return more;
 }
 
+/**
+ * A rollup (or a calendar) new to an upstream starts from the merged index, not from the log:
+ * the log may be long or already pruned (retention), the segments are what it left, and they
+ * grow with the data's holes, not with its events. Every period they touch gets its row, then
+ * the cursor moves to the log position the segments were read after. No rerun is owed for this.
+ */
+async function seedFromSegments(tx: Tx, rollup: Rollup, asset: string, assetId: number, lastSeq: number) {
+  // Read after last_seq (a later statement, a later snapshot): the segments hold at least that.
+  const [[clock], segments] = await Promise.all([
+    tx<{ now: Date }[]>`select clock_timestamp() as now`,
+    tx<{ lo: number; hi: number }[]>`
+      select lower(span) as lo, upper(span) as hi from segments
+      where asset_id = ${assetId} and span && int8range(${rollup.begin}, null)`,
+  ]);
+  const seen = segments.map((s) => ({ seq: 0, kind: 'completion' as const, ...s, ingested_at: clock!.now }));
+  const touches = touchedPeriods(rollup, seen);
+  for (const t of touches.values()) t.lastChangeAt = null;
+  await Promise.all([
+    touches.size > 0 ? markPeriods(tx, rollup, asset, touches) : undefined,
+    tx`update rollup_cursors set seq = ${lastSeq} where rollup_id = ${rollup.id} and asset_name = ${asset}`,
+  ]);
+}
+
 function touchedPeriods(rollup: Rollup, events: readonly EventRow[]): Map<number, Touch> {
   const touches = new Map<number, Touch>();
   for (const e of events) {
@@ -83,6 +114,7 @@ function touchedPeriods(rollup: Rollup, events: readonly EventRow[]): Map<number
       const t = touches.get(p.start) ?? {
         hi: p.end,
         key: p.key,
+        firstAt: e.ingested_at,
         lastChangeAt: null,
         completionSeq: 0,
         replaySeq: 0,
@@ -107,12 +139,19 @@ async function markPeriods(
 ): Promise<void> {
   const los = [...touches.keys()];
   const ts = [...touches.values()];
-  // Periods beyond the materialised range exist as soon as an event touches them.
+  // A period gets its row when first touched, in the state it had until then (derived: waiting, or
+  // missed if its deadline had already passed when the data arrived), so a stored row never
+  // contradicts what the listings showed for it before.
+  const states = los.map((lo, i) =>
+    derivedState(rollup, { start: lo, end: ts[i]!.hi, key: ts[i]!.key }, ts[i]!.firstAt.getTime()),
+  );
   // Pipelined: a period the insert creates has generation 0, so the read does not need it.
   const [, triggered] = await Promise.all([
     tx`
-      insert into periods (rollup_id, lo, hi, key)
-      select ${rollup.id}, * from unnest(${los}::int8[], ${ts.map((t) => t.hi)}::int8[], ${ts.map((t) => t.key)}::text[])
+      insert into periods (rollup_id, lo, hi, key, state)
+      select ${rollup.id}, * from unnest(
+        ${los}::int8[], ${ts.map((t) => t.hi)}::int8[], ${ts.map((t) => t.key)}::text[], ${states}::text[]
+      )
       on conflict do nothing`,
     tx<{ lo: number; seen: number | null }[]>`
       select lo, (trigger_seqs ->> ${asset})::int8 as seen from periods

@@ -1,11 +1,11 @@
 /**
  * A rollup's definition across restarts (syncRollup): unchanged, it keeps its periods; a changed
  * calendar, spelled differently or the same spelling on a different effective grid, drops the
- * untriggered periods to rebuild them and keeps the triggered history.
+ * untriggered periods and the log cursors so they are rebuilt, and keeps the triggered history.
  */
 import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config.js';
-import { materializePeriods, syncRollup } from '../../src/scheduler/rollup-store.js';
+import { syncRollup } from '../../src/scheduler/rollup-store.js';
 import { defineRollups } from '../../src/scheduler/rollups.js';
 import { createTestDatabase } from '../helpers/db.js';
 import { log } from './ingest-harness.js';
@@ -31,7 +31,11 @@ describe('syncRollup', () => {
   it('keeps periods for an unchanged definition and rebuilds untriggered ones on a new grid', async () => {
     const first = runtime({ every: 10, begin: 0 });
     await sync(first);
-    await materializePeriods(db.sql, first.rollup, 50, 100);
+    // Touched periods and the cursor that marked them.
+    await db.sql`
+      insert into periods (rollup_id, lo, hi, key)
+      select 'sync', lo, lo + 10, lo::text from generate_series(0, 40, 10) as lo`;
+    await db.sql`insert into rollup_cursors (rollup_id, asset_name, seq) values ('sync', 's.a', 7)`;
     await db.sql`update periods set generation = 1, state = 'triggered' where rollup_id = 'sync' and lo = 0`;
     await sync(first);
     expect((await periods()).map((p) => p.lo)).toEqual([0, 10, 20, 30, 40]);
@@ -40,7 +44,8 @@ describe('syncRollup', () => {
     const moved = { ...first, rollup: runtime({ every: 10, begin: 0, origin: 5 }).rollup };
     await sync(moved);
     expect(await periods()).toEqual([{ lo: 0, generation: 1 }]);
-    const [row] = await db.sql`select materialized_until from rollups where id = 'sync'`;
-    expect(row).toEqual({ materialized_until: null });
+    expect(await db.sql`select seq from rollup_cursors where rollup_id = 'sync'`).toEqual([]);
+    const counts = await db.sql`select state, n from period_counts where rollup_id = 'sync' and n > 0`;
+    expect(counts).toEqual([{ state: 'triggered', n: 1 }]);
   });
 });

@@ -1,28 +1,25 @@
 import type { FastifyInstance } from 'fastify';
 import { parseBound } from '../../core/bounds.js';
 import { BadInputError } from '../../core/errors.js';
+import type { PeriodView, Run } from '../../core/periods.js';
+import { PERIOD_STATES, type PeriodState } from '../../core/policy.js';
 import { EVENTS_CHANNEL } from '../../index/commit.js';
-import type { RollupRuntime } from '../../scheduler/scheduler.js';
+import { countPeriods, listPeriods, summarizePeriods } from '../../index/period-listing.js';
+import { coveredHiOf, rollupCounts } from '../../index/periods.js';
+import type { RollupRuntime } from '../../scheduler/rollups.js';
 import type { HttpContext } from '../context.js';
 import { HttpError } from '../errors.js';
 import type { RouteRegistrar } from '../server.js';
 import { badRequest } from './assets.js';
+import { decodeCursor, encodeCursor, pageLimit } from './paging.js';
+import { periodWindow } from './period-window.js';
 
-const STATES = ['waiting', 'settling', 'triggered', 'rerun_pending', 'missed'];
+const DEFAULT_ROLLUPS = 100;
+const MAX_ROLLUPS = 1000;
 const DEFAULT_PERIODS = 500;
-const MAX_WINDOW_PERIODS = 100_000;
+const MAX_PERIODS = 10_000;
 
-interface PeriodRow {
-  lo: number;
-  hi: number;
-  key: string;
-  state: string;
-  ratio: number;
-  ratios: Record<string, number>;
-  generation: number;
-  reason: string | null;
-  triggered_at: Date | null;
-}
+type Query = Record<string, string | undefined>;
 
 export function registerRollupRoutes(rollups: readonly RollupRuntime[]): RouteRegistrar {
   const byId = new Map(rollups.map((r) => [r.rollup.id, r]));
@@ -33,12 +30,29 @@ export function registerRollupRoutes(rollups: readonly RollupRuntime[]): RouteRe
   };
 
   return (app: FastifyInstance, ctx: HttpContext) => {
-    app.get('/v1/rollups', async (request) => {
+    app.get<{ Querystring: Query }>('/v1/rollups', async (request) => {
       ctx.auth.requireRead(request);
-      const counts = await ctx.sql<{ rollup_id: string; state: string; n: number }[]>`
-        select rollup_id, state, count(*)::int as n from periods group by 1, 2`;
+      const { q, cursor } = request.query;
+      const limit = pageLimit(request.query.limit, DEFAULT_ROLLUPS, MAX_ROLLUPS);
+      // In config order; the cursor is the position after the last one answered.
+      const offset = cursor === undefined ? 0 : Number(decodeCursor(cursor, 'r'));
+      if (!Number.isSafeInteger(offset) || offset < 0)
+        throw new HttpError(400, 'invalid_cursor', 'bad cursor');
+      const needle = q?.toLowerCase();
+      const matching = rollups.filter(
+        ({ rollup }) =>
+          needle === undefined ||
+          rollup.id.toLowerCase().includes(needle) ||
+          rollup.upstream.some((u) => u.toLowerCase().includes(needle)),
+      );
+      const page = matching.slice(offset, offset + limit);
+      const counts = await rollupCounts(
+        ctx.sql,
+        page.map((r) => r.rollup),
+        ctx.now(),
+      );
       return {
-        rollups: rollups.map(({ rollup, config }) => ({
+        rollups: page.map(({ rollup, config }) => ({
           id: rollup.id,
           upstream: rollup.upstream,
           every: config.every,
@@ -47,59 +61,52 @@ export function registerRollupRoutes(rollups: readonly RollupRuntime[]): RouteRe
           policy: config.policy,
           rerun: config.rerun,
           target: { type: config.target.type },
-          periods: Object.fromEntries(
-            STATES.map((s) => [s, counts.find((c) => c.rollup_id === rollup.id && c.state === s)?.n ?? 0]),
-          ),
+          periods: counts.get(rollup.id),
         })),
+        total: matching.length,
+        next_cursor: matching.length > offset + limit ? encodeCursor('r', String(offset + limit)) : null,
       };
     });
 
-    app.get<{ Params: { id: string }; Querystring: Record<string, string | undefined> }>(
-      '/v1/rollups/:id/periods',
-      async (request) => {
-        ctx.auth.requireRead(request);
-        const { rollup } = find(request.params.id);
-        const { start, end, state } = request.query;
-        if (state !== undefined && !STATES.includes(state)) {
-          throw new HttpError(400, 'invalid_state', `state must be one of ${STATES.join(', ')}`);
-        }
-        const lo =
-          start === undefined
-            ? null
-            : badRequest(() => parseBound(start, rollup.domain, 'start', timezoneOf(rollup)).value);
-        const hi =
-          end === undefined
-            ? null
-            : badRequest(() => parseBound(end, rollup.domain, 'end', timezoneOf(rollup)).value);
-        if (lo !== null && hi !== null && hi < lo) {
-          throw new HttpError(400, 'end_before_start', `end ${end} is before start ${start}`);
-        }
-        // Only a closed window bounds the answer; anything else is capped to the latest periods.
-        const limit = lo !== null && hi !== null ? MAX_WINDOW_PERIODS : DEFAULT_PERIODS;
-        const rows = await ctx.sql<PeriodRow[]>`
-          select * from (
-            select lo, hi, key, state, ratio, ratios, generation, reason, triggered_at from periods
-            where rollup_id = ${rollup.id}
-              and (${lo}::int8 is null or hi > ${lo}::int8)
-              and (${hi}::int8 is null or lo < ${hi}::int8)
-              and (${state ?? null}::text is null or state = ${state ?? null}::text)
-            order by lo desc limit ${limit}
-          ) p order by lo`;
-        return {
-          periods: rows.map((p) => ({
-            start: rollup.calendar.formatPoint(p.lo),
-            end: rollup.calendar.formatPoint(p.hi),
-            key: p.key,
-            state: p.state,
-            ratio: p.ratio,
-            ratios: p.ratios,
-            generation: p.generation,
-            reason: p.reason,
-            triggered_at: p.triggered_at?.toISOString() ?? null,
-          })),
-        };
-      },
-    );
+    app.get<{ Params: { id: string }; Querystring: Query }>('/v1/rollups/:id/periods', async (request) => {
+      ctx.auth.requireRead(request);
+      const { rollup } = find(request.params.id);
+      const query = request.query;
+      const state = query.state;
+      if (state !== undefined && !PERIOD_STATES.includes(state as PeriodState)) {
+        throw new HttpError(400, 'invalid_state', `state must be one of ${PERIOD_STATES.join(', ')}`);
+      }
+      const nowMs = ctx.now();
+      const covered = await coveredHiOf(ctx.sql, [rollup]);
+      const window = periodWindow(rollup, query, nowMs, covered.get(rollup.id) ?? null);
+      const limit = pageLimit(query.limit, DEFAULT_PERIODS, MAX_PERIODS);
+      // A closed window is read from its start; an open one from its latest periods (as before paging).
+      const order = query.order ?? (query.start !== undefined && query.end !== undefined ? 'asc' : 'desc');
+      if (order !== 'asc' && order !== 'desc') {
+        throw new HttpError(400, 'invalid_order', 'order must be asc or desc');
+      }
+      const at = query.cursor === undefined ? null : Number(decodeCursor(query.cursor, order));
+      const wantSummary = query.summary === 'true' || query.summary === '1';
+      const [page, counts, runs] = await Promise.all([
+        listPeriods(
+          ctx.sql,
+          rollup,
+          { ...window, order, at, limit, state: state as PeriodState | undefined },
+          nowMs,
+        ),
+        countPeriods(ctx.sql, rollup, window.from, window.to, nowMs),
+        wantSummary ? summarizePeriods(ctx.sql, rollup, window.from, window.to, nowMs) : undefined,
+      ]);
+      const point = (p: number) => rollup.calendar.formatPoint(p);
+      return {
+        periods: page.periods.map((p) => periodJson(rollup.calendar.formatPoint, p)),
+        counts,
+        ...(runs
+          ? { summary: runs.map((r: Run) => ({ ...r, start: point(r.start), end: point(r.end) })) }
+          : {}),
+        next_cursor: page.next === null ? null : encodeCursor(order, String(page.next)),
+      };
+    });
 
     app.post<{ Params: { id: string; start: string } }>(
       '/v1/rollups/:id/periods/:start/trigger',
@@ -116,7 +123,7 @@ export function registerRollupRoutes(rollups: readonly RollupRuntime[]): RouteRe
           });
         if (period.start < rollup.begin) throw refuse("is before the rollup's begin");
         // Periods exist up to now: a manual run of one that has not begun would run on no data.
-        if (rollup.domain === 'time' && period.start > Date.now() * 1000) throw refuse('has not begun');
+        if (rollup.domain === 'time' && period.start > ctx.now() * 1000) throw refuse('has not begun');
         await ctx.sql.begin(async (tx) => {
           await tx`
           insert into periods (rollup_id, lo, hi, key) values (${rollup.id}, ${period.start}, ${period.end}, ${period.key})
@@ -141,4 +148,18 @@ export function registerRollupRoutes(rollups: readonly RollupRuntime[]): RouteRe
 
 function timezoneOf(rollup: RollupRuntime['rollup']): string {
   return rollup.calendar.timezone ?? 'UTC';
+}
+
+function periodJson(format: (point: number) => string | number, p: PeriodView) {
+  return {
+    start: format(p.start),
+    end: format(p.end),
+    key: p.key,
+    state: p.state,
+    ratio: p.ratio,
+    ratios: p.ratios,
+    generation: p.generation,
+    reason: p.reason,
+    triggered_at: p.triggeredAt?.toISOString() ?? null,
+  };
 }

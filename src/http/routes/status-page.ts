@@ -6,7 +6,7 @@
  */
 import type { FastifyReply } from 'fastify';
 import { BadInputError } from '../../core/errors.js';
-import type { RollupRuntime } from '../../scheduler/scheduler.js';
+import type { RollupRuntime } from '../../scheduler/rollups.js';
 import type { RouteRegistrar } from '../server.js';
 import { CONTENT_SECURITY_POLICY, renderErrorPage, renderPage } from '../status/layout.js';
 import { loadPage } from '../status/load.js';
@@ -25,7 +25,14 @@ export function registerStatusPage(rollups: readonly RollupRuntime[]): RouteRegi
       };
       try {
         const query = parseWindowQuery({ window: one('window'), start: one('start'), end: one('end') });
-        const { page, found } = await loadPage(ctx, rollups, query, one('asset'), one('rollup'));
+        const pageText = one('page') ?? '1';
+        if (!/^[1-9]\d{0,5}$/.test(pageText)) throw new WindowError('page must be a positive integer');
+        const { page, found } = await loadPage(ctx, rollups, query, {
+          asset: one('asset'),
+          rollup: one('rollup'),
+          q: one('q'),
+          page: Number(pageText),
+        });
         return send(reply.status(found ? 200 : 404), renderPage(page));
       } catch (error) {
         if (error instanceof WindowError || error instanceof BadInputError) {

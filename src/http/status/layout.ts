@@ -96,21 +96,46 @@ export function renderPage(page: PageView): string {
     page.assets.length === 0
       ? html`<p class="none">No assets to show.</p>`
       : page.assets.map((a) => renderAssetCard(a, page));
-  const more =
-    page.moreAssets.length === 0
-      ? ''
-      : html`<p class="more">and ${page.moreAssets.length} more assets: ${page.moreAssets.map((name, i) => html`${i > 0 ? ', ' : ''}<a href="${pageHref({ asset: name })}">${name}</a>`)}</p>`;
   const rollups =
     page.rollups.length === 0
       ? html`<p class="none">No rollups to show.</p>`
       : page.rollups.map((r) => renderRollupCard(r, page));
   const notes = page.notes.map((n) => html`<p class="error">${n}</p>`);
   const body = html`<header class="page"><h1><a href="/">coverage-rollup</a> status</h1><span>generated ${page.generatedAt.toISOString()}</span><span><a href="/v1/assets">/v1/assets</a> · <a href="/v1/rollups">/v1/rollups</a> · <a href="/readyz">/readyz</a> · <a href="/metrics">/metrics</a></span></header>
-<main>${notes}${pageNav(page)}${legend()}
-<h2>Assets</h2>${assets}${more}
-<h2>Rollups</h2>${rollups}
+<main>${notes}${search(page)}${pageNav(page)}${legend()}
+<h2>Assets <span class="more">${shown(page, page.assets.length, page.paging.assetsTotal)} · stalest first</span></h2>${assets}
+<h2>Rollups <span class="more">${shown(page, page.rollups.length, page.paging.rollupsTotal)} · most missed and waiting first</span></h2>${rollups}
+${pager(page)}
 </main>`;
   return shell('coverage-rollup status', body);
+}
+
+function shown(page: PageView, count: number, total: number): string {
+  if (count === 0) return `0 of ${total}`;
+  const first = (page.paging.page - 1) * page.paging.pageSize + 1;
+  return `${first}–${first + count - 1} of ${total}`;
+}
+
+/** A filter on names: the overview stays one small page at thousands of assets and rollups. */
+function search(page: PageView): SafeHtml {
+  const hidden = Object.entries({ ...page.focus, ...(page.preset ? { window: page.preset } : {}) }).map(
+    ([name, value]) => html`<input type="hidden" name="${name}" value="${value}">`,
+  );
+  return html`<form class="search" method="get" action="/">${hidden}<label>filter by name <input type="search" name="q" value="${page.paging.q ?? ''}"></label> <button type="submit">filter</button>${page.paging.q === undefined ? '' : html` <a href="${pageHref({ ...page.focus })}">clear</a>`}</form>`;
+}
+
+function pager(page: PageView): SafeHtml | string {
+  const { page: n, pageSize, assetsTotal, rollupsTotal } = page.paging;
+  const pages = Math.max(1, Math.ceil(Math.max(assetsTotal, rollupsTotal) / pageSize));
+  if (pages === 1) return '';
+  const href = (p: number) =>
+    pageHref({
+      ...page.focus,
+      q: page.paging.q,
+      window: page.preset ?? undefined,
+      page: p === 1 ? undefined : p,
+    });
+  return html`<nav class="page-nav" aria-label="pages">page ${n} of ${pages}: ${n > 1 ? html`<a href="${href(n - 1)}" rel="prev">previous</a>` : ''} ${n < pages ? html`<a href="${href(n + 1)}" rel="next">next</a>` : ''}</nav>`;
 }
 
 export function renderErrorPage(message: string): string {

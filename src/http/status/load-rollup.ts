@@ -1,34 +1,24 @@
-/** A rollup's card: its period rows over the window, its policy and its latest trigger. */
+/**
+ * A rollup's card: its periods over the window (stored and derived), its policy and its latest
+ * trigger. A window of few periods is drawn period by period; a longer one from the runs of equal
+ * state, so years of hourly periods cost the stored rows of the window, not the calendar.
+ */
+import { countStarts } from '../../core/period-count.js';
+import { periodsEnd } from '../../core/periods.js';
 import type { AssetRow } from '../../index/assets.js';
 import type { Db } from '../../index/db.js';
-import type { RollupRuntime } from '../../scheduler/scheduler.js';
+import { countPeriods, listPeriods, summarizePeriods } from '../../index/period-listing.js';
+import type { RollupRuntime } from '../../scheduler/rollups.js';
 import { formatLength } from './format.js';
 import { extentOf } from './load-asset.js';
-import {
-  type LastTrigger,
-  PERIOD_STATES,
-  type PeriodDetail,
-  type PeriodState,
-  type RollupView,
-} from './model.js';
-import { periodBuckets, periodSeverity } from './period-buckets.js';
+import type { LastTrigger, PeriodDetail, RollupView } from './model.js';
+import { periodSeverity } from './period-severity.js';
 import { type DrawPiece, toDrawItems } from './pixels.js';
 import { PLOT_WIDTH } from './timeline.js';
 import { resolveWindow, type WindowQuery } from './window.js';
 
-/** Above this many periods in the window, the strip is drawn from per-pixel counts. */
+/** Above this many periods in the window, the strip is drawn from runs of equal state. */
 const MAX_DETAILED_PERIODS = 2000;
-
-interface PeriodRow {
-  lo: number;
-  hi: number;
-  key: string;
-  state: PeriodState;
-  ratio: number;
-  generation: number;
-  reason: string | null;
-  triggered_at: Date | null;
-}
 
 export async function loadRollup(
   sql: Db,
@@ -48,26 +38,43 @@ export async function loadRollup(
       ? null
       : { start: Math.min(...extents.map((e) => e.start)), end: Math.max(...extents.map((e) => e.end)) };
   const window = resolveWindow(query, rollup.domain, extent, now);
-  const counts = Object.fromEntries(PERIOD_STATES.map((s) => [s, 0])) as Record<PeriodState, number>;
-  const rows = await sql<PeriodRow[]>`
-    select lo, hi, key, state, ratio, generation, reason, triggered_at from periods
-    where rollup_id = ${rollup.id} and hi > ${window.start} and lo < ${window.end}
-    order by lo limit ${MAX_DETAILED_PERIODS + 1}`;
-  let pieces: DrawPiece<PeriodDetail>[];
-  if (rows.length <= MAX_DETAILED_PERIODS) {
-    pieces = rows.map((r) => {
-      counts[r.state]++;
-      const detail = {
-        key: r.key,
-        generation: r.generation,
-        reason: r.reason,
-        ratio: r.ratio,
-        triggeredAt: r.triggered_at,
-      };
-      return { start: r.lo, end: r.hi, state: r.state, detail };
-    });
-  } else pieces = await periodBuckets(sql, rollup.id, window, counts);
-  const [last] = await sql<(Omit<LastTrigger, 'decidedAt' | 'deliveredAt' | 'failedAt'> & Dates)[]>`
+  const nowMs = Math.floor(now / 1000);
+  const { calendar } = rollup;
+  const covered = Math.max(
+    ...rollup.upstream.map((u) => assets.get(u)?.covered_hi ?? Number.NEGATIVE_INFINITY),
+  );
+  const last = periodsEnd(rollup, nowMs, Number.isFinite(covered) ? covered : null);
+  const from = Math.max(
+    rollup.begin,
+    window.start <= rollup.begin ? rollup.begin : calendar.periodContaining(window.start).start,
+  );
+  const to = Math.min(last, window.end >= last ? last : calendar.periodContaining(window.end - 1).end);
+  let pieces: DrawPiece<PeriodDetail>[] = [];
+  if (from < to && countStarts(calendar, from, to) <= MAX_DETAILED_PERIODS) {
+    const page = await listPeriods(
+      sql,
+      rollup,
+      { from, to, order: 'asc', at: null, limit: MAX_DETAILED_PERIODS, state: undefined },
+      nowMs,
+    );
+    pieces = page.periods.map((p) => ({
+      start: p.start,
+      end: p.end,
+      state: p.state,
+      detail: {
+        key: p.key,
+        generation: p.generation,
+        reason: p.reason,
+        ratio: p.ratio,
+        triggeredAt: p.triggeredAt,
+      },
+    }));
+  } else if (from < to) {
+    const runs = await summarizePeriods(sql, rollup, from, to, nowMs);
+    pieces = runs.map((r) => ({ start: r.start, end: r.end, state: r.state, count: r.count }));
+  }
+  const counts = await countPeriods(sql, rollup, from, Math.max(from, to), nowMs);
+  const [latest] = await sql<(Omit<LastTrigger, 'decidedAt' | 'deliveredAt' | 'failedAt'> & Dates)[]>`
     select p.key, t.generation, t.reason, t.decided_at, t.delivered_at, t.failed_at, t.attempts, t.last_error
     from triggers t join periods p on p.rollup_id = t.rollup_id and p.lo = t.period_lo
     where t.rollup_id = ${rollup.id}
@@ -95,17 +102,17 @@ export async function loadRollup(
     items: toDrawItems(pieces, window, PLOT_WIDTH, periodSeverity),
     counts,
     lastTrigger:
-      last === undefined
+      latest === undefined
         ? null
         : {
-            key: last.key,
-            generation: last.generation,
-            reason: last.reason,
-            decidedAt: last.decided_at,
-            deliveredAt: last.delivered_at,
-            failedAt: last.failed_at,
-            attempts: last.attempts,
-            lastError: last.last_error,
+            key: latest.key,
+            generation: latest.generation,
+            reason: latest.reason,
+            decidedAt: latest.decided_at,
+            deliveredAt: latest.delivered_at,
+            failedAt: latest.failed_at,
+            attempts: latest.attempts,
+            lastError: latest.last_error,
           },
     formatPoint: (point) => rollup.calendar.formatPoint(point),
   };

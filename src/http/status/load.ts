@@ -1,55 +1,108 @@
 /**
- * The status page's data (SPEC §8): the assets and rollups in focus, each loaded over the window.
- * Reads only merged segments and period rows overlapping the window.
+ * The status page's data (SPEC §8, §10): one page of the assets and rollups in focus, worst
+ * first, each loaded over the window. It stays small at 10,000 assets and 1,000 rollups: assets
+ * are paged in SQL, rollups ranked from their per-state counts (a few rows each), and only the
+ * cards of the page are drawn.
  */
-import { type AssetRow, listAssets } from '../../index/assets.js';
-import type { RollupRuntime } from '../../scheduler/scheduler.js';
+import { type AssetRow, findAsset, pageAssets } from '../../index/assets.js';
+import { rollupCounts } from '../../index/periods.js';
+import type { RollupRuntime } from '../../scheduler/rollups.js';
 import type { HttpContext } from '../context.js';
 import { loadAsset } from './load-asset.js';
 import { loadRollup } from './load-rollup.js';
 import type { PageView } from './model.js';
 import type { WindowQuery } from './window.js';
 
-/** Asset cards on one page; the rest are listed by name. */
-const MAX_ASSETS = 50;
+/** Cards of each kind on one page. */
+export const PAGE_SIZE = 20;
+
+export interface PageQuery {
+  readonly asset?: string | undefined;
+  readonly rollup?: string | undefined;
+  /** A case-insensitive part of the names shown. */
+  readonly q?: string | undefined;
+  /** 1-based. */
+  readonly page: number;
+}
 
 export async function loadPage(
   ctx: HttpContext,
   rollups: readonly RollupRuntime[],
   query: WindowQuery,
-  asset: string | undefined,
-  rollup: string | undefined,
+  pq: PageQuery,
 ): Promise<{ page: PageView; found: boolean }> {
-  const now = Date.now() * 1000;
-  const all = await listAssets(ctx.sql);
-  const byName = new Map(all.map((a) => [a.name, a]));
+  const now = ctx.now() * 1000;
   const notes: string[] = [];
-  let assets: AssetRow[] = all;
+  const offset = (pq.page - 1) * PAGE_SIZE;
   let shownRollups = rollups;
-  if (rollup !== undefined) {
-    shownRollups = rollups.filter((r) => r.rollup.id === rollup);
-    if (shownRollups.length === 0) notes.push(`No rollup named ${rollup} is configured.`);
-    const upstream = new Set(shownRollups.flatMap((r) => r.rollup.upstream));
-    assets = all.filter((a) => upstream.has(a.name));
-  } else if (asset !== undefined) {
-    assets = all.filter((a) => a.name === asset);
-    if (assets.length === 0) notes.push(`No asset named ${asset} has been seen.`);
-    shownRollups = rollups.filter((r) => r.rollup.upstream.includes(asset));
+  let assetNames: readonly string[] | undefined;
+  if (pq.rollup !== undefined) {
+    shownRollups = rollups.filter((r) => r.rollup.id === pq.rollup);
+    if (shownRollups.length === 0) notes.push(`No rollup named ${pq.rollup} is configured.`);
+    assetNames = shownRollups.flatMap((r) => r.rollup.upstream);
+  } else if (pq.asset !== undefined) {
+    if (!(await findAsset(ctx.sql, pq.asset))) notes.push(`No asset named ${pq.asset} has been seen.`);
+    assetNames = [pq.asset];
+    shownRollups = rollups.filter((r) => r.rollup.upstream.includes(pq.asset!));
   }
-  const drawn = assets.slice(0, MAX_ASSETS);
+  const needle = pq.q?.toLowerCase();
+  if (needle !== undefined) {
+    shownRollups = shownRollups.filter(
+      (r) => r.rollup.id.toLowerCase().includes(needle) || r.rollup.upstream.some((u) => u.includes(needle)),
+    );
+  }
+  const [assetPage, ranked] = await Promise.all([
+    pageAssets(ctx.sql, { names: assetNames, q: pq.q, offset, limit: PAGE_SIZE }),
+    worstFirst(ctx, shownRollups, now / 1000),
+  ]);
+  const rollupPage = ranked.slice(offset, offset + PAGE_SIZE);
+  // Upstream extents for the rollups' windows, read for just this page's rollups.
+  const upstreams = new Set(rollupPage.flatMap((r) => r.rollup.upstream));
+  const upstreamRows = await pageAssets(ctx.sql, { names: [...upstreams], offset: 0, limit: upstreams.size });
+  const byName = new Map<string, AssetRow>(upstreamRows.rows.map((a) => [a.name, a]));
   const [assetViews, rollupViews] = await Promise.all([
-    Promise.all(drawn.map((a) => loadAsset(ctx.sql, a, query, now))),
-    Promise.all(shownRollups.map((r) => loadRollup(ctx.sql, r, byName, query, now))),
+    Promise.all(assetPage.rows.map((a) => loadAsset(ctx.sql, a, query, now))),
+    Promise.all(rollupPage.map((r) => loadRollup(ctx.sql, r, byName, query, now))),
   ]);
   const page: PageView = {
     generatedAt: new Date(now / 1000),
     now,
     preset: query.start !== undefined && query.end !== undefined ? null : query.preset,
-    focus: rollup !== undefined ? { rollup } : asset !== undefined ? { asset } : {},
+    focus:
+      pq.rollup !== undefined ? { rollup: pq.rollup } : pq.asset !== undefined ? { asset: pq.asset } : {},
     assets: assetViews,
-    moreAssets: assets.slice(MAX_ASSETS).map((a) => a.name),
     rollups: rollupViews,
+    paging: {
+      q: pq.q,
+      page: pq.page,
+      pageSize: PAGE_SIZE,
+      assetsTotal: assetPage.total,
+      rollupsTotal: ranked.length,
+    },
     notes,
   };
   return { page, found: notes.length === 0 };
+}
+
+/** Most missed, then most owed reruns, then most waiting periods first; then by id. */
+async function worstFirst(
+  ctx: HttpContext,
+  rollups: readonly RollupRuntime[],
+  nowMs: number,
+): Promise<RollupRuntime[]> {
+  if (rollups.length <= 1) return [...rollups];
+  const counts = await rollupCounts(
+    ctx.sql,
+    rollups.map((r) => r.rollup),
+    nowMs,
+  );
+  const score = (r: RollupRuntime) => {
+    const c = counts.get(r.rollup.id)!;
+    return [c.missed, c.rerun_pending, c.waiting] as const;
+  };
+  return [...rollups].sort((a, b) => {
+    const [sa, sb] = [score(a), score(b)];
+    for (let i = 0; i < sa.length; i++) if (sa[i] !== sb[i]) return sb[i]! - sa[i]!;
+    return a.rollup.id < b.rollup.id ? -1 : 1;
+  });
 }

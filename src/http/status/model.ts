@@ -8,8 +8,9 @@ export const COVERAGE_STATES = ['complete', 'outside', 'replay_required', 'gap']
 export type CoverageDrawState = (typeof COVERAGE_STATES)[number];
 
 /** Period states, least severe first: a pixel holding several periods shows the most severe. */
-export const PERIOD_STATES = ['triggered', 'settling', 'waiting', 'rerun_pending', 'missed'] as const;
-export type PeriodState = (typeof PERIOD_STATES)[number];
+import type { PeriodState } from '../../core/policy.js';
+
+export { PERIOD_STATES, type PeriodState } from '../../core/policy.js';
 
 export interface PieceDetail {
   readonly version: string | null;
@@ -88,8 +89,14 @@ export interface PageView {
   /** The focus of the page, when it shows one asset or one rollup. */
   readonly focus: { readonly asset?: string; readonly rollup?: string };
   readonly assets: readonly AssetView[];
-  /** Assets not drawn because of the page's cap. */
-  readonly moreAssets: readonly string[];
   readonly rollups: readonly RollupView[];
+  /** Which page of the (filtered) assets and rollups this is. */
+  readonly paging: {
+    readonly q: string | undefined;
+    readonly page: number;
+    readonly pageSize: number;
+    readonly assetsTotal: number;
+    readonly rollupsTotal: number;
+  };
   readonly notes: readonly string[];
 }

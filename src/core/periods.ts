@@ -1,0 +1,190 @@
+/**
+ * Sparse periods (SPEC §10). A period has a stored row only once something happened to it; every
+ * other period since `begin` is derived here from the calendar and the policy, through the same
+ * `decide()` as a stored one, so a derived state can never disagree with a stored one. Pure.
+ */
+import type { Period } from './calendar.js';
+import { countStarts } from './period-count.js';
+import { decide, PERIOD_STATES, type PeriodFacts, type PeriodState } from './policy.js';
+import type { Rollup } from './rollup.js';
+
+/** One period as the listings show it (SPEC §8), stored or derived. */
+export interface PeriodView extends Period {
+  readonly state: PeriodState;
+  readonly ratio: number;
+  readonly ratios: Readonly<Record<string, number>>;
+  readonly generation: number;
+  readonly reason: string | null;
+  readonly triggeredAt: Date | null;
+}
+
+/** A run of consecutive periods in one state: the compact summary of a long listing. */
+export interface Run {
+  readonly start: number;
+  readonly end: number;
+  readonly state: PeriodState;
+  readonly count: number;
+}
+
+export type StateCounts = Record<PeriodState, number>;
+
+export const zeroCounts = (): StateCounts =>
+  Object.fromEntries(PERIOD_STATES.map((s) => [s, 0])) as StateCounts;
+
+/**
+ * The end of the last period that exists: time periods exist up to the one holding now, integer
+ * ones up to what the upstreams cover (`coveredHi`, the largest covered end, null for none).
+ * Periods exist in [begin, this end); it is a period boundary, `begin` when there are none.
+ */
+export function periodsEnd(rollup: Rollup, nowMs: number, coveredHi: number | null): number {
+  if (rollup.domain === 'time') {
+    const end = rollup.calendar.periodContaining(nowMs * 1000).end;
+    return Math.max(end, rollup.begin);
+  }
+  if (coveredHi === null || coveredHi <= rollup.begin) return rollup.begin;
+  return rollup.calendar.periodContaining(coveredHi - 1).end;
+}
+
+/** The facts of a period nothing happened to. */
+export function untouchedFacts(rollup: Rollup, period: Period): PeriodFacts {
+  return {
+    state: 'waiting',
+    generation: 0,
+    satisfiedSince: null,
+    lastChangeAt: null,
+    rerun: null,
+    manual: false,
+    endMs: rollup.domain === 'time' ? Math.floor(period.end / 1000) : null,
+  };
+}
+
+/**
+ * The state of a period without a row at `nowMs`: waiting, or missed once its deadline (and, with
+ * `on_deadline: trigger`, the catch-up window) has passed. A deadline trigger that is owed but not
+ * yet made shows as waiting: the scheduler makes it on its next pass.
+ */
+export function derivedState(rollup: Rollup, period: Period, nowMs: number): PeriodState {
+  const width = period.end - period.start;
+  const nothing = rollup.upstream.map(() => ({ ratio: 0, notComplete: width, replayRequired: 0 }));
+  const outcome = decide(rollup.policy, untouchedFacts(rollup, period), nothing, nowMs);
+  if (outcome.kind === 'miss') return 'missed';
+  return outcome.kind === 'wait' ? outcome.state : 'waiting';
+}
+
+/**
+ * Untouched periods starting before this point are derived `missed`, the others `waiting`
+ * (null: none is ever missed). Equal to `derivedState` period by period (a property test holds it).
+ */
+export function missedBefore(rollup: Rollup, nowMs: number): number | null {
+  const { deadlineMs, onDeadline, catchUpMs } = rollup.policy;
+  if (deadlineMs === undefined) return null;
+  const late = deadlineMs + (onDeadline === 'trigger' ? (catchUpMs ?? Number.POSITIVE_INFINITY) : 0);
+  return Number.isFinite(late) ? passedBefore(rollup, nowMs, late) : null;
+}
+
+/**
+ * Periods starting before the returned point ended at least `lateMs` before `nowMs` (as decide()
+ * compares: whole milliseconds of the end); a period boundary, never before `begin`.
+ */
+export function passedBefore(rollup: Rollup, nowMs: number, lateMs: number): number {
+  if (rollup.domain !== 'time') return rollup.begin;
+  const lastEnd = (nowMs - lateMs + 1) * 1000 - 1;
+  if (lastEnd < rollup.begin) return rollup.begin;
+  return rollup.calendar.periodContaining(lastEnd).start;
+}
+
+/** When (epoch ms) `passedBefore(rollup, ·, lateMs)` next moves past its value at `nowMs`. */
+export function nextPassAt(rollup: Rollup, nowMs: number, lateMs: number): number {
+  const lastEnd = Math.max((nowMs - lateMs + 1) * 1000 - 1, rollup.begin);
+  const { end } = rollup.calendar.periodContaining(lastEnd);
+  return Math.ceil((end + 1) / 1000) + lateMs - 1;
+}
+
+/**
+ * Counts per state of the periods in [from, to) (both period boundaries): the stored rows'
+ * counts, plus the periods without a row split at `missedBefore`.
+ */
+export function combineCounts(
+  rollup: Rollup,
+  from: number,
+  to: number,
+  missedAt: number | null,
+  stored: { readonly counts: Readonly<Partial<StateCounts>>; readonly beforeMissed: number },
+): StateCounts {
+  const counts = zeroCounts();
+  let storedTotal = 0;
+  for (const s of PERIOD_STATES) {
+    counts[s] += stored.counts[s] ?? 0;
+    storedTotal += stored.counts[s] ?? 0;
+  }
+  const total = countStarts(rollup.calendar, from, to);
+  const split = missedAt === null ? from : Math.min(Math.max(missedAt, from), to);
+  const missedTotal = countStarts(rollup.calendar, from, split);
+  counts.missed += missedTotal - stored.beforeMissed;
+  counts.waiting += total - missedTotal - (storedTotal - stored.beforeMissed);
+  return counts;
+}
+
+/** A stored row, as far as the summary needs it. */
+export interface StoredState {
+  readonly start: number;
+  readonly end: number;
+  readonly state: PeriodState;
+}
+
+/**
+ * Runs of equal state over the periods in [from, to) (both period boundaries), from the stored
+ * rows in that range (ascending) and the derived stretches between them. Costs O(stored rows),
+ * whatever the calendar's length.
+ */
+export function summaryRuns(
+  rollup: Rollup,
+  from: number,
+  to: number,
+  missedAt: number | null,
+  rows: readonly StoredState[],
+): Run[] {
+  const runs: Run[] = [];
+  const push = (start: number, end: number, state: PeriodState, count: number) => {
+    if (count <= 0) return;
+    const last = runs.at(-1);
+    if (last && last.state === state && last.end === start)
+      runs[runs.length - 1] = { ...last, end, count: last.count + count };
+    else runs.push({ start, end, state, count });
+  };
+  const derived = (a: number, b: number) => {
+    if (a >= b) return;
+    const split = missedAt === null ? a : Math.min(Math.max(missedAt, a), b);
+    push(a, split, 'missed', countStarts(rollup.calendar, a, split));
+    push(split, b, 'waiting', countStarts(rollup.calendar, split, b));
+  };
+  let at = from;
+  for (const row of rows) {
+    derived(at, row.start);
+    push(row.start, row.end, row.state, 1);
+    at = row.end;
+  }
+  derived(at, to);
+  return runs;
+}
+
+/** The listing's view of calendar periods: the stored row where there is one, derived otherwise. */
+export function viewPeriods(
+  rollup: Rollup,
+  periods: readonly Period[],
+  rows: ReadonlyMap<number, PeriodView>,
+  nowMs: number,
+): PeriodView[] {
+  return periods.map(
+    (p) =>
+      rows.get(p.start) ?? {
+        ...p,
+        state: derivedState(rollup, p, nowMs),
+        ratio: 0,
+        ratios: Object.fromEntries(rollup.upstream.map((u) => [u, 0])),
+        generation: 0,
+        reason: null,
+        triggeredAt: null,
+      },
+  );
+}

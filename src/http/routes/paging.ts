@@ -1,0 +1,24 @@
+/** Cursor pagination shared by the listings: opaque cursors and a bounded page size. */
+import { HttpError } from '../errors.js';
+
+/** Opaque to clients; carries which listing order it continues so it cannot be mixed up. */
+export function encodeCursor(kind: string, value: string): string {
+  return Buffer.from(`${kind}.${value}`, 'utf8').toString('base64url');
+}
+
+export function decodeCursor(cursor: string, kind: string): string {
+  const text = Buffer.from(cursor, 'base64url').toString('utf8');
+  if (!text.startsWith(`${kind}.`) || text.length === kind.length + 1) {
+    throw new HttpError(400, 'invalid_cursor', 'cursor is not one this listing returned (in this order)');
+  }
+  return text.slice(kind.length + 1);
+}
+
+export function pageLimit(raw: string | undefined, fallback: number, max: number): number {
+  if (raw === undefined) return fallback;
+  const n = Number(raw);
+  if (!/^\d+$/.test(raw) || n < 1 || n > max) {
+    throw new HttpError(400, 'invalid_limit', `limit must be an integer from 1 to ${max}`);
+  }
+  return n;
+}

@@ -1,0 +1,38 @@
+/** The `start`/`end` of a period listing as the periods they select: both period boundaries. */
+import { parseBound } from '../../core/bounds.js';
+import { CalendarError } from '../../core/calendar.js';
+import { periodsEnd } from '../../core/periods.js';
+import type { Rollup } from '../../core/rollup.js';
+import { HttpError } from '../errors.js';
+import { badRequest } from './assets.js';
+
+/**
+ * Periods overlapping [start, end) that exist (from `begin` up to now, or up to the upstreams'
+ * coverage for integer rollups), as [from, to) between period boundaries; empty when none.
+ */
+export function periodWindow(
+  rollup: Rollup,
+  query: { readonly start?: string | undefined; readonly end?: string | undefined },
+  nowMs: number,
+  coveredHi: number | null,
+): { from: number; to: number } {
+  const zone = rollup.calendar.timezone ?? 'UTC';
+  const parse = (raw: string | undefined, field: 'start' | 'end') =>
+    raw === undefined ? null : badRequest(() => parseBound(raw, rollup.domain, field, zone).value);
+  const lo = parse(query.start, 'start');
+  const hi = parse(query.end, 'end');
+  if (lo !== null && hi !== null && hi < lo) {
+    throw new HttpError(400, 'end_before_start', `end ${query.end} is before start ${query.start}`);
+  }
+  const last = periodsEnd(rollup, nowMs, coveredHi);
+  try {
+    const from =
+      lo === null || lo <= rollup.begin ? rollup.begin : rollup.calendar.periodContaining(lo).start;
+    const to =
+      hi === null || hi >= last ? last : hi <= from ? from : rollup.calendar.periodContaining(hi - 1).end;
+    return from < to ? { from, to } : { from, to: from };
+  } catch (error) {
+    if (error instanceof CalendarError) throw new HttpError(400, error.reason, error.message);
+    throw error;
+  }
+}

@@ -1,0 +1,170 @@
+/**
+ * Reads of stored periods for the listings, the status page and the gauges. Stored rows are only
+ * the periods something happened to (SPEC §10); src/core/periods.ts derives the others. Every read
+ * here is an index range on (rollup_id, lo) or the small period_counts table.
+ */
+import {
+  combineCounts,
+  missedBefore,
+  type PeriodView,
+  periodsEnd,
+  type StateCounts,
+  type StoredState,
+} from '../core/periods.js';
+import { PERIOD_STATES, type PeriodState } from '../core/policy.js';
+import type { Rollup } from '../core/rollup.js';
+import type { Db } from './db.js';
+
+interface Row {
+  lo: number;
+  hi: number;
+  key: string;
+  state: PeriodState;
+  ratio: number;
+  ratios: Record<string, number>;
+  generation: number;
+  reason: string | null;
+  triggered_at: Date | null;
+}
+
+const view = (r: Row): PeriodView => ({
+  start: r.lo,
+  end: r.hi,
+  key: r.key,
+  state: r.state,
+  ratio: r.ratio,
+  ratios: r.ratios,
+  generation: r.generation,
+  reason: r.reason,
+  triggeredAt: r.triggered_at,
+});
+
+/** Stored periods starting in [from, to), optionally of one state, `limit` of them from one end. */
+export async function storedPeriods(
+  db: Db,
+  rollupId: string,
+  from: number,
+  to: number,
+  opts: { readonly state?: PeriodState | undefined; readonly order: 'asc' | 'desc'; readonly limit: number },
+): Promise<PeriodView[]> {
+  const state = opts.state ?? null;
+  const rows =
+    opts.order === 'asc'
+      ? await db<Row[]>`
+          select lo, hi, key, state, ratio, ratios, generation, reason, triggered_at from periods
+          where rollup_id = ${rollupId} and lo >= ${from} and lo < ${to}
+            and (${state}::text is null or state = ${state}::text)
+          order by lo limit ${opts.limit}`
+      : await db<Row[]>`
+          select lo, hi, key, state, ratio, ratios, generation, reason, triggered_at from periods
+          where rollup_id = ${rollupId} and lo >= ${from} and lo < ${to}
+            and (${state}::text is null or state = ${state}::text)
+          order by lo desc limit ${opts.limit}`;
+  return rows.map(view);
+}
+
+/** The states of the stored periods starting in [from, to), ascending: the summary's input. */
+export async function storedStates(
+  db: Db,
+  rollupId: string,
+  from: number,
+  to: number,
+): Promise<StoredState[]> {
+  const rows = await db<{ lo: number; hi: number; state: PeriodState }[]>`
+    select lo, hi, state from periods where rollup_id = ${rollupId} and lo >= ${from} and lo < ${to}
+    order by lo`;
+  return rows.map((r) => ({ start: r.lo, end: r.hi, state: r.state }));
+}
+
+export interface StoredCounts {
+  readonly counts: Partial<StateCounts>;
+  /** Stored periods starting before the rollup's `missedBefore` point. */
+  readonly beforeMissed: number;
+}
+
+/**
+ * Whole-rollup counts of stored periods, from period_counts, and how many of them start before each
+ * rollup's `missedBefore` point (counted from the recent end, so the read is the periods after it).
+ */
+export async function storedCountsOf(
+  db: Db,
+  rollups: ReadonlyArray<{ readonly id: string; readonly missedAt: number | null }>,
+): Promise<Map<string, StoredCounts>> {
+  const ids = rollups.map((r) => r.id);
+  const withMiss = rollups.filter((r) => r.missedAt !== null);
+  const [counts, after] = await Promise.all([
+    db<{ rollup_id: string; state: PeriodState; n: number }[]>`
+      select rollup_id, state, n::int8 as n from period_counts where rollup_id = any(${ids}::text[]) and n > 0`,
+    withMiss.length === 0
+      ? []
+      : db<{ rollup_id: string; n: number }[]>`
+          select u.id as rollup_id, (select count(*) from periods p where p.rollup_id = u.id and p.lo >= u.at)::int8 as n
+          from unnest(${withMiss.map((r) => r.id)}::text[], ${withMiss.map((r) => r.missedAt!)}::int8[]) as u(id, at)`,
+  ]);
+  const out = new Map<string, StoredCounts>();
+  for (const id of ids) {
+    const mine = counts.filter((c) => c.rollup_id === id);
+    const total = mine.reduce((sum, c) => sum + Number(c.n), 0);
+    const recent = Number(after.find((a) => a.rollup_id === id)?.n ?? total);
+    out.set(id, {
+      counts: Object.fromEntries(mine.map((c) => [c.state, Number(c.n)])),
+      beforeMissed: total - recent,
+    });
+  }
+  return out;
+}
+
+/** Counts of stored periods starting in [from, to), and how many start before `missedAt`. */
+export async function storedCountsIn(
+  db: Db,
+  rollupId: string,
+  from: number,
+  to: number,
+  missedAt: number | null,
+): Promise<StoredCounts> {
+  const rows = await db<{ state: PeriodState; n: number; before: number }[]>`
+    select state, count(*)::int8 as n, count(*) filter (where lo < ${missedAt ?? from})::int8 as before
+    from periods where rollup_id = ${rollupId} and lo >= ${from} and lo < ${to}
+    group by state`;
+  const counts: Partial<StateCounts> = {};
+  let beforeMissed = 0;
+  for (const r of rows) {
+    if (!PERIOD_STATES.includes(r.state)) continue;
+    counts[r.state] = Number(r.n);
+    beforeMissed += Number(r.before);
+  }
+  return { counts, beforeMissed };
+}
+
+/** Integer rollups' periods run up to what their upstreams cover: the largest covered end. */
+export async function coveredHiOf(db: Db, rollups: readonly Rollup[]): Promise<Map<string, number | null>> {
+  const integer = rollups.filter((r) => r.domain === 'integer');
+  const out = new Map<string, number | null>();
+  if (integer.length === 0) return out;
+  const names = [...new Set(integer.flatMap((r) => r.upstream))];
+  const rows = await db<{ name: string; hi: number | null }[]>`
+    select name, covered_hi as hi from assets where name = any(${names}::text[])`;
+  const hiOf = new Map(rows.map((r) => [r.name, r.hi]));
+  for (const r of integer) {
+    const his = r.upstream.map((u) => hiOf.get(u) ?? null).filter((h): h is number => h !== null);
+    out.set(r.id, his.length === 0 ? null : Math.max(...his));
+  }
+  return out;
+}
+
+/** Every period's state counted per rollup, stored and derived: a few rows per rollup. */
+export async function rollupCounts(
+  db: Db,
+  rollups: readonly Rollup[],
+  nowMs: number,
+): Promise<Map<string, StateCounts>> {
+  const missed = rollups.map((r) => ({ id: r.id, missedAt: missedBefore(r, nowMs) }));
+  const [stored, covered] = await Promise.all([storedCountsOf(db, missed), coveredHiOf(db, rollups)]);
+  return new Map(
+    rollups.map((r, i) => {
+      const end = periodsEnd(r, nowMs, covered.get(r.id) ?? null);
+      const counts = combineCounts(r, r.begin, end, missed[i]!.missedAt, stored.get(r.id)!);
+      return [r.id, counts];
+    }),
+  );
+}

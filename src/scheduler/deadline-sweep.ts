@@ -1,0 +1,102 @@
+/**
+ * Deadlines of periods that have no row (SPEC §10: periods are sparse). With `on_deadline:
+ * trigger` such a period owes a trigger once its deadline passes (within `catch_up`): the sweep
+ * gives it a dirty row, newest first and a bounded number per pass, and the evaluation decides it
+ * like any other period. With `on_deadline: miss` nothing is written, the period is derived
+ * `missed`; the sweep only logs and counts the periods that became missed while it watched.
+ * State is in memory and rebuilt on each lease: rows already made are skipped by the insert.
+ */
+
+import type { Period } from '../core/calendar.js';
+import { missedBefore, nextPassAt, passedBefore } from '../core/periods.js';
+import type { Rollup } from '../core/rollup.js';
+import type { Sql } from '../index/db.js';
+import type { Logger } from '../log.js';
+import type { Metrics } from '../metrics.js';
+
+/** Missed periods logged one by one per sweep; more are summed up in one line. */
+const LOGGED_MISSES = 20;
+
+interface Range {
+  from: number;
+  to: number;
+}
+
+export class DeadlineSweep {
+  /** Deadlines of periods starting before this boundary are handled. */
+  private frontier: number | undefined;
+  /** Ranges of periods (boundaries) still owed a row, oldest first; taken from the newest end. */
+  private readonly backlog: Range[] = [];
+  private nextAtMs = Number.NEGATIVE_INFINITY;
+
+  constructor(private readonly rollup: Rollup) {}
+
+  /** When the sweep has something to do next (epoch ms). */
+  get wakeAt(): number {
+    return this.backlog.length > 0 ? Number.NEGATIVE_INFINITY : this.nextAtMs;
+  }
+
+  /** Handles what is due at `nowMs`; returns how many rows it made and whether more are owed. */
+  async run(sql: Sql, nowMs: number, batch: number, log: Logger, metrics: Metrics) {
+    const { rollup } = this;
+    const { deadlineMs, onDeadline } = rollup.policy;
+    if (deadlineMs === undefined || nowMs < this.wakeAt) return { made: 0, more: false };
+    const passed = passedBefore(rollup, nowMs, deadlineMs);
+    const missedAt = missedBefore(rollup, nowMs) ?? rollup.begin;
+    // First pass of a lease: owed triggers are those within catch-up; older misses are history.
+    this.frontier ??= onDeadline === 'trigger' ? Math.min(Math.max(missedAt, rollup.begin), passed) : passed;
+    if (passed > this.frontier) {
+      const range = { from: this.frontier, to: passed };
+      if (onDeadline === 'trigger') this.backlog.push(range);
+      else await this.reportMisses(sql, range, log, metrics);
+      this.frontier = passed;
+    }
+    this.nextAtMs = nextPassAt(rollup, nowMs, deadlineMs);
+    if (onDeadline !== 'trigger') return { made: 0, more: false };
+    const owed = this.takeNewest(missedAt, batch);
+    if (owed.length > 0) {
+      await sql`
+        insert into periods (rollup_id, lo, hi, key)
+        select ${rollup.id}, * from unnest(
+          ${owed.map((p) => p.start)}::int8[], ${owed.map((p) => p.end)}::int8[], ${owed.map((p) => p.key)}::text[]
+        )
+        on conflict do nothing`;
+    }
+    return { made: owed.length, more: this.backlog.length > 0 };
+  }
+
+  /** Up to `max` owed periods, newest first; what fell behind the catch-up window is dropped. */
+  private takeNewest(missedAt: number, max: number): Period[] {
+    const out: Period[] = [];
+    while (out.length < max && this.backlog.length > 0) {
+      const range = this.backlog.at(-1)!;
+      range.from = Math.max(range.from, missedAt);
+      if (range.from >= range.to) {
+        this.backlog.pop();
+        continue;
+      }
+      const p = this.rollup.calendar.periodContaining(range.to - 1);
+      out.push(p);
+      range.to = p.start;
+    }
+    return out;
+  }
+
+  private async reportMisses(sql: Sql, range: Range, log: Logger, metrics: Metrics): Promise<void> {
+    const { rollup } = this;
+    const periods = rollup.calendar.periodsOverlapping({ start: range.from, end: range.to }, 10_000);
+    const stored = await sql<{ lo: number }[]>`
+      select lo from periods where rollup_id = ${rollup.id} and lo = any(${periods.map((p) => p.start)}::int8[])`;
+    const have = new Set(stored.map((r) => r.lo));
+    const missed = periods.filter((p) => !have.has(p.start));
+    if (missed.length === 0) return;
+    metrics.periodsMissed.inc({ rollup: rollup.id }, missed.length);
+    for (const p of missed.slice(-LOGGED_MISSES))
+      log.warn({ rollup: rollup.id, period: p.key, ratio: 0 }, 'period missed its deadline');
+    if (missed.length > LOGGED_MISSES)
+      log.warn(
+        { rollup: rollup.id, periods: missed.length, first: missed[0]!.key, last: missed.at(-1)!.key },
+        'periods missed their deadline',
+      );
+  }
+}
