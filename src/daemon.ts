@@ -13,6 +13,7 @@ import { type IngestWorker, startIngestWorker } from './ingest/worker.js';
 import { type Logger, redactUrl } from './log.js';
 import { createMetrics, type Metrics } from './metrics.js';
 import { SchedulerLease } from './scheduler/lease.js';
+import { periodGauges } from './scheduler/period-gauges.js';
 import { defineRollups } from './scheduler/rollups.js';
 import { Scheduler } from './scheduler/scheduler.js';
 
@@ -49,6 +50,13 @@ export async function startDaemon(config: Config, log: Logger): Promise<Daemon> 
       );
     }
     const metrics = createMetrics();
+    // A scrape while PostgreSQL is away keeps the last counts rather than failing /metrics.
+    if (rollups.length > 0)
+      metrics.setPeriodSource((gauge) =>
+        periodGauges(sql, rollups, Date.now(), gauge).catch((err) =>
+          log.debug({ err }, 'period gauges not refreshed'),
+        ),
+      );
     const redis = redisConnection(config.redis_url);
     closers.unshift(async () => void redis.disconnect());
     const eventsQueue = new Queue(config.queue.name, { connection: redis, prefix: config.queue.prefix });

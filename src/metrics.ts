@@ -1,7 +1,11 @@
-import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry, Summary } from 'prom-client';
 
 /** Every metric the daemon exports, on a registry of its own (one per daemon instance). */
+/** Fills the period gauge when /metrics is scraped (it is derived, not kept up to date). */
+export type PeriodGaugeSource = (gauge: Gauge<'rollup' | 'state'>) => Promise<void>;
+
 export function createMetrics() {
+  let periodSource: PeriodGaugeSource | undefined;
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   const registers = [registry];
@@ -44,19 +48,34 @@ export function createMetrics() {
     }),
     periods: new Gauge({
       name: 'coverage_rollup_periods',
-      help: 'Materialised periods, by rollup and state',
+      help: 'Periods from begin up to now, stored or derived, by rollup and state',
       labelNames: ['rollup', 'state'] as const,
       registers,
+      async collect() {
+        await periodSource?.(this);
+      },
     }),
+    setPeriodSource(source: PeriodGaugeSource) {
+      periodSource = source;
+    },
     triggers: new Counter({
       name: 'coverage_rollup_triggers_total',
       help: 'Trigger decisions committed, by rollup, reason and target type',
       labelNames: ['rollup', 'reason', 'target'] as const,
       registers,
     }),
+    schedulerPassSeconds: new Summary({
+      name: 'coverage_rollup_scheduler_pass_seconds',
+      help: 'Duration of one scheduler pass, by whether it had work (marks, decisions, deadlines) or was idle',
+      labelNames: ['work'] as const,
+      percentiles: [0.5, 0.9, 0.99],
+      maxAgeSeconds: 600,
+      ageBuckets: 5,
+      registers,
+    }),
     periodsMissed: new Counter({
       name: 'coverage_rollup_periods_missed_total',
-      help: 'Periods marked missed at their deadline',
+      help: 'Periods that missed their deadline while this instance led',
       labelNames: ['rollup'] as const,
       registers,
     }),

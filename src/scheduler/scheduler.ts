@@ -7,7 +7,6 @@ import { DeadlineSweep } from './deadline-sweep.js';
 import { deliverDue, nextDeliverySql } from './dispatch.js';
 import { evaluatePending } from './evaluate.js';
 import type { Fence } from './fence.js';
-import { periodGauges } from './period-gauges.js';
 import { syncRollup } from './rollup-store.js';
 import type { RollupRuntime } from './rollups.js';
 import { Targets } from './targets/index.js';
@@ -59,7 +58,6 @@ export class Scheduler {
   private readonly toMark = new Set<string>();
   private fullCheckAt = 0;
   private sweeps = new Map<string, DeadlineSweep>();
-  private lastGauge = 0;
 
   constructor(private readonly options: SchedulerOptions) {
     this.targets = new Targets(options.redis, options.queuePrefix);
@@ -138,8 +136,19 @@ export class Scheduler {
     }
   }
 
-  /** One pass; returns how long it may sleep before the next. */
+  /** One pass, timed; returns how long it may sleep before the next. */
   private async pass(token: number, signal: AbortSignal): Promise<number> {
+    const started = performance.now();
+    const work = { done: false };
+    try {
+      return await this.passWork(token, signal, work);
+    } finally {
+      const seconds = (performance.now() - started) / 1000;
+      this.options.metrics.schedulerPassSeconds.observe({ work: work.done ? 'busy' : 'idle' }, seconds);
+    }
+  }
+
+  private async passWork(token: number, signal: AbortSignal, work: { done: boolean }): Promise<number> {
     const { sql, rollups, log, metrics } = this.options;
     if (this.syncedToken !== token) {
       for (const r of rollups) await syncRollup(sql, r.rollup, r.config, log);
@@ -151,11 +160,15 @@ export class Scheduler {
     const [clock] = await sql<{ now: Date }[]>`select clock_timestamp() as now`;
     const now = clock!.now;
     let busy = false;
-    if (await this.markNewEvents(signal)) busy = true;
+    const marking = await this.markNewEvents(signal);
+    if (marking.marked) work.done = true;
+    if (marking.more) busy = true;
     for (const sweep of this.sweeps.values()) {
       if (signal.aborted) return 0;
       if (sweep.wakeAt > now.getTime()) continue;
-      if ((await sweep.run(sql, now.getTime(), CATCH_UP_BATCH, log, metrics)).more) busy = true;
+      const swept = await sweep.run(sql, now.getTime(), CATCH_UP_BATCH, log, metrics);
+      if (swept.made > 0) work.done = true;
+      if (swept.more) busy = true;
     }
     const ctx = {
       sql,
@@ -168,6 +181,7 @@ export class Scheduler {
     };
     for (let round = 0; round < MAX_ROUNDS && !signal.aborted; round++) {
       const result = await evaluatePending(ctx, now, EVALUATE_BATCH);
+      if (result.evaluated > 0) work.done = true;
       // Deliver what was just decided before looking at more.
       if (result.triggered > 0)
         await deliverDue(sql, this.targets, this.options.dispatchConcurrency, log, metrics, signal);
@@ -189,7 +203,6 @@ export class Scheduler {
       );
       if (!more) break;
     }
-    await this.refreshGauges(now.getTime());
     if (busy) return 0;
     let wakeAt = Number.POSITIVE_INFINITY;
     for (const sweep of this.sweeps.values()) wakeAt = Math.min(wakeAt, sweep.wakeAt);
@@ -207,9 +220,9 @@ export class Scheduler {
 
   /**
    * Marks the periods new events touched, for the rollups notified since the last pass (every
-   * rollup on a full check). Returns whether a backlog is left for the next pass.
+   * rollup on a full check). Says whether it marked any and whether a backlog is left.
    */
-  private async markNewEvents(signal: AbortSignal): Promise<boolean> {
+  private async markNewEvents(signal: AbortSignal): Promise<{ marked: boolean; more: boolean }> {
     const { sql, leaseTtlMs } = this.options;
     if (Date.now() - this.fullCheckAt >= FULL_CHECK_MS) {
       this.fullCheckAt = Date.now();
@@ -223,7 +236,7 @@ export class Scheduler {
       for (let round = 0; ; round++) {
         if (signal.aborted) {
           this.toMark.add(id);
-          return true;
+          return { marked: true, more: true };
         }
         // Short reads caught up with the log as it was; anything newer has notified us again.
         if (!(await markTouchedPeriods(sql, rollup, TOUCH_BATCH, leaseTtlMs))) break;
@@ -234,13 +247,7 @@ export class Scheduler {
         }
       }
     }
-    return busy;
-  }
-
-  private async refreshGauges(nowMs: number): Promise<void> {
-    if (Date.now() - this.lastGauge < 5000) return;
-    this.lastGauge = Date.now();
-    await periodGauges(this.options.sql, this.options.rollups, nowMs, this.options.metrics);
+    return { marked: ids.length > 0, more: busy };
   }
 
   private sleep(ms: number): Promise<void> {
