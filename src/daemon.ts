@@ -13,7 +13,7 @@ import { type IngestWorker, startIngestWorker } from './ingest/worker.js';
 import { type Logger, redactUrl } from './log.js';
 import { createMetrics, type Metrics } from './metrics.js';
 import { SchedulerLease } from './scheduler/lease.js';
-import { defineRollups } from './scheduler/rollups.js';
+import { checkSecretEnv, defineRollups } from './scheduler/rollups.js';
 import { Scheduler } from './scheduler/scheduler.js';
 
 export interface Daemon {
@@ -37,6 +37,7 @@ export async function startDaemon(config: Config, log: Logger): Promise<Daemon> 
     'starting coverage-rollup',
   );
   const rollups = defineRollups(config);
+  if (config.scheduler.enabled) checkSecretEnv(config, process.env);
   await ensureDatabase(config.database_url, log);
   const sql = connect(config.database_url, { max: 20 });
   const closers: Array<() => Promise<void>> = [() => sql.end({ timeout: 5 })];

@@ -10,6 +10,7 @@ import { evaluatePeriods } from './evaluate.js';
 import type { Fence } from './fence.js';
 import { materializePeriods, syncRollup } from './rollup-store.js';
 import { Targets } from './targets/index.js';
+import { redactTarget } from './targets/secrets.js';
 import { markTouchedPeriods } from './touch.js';
 
 export interface RollupRuntime {
@@ -57,7 +58,11 @@ export class Scheduler {
   private lastGauge = 0;
 
   constructor(private readonly options: SchedulerOptions) {
-    this.targets = new Targets(options.redis, options.queuePrefix);
+    this.targets = new Targets(
+      options.redis,
+      options.queuePrefix,
+      options.rollups.map((r) => r.config.target),
+    );
   }
 
   async start(): Promise<void> {
@@ -108,7 +113,8 @@ export class Scheduler {
   private async pass(token: number, signal: AbortSignal): Promise<number> {
     const { sql, rollups, log, metrics } = this.options;
     if (this.syncedToken !== token) {
-      for (const r of rollups) await syncRollup(sql, r.rollup, { ...r.config, target: r.config.target }, log);
+      for (const r of rollups)
+        await syncRollup(sql, r.rollup, { ...r.config, target: redactTarget(r.config.target) }, log);
       this.syncedToken = token;
       this.materializedUntil.clear();
       log.info({ lease_token: token, rollups: rollups.length }, 'leading: evaluating everything pending');
@@ -148,7 +154,7 @@ export class Scheduler {
       const ctx = {
         sql,
         rollup,
-        target: config.target,
+        target: redactTarget(config.target),
         fence: this.options.fence,
         token,
         log,
