@@ -44,12 +44,15 @@ const targetUrl = z
  * A credential: literal, or `{env: NAME}` read from the environment at each delivery. Literal
  * secrets are never stored in PostgreSQL (see scheduler/targets/secrets.ts).
  */
-const secret = z.union([
-  z.string().min(1, 'must not be empty'),
-  z.strictObject({
-    env: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'expected an environment variable name'),
-  }),
-]);
+const secret = z.union(
+  [
+    z.string().min(1, 'must not be empty'),
+    z.strictObject({
+      env: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'expected an environment variable name'),
+    }),
+  ],
+  { error: 'expected a string, or {env: NAME} to read it from the environment at delivery' },
+);
 
 const airflowTarget = z
   .strictObject({
