@@ -1,8 +1,7 @@
 import { formatPoint, parseTimeBound } from '../../core/bounds.js';
 import type { TriggerPayload } from '../../core/trigger.js';
-import { AirflowTokens } from './airflow-token.js';
-import type { ResolvedTarget } from './secrets.js';
-import { scrubSecrets } from './secrets.js';
+import { type AirflowCredentials, AirflowTokens } from './airflow-token.js';
+import { type ResolvedTarget, scrubSecrets } from './secrets.js';
 import { type DeliveryResult, getJson, postJson, resultOfStatus, type Target } from './target.js';
 
 export type AirflowConfig = Omit<Extract<ResolvedTarget, { type: 'airflow' }>, 'type'>;
@@ -56,22 +55,13 @@ type Response = { status: number; text: string } | { error: string };
 export function airflowTarget(config: AirflowConfig, now: () => number = Date.now): Target {
   const base = config.url.replace(/\/+$/, '');
   const endpoint = `${base}/api/v2/dags/${encodeURIComponent(config.dag_id)}/dagRuns`;
-  const tokens =
+  const credentials: AirflowCredentials | undefined =
     config.username !== undefined && config.password !== undefined
-      ? new AirflowTokens(
-          `${base}/auth/token`,
-          { username: config.username, password: config.password },
-          config.timeout,
-          now,
-        )
+      ? { username: config.username, password: config.password }
       : config.client_id !== undefined && config.client_secret !== undefined
-        ? new AirflowTokens(
-            `${base}/auth/token`,
-            { client_id: config.client_id, client_secret: config.client_secret },
-            config.timeout,
-            now,
-          )
+        ? { client_id: config.client_id, client_secret: config.client_secret }
         : undefined;
+  const tokens = credentials && new AirflowTokens(`${base}/auth/token`, credentials, config.timeout, now);
 
   return {
     async deliver(payload: TriggerPayload): Promise<DeliveryResult> {
