@@ -40,23 +40,62 @@ const targetUrl = z
     return url.username === '' && url.password === '';
   }, 'credentials in the URL are refused (they would be logged); use headers, or token/username/password for airflow');
 
+/**
+ * A credential: literal, or `{env: NAME}` read from the environment at each delivery. Literal
+ * secrets are never stored in PostgreSQL (see scheduler/targets/secrets.ts).
+ */
+const secret = z.union(
+  [
+    z.string().min(1, 'must not be empty'),
+    z.strictObject({
+      env: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'expected an environment variable name'),
+    }),
+  ],
+  { error: 'expected a string, or {env: NAME} to read it from the environment at delivery' },
+);
+
+const airflowTarget = z
+  .strictObject({
+    type: z.literal('airflow'),
+    url: targetUrl,
+    dag_id: nonEmpty,
+    token: secret.optional(),
+    username: secret.optional(),
+    password: secret.optional(),
+    client_id: secret.optional(),
+    client_secret: secret.optional(),
+    timeout: isoDuration.default(10_000),
+  })
+  .superRefine((t, ctx) => {
+    const pairs = [
+      ['username', 'password'],
+      ['client_id', 'client_secret'],
+    ] as const;
+    for (const [a, b] of pairs) {
+      if ((t[a] === undefined) !== (t[b] === undefined)) {
+        const missing = t[a] === undefined ? a : b;
+        ctx.addIssue({ code: 'custom', path: [missing], message: `required with ${missing === a ? b : a}` });
+      }
+    }
+    const ways = [t.token, t.username, t.client_id].filter((v) => v !== undefined).length;
+    if (ways > 1) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['token'],
+        message: 'give one of token, username/password or client_id/client_secret',
+      });
+    }
+  });
+
 const targetSchema = z.discriminatedUnion('type', [
   z.strictObject({ type: z.literal('queue'), queue: nonEmpty, prefix: z.string().optional() }),
   z.strictObject({
     type: z.literal('webhook'),
     url: targetUrl,
-    headers: z.record(z.string(), z.string()).default({}),
+    headers: z.record(z.string(), secret).default({}),
     timeout: isoDuration.default(10_000),
   }),
-  z.strictObject({
-    type: z.literal('airflow'),
-    url: targetUrl,
-    dag_id: nonEmpty,
-    token: z.string().optional(),
-    username: z.string().optional(),
-    password: z.string().optional(),
-    timeout: isoDuration.default(10_000),
-  }),
+  airflowTarget,
 ]);
 
 const policySchema = z
@@ -193,6 +232,7 @@ const configSchema = z
 export type Config = z.output<typeof configSchema>;
 export type RollupConfig = Config['rollups'][number];
 export type TargetConfig = RollupConfig['target'];
+export type Secret = z.output<typeof secret>;
 
 export class ConfigError extends Error {
   override readonly name = 'ConfigError';

@@ -14,7 +14,7 @@ import { type Logger, redactUrl } from './log.js';
 import { createMetrics, type Metrics } from './metrics.js';
 import { SchedulerLease } from './scheduler/lease.js';
 import { periodGauges } from './scheduler/period-gauges.js';
-import { defineRollups } from './scheduler/rollups.js';
+import { checkSecretEnv, defineRollups } from './scheduler/rollups.js';
 import { Scheduler } from './scheduler/scheduler.js';
 
 export interface Daemon {
@@ -38,6 +38,7 @@ export async function startDaemon(config: Config, log: Logger): Promise<Daemon> 
     'starting coverage-rollup',
   );
   const rollups = defineRollups(config);
+  if (config.scheduler.enabled) checkSecretEnv(config, process.env);
   await ensureDatabase(config.database_url, log);
   const sql = connect(config.database_url, { max: 20 });
   const closers: Array<() => Promise<void>> = [() => sql.end({ timeout: 5 })];

@@ -1,10 +1,10 @@
-import type { TargetConfig } from '../config.js';
 import type { TriggerPayload } from '../core/trigger.js';
 import type { Sql } from '../index/db.js';
 import { backoffMs } from '../index/transient.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
 import type { Targets } from './targets/index.js';
+import type { StoredTarget } from './targets/secrets.js';
 
 interface OutboxRow {
   rollup_id: string;
@@ -13,7 +13,7 @@ interface OutboxRow {
   idempotency_key: string;
   lease_token: number;
   attempts: number;
-  target: TargetConfig;
+  target: StoredTarget;
   payload: TriggerPayload;
 }
 
@@ -57,7 +57,7 @@ async function deliverOne(
   metrics: Metrics,
 ): Promise<boolean> {
   const type = row.target.type;
-  const result = await targets.get(row.target).deliver(row.payload);
+  const result = await targets.deliver(row.target, row.payload);
   const where = sql`rollup_id = ${row.rollup_id} and period_lo = ${row.period_lo} and generation = ${row.generation}`;
   // The decision's ids, so a delivery line traces back to its 'triggered' line.
   const context = {

@@ -10,6 +10,7 @@ import type { Metrics } from '../metrics.js';
 import { type PeriodUpdate, type TriggerRow, writeTriggers, writeUpdates } from './decision-sql.js';
 import type { Fence } from './fence.js';
 import type { RollupRuntime } from './rollups.js';
+import { redactTarget } from './targets/secrets.js';
 import { limitTransaction } from './transaction-limits.js';
 
 interface PeriodRow {
@@ -107,7 +108,7 @@ export async function evaluatePending(ctx: EvaluationContext, now: Date, limit: 
         const { rollup, config } = groups[i]!.runtime;
         return [
           writeUpdates(tx, rollup.id, d.updates, now),
-          writeTriggers(tx, rollup.id, d.triggers, config.target, ctx.token, now),
+          writeTriggers(tx, rollup.id, d.triggers, redactTarget(config.target), ctx.token, now),
         ];
       }),
     ]);

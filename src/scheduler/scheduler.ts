@@ -10,6 +10,7 @@ import type { Fence } from './fence.js';
 import { syncRollup } from './rollup-store.js';
 import type { RollupRuntime } from './rollups.js';
 import { Targets } from './targets/index.js';
+import { redactTarget } from './targets/secrets.js';
 import { markTouchedPeriods } from './touch.js';
 
 export interface SchedulerOptions {
@@ -60,7 +61,11 @@ export class Scheduler {
   private sweeps = new Map<string, DeadlineSweep>();
 
   constructor(private readonly options: SchedulerOptions) {
-    this.targets = new Targets(options.redis, options.queuePrefix);
+    this.targets = new Targets(
+      options.redis,
+      options.queuePrefix,
+      options.rollups.map((r) => r.config.target),
+    );
     this.byId = new Map(options.rollups.map((r) => [r.rollup.id, r]));
     for (const r of options.rollups)
       for (const asset of r.rollup.upstream)
@@ -151,7 +156,8 @@ export class Scheduler {
   private async passWork(token: number, signal: AbortSignal, work: { done: boolean }): Promise<number> {
     const { sql, rollups, log, metrics } = this.options;
     if (this.syncedToken !== token) {
-      for (const r of rollups) await syncRollup(sql, r.rollup, r.config, log);
+      for (const r of rollups)
+        await syncRollup(sql, r.rollup, { ...r.config, target: redactTarget(r.config.target) }, log);
       this.syncedToken = token;
       this.sweeps = new Map(rollups.map((r) => [r.rollup.id, new DeadlineSweep(r.rollup)]));
       this.fullCheckAt = 0;

@@ -1,16 +1,15 @@
 import { createServer, type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, describe, expect, it } from 'vitest';
-import { parseTimeBound } from '../../src/core/bounds.js';
 import { startTestDaemon, testConfig, testProducer } from '../helpers/daemon.js';
 import { createTestDatabase } from '../helpers/db.js';
+import { startFakeAirflow } from '../helpers/fake-airflow.js';
 import { createTestPrefix } from '../helpers/redis.js';
 import { waitFor } from '../helpers/wait.js';
 
-// A local receiver standing in for a webhook endpoint and for Airflow 3's REST API. Webhook paths
-// answer with the statuses listed for them, in order (the last one repeats). The Airflow part keeps
-// runs per DAG and, like Airflow 3, refuses a second run with the same dag_run_id or the same
-// logical date with 409; `airflowFailures` are answered first, before that logic.
+// A local receiver standing in for a webhook endpoint: paths answer with the statuses listed for
+// them, in order (the last one repeats). Airflow is the fake Airflow 3 API server (JWT auth, strict
+// TriggerDAGRunPostBody, 409 on a duplicate run id or logical date).
 interface Received {
   method: string;
   path: string;
@@ -23,48 +22,18 @@ const statuses: Record<string, number[]> = {
   '/hooks/flaky': [503, 200],
   '/hooks/bad': [400],
 };
-interface AirflowRun {
-  dag_run_id: string;
-  logical_date: string;
-  data_interval_start?: string;
-  data_interval_end?: string;
-  conf?: unknown;
-}
-const airflowRuns = new Map<string, AirflowRun[]>([
-  // A run created by an earlier delivery whose success was never recorded.
-  [
-    'dup_dag',
-    [{ dag_run_id: 'coverage_rollup__af_dup__20261102T100000Z__gen1', logical_date: '2026-11-02T10:00:00Z' }],
-  ],
-  // A run of the DAG's own schedule holding the period's logical date.
-  [
-    'busy_dag',
-    [{ dag_run_id: 'scheduled__2026-11-02T10:00:00+00:00', logical_date: '2026-11-02T10:00:00+00:00' }],
-  ],
-]);
-const airflowFailures: Record<string, number[]> = { flaky_dag: [500] };
-const instant = (iso: string) => parseTimeBound(iso, 'logical_date', 'UTC').value;
 
-function airflow(method: string, path: string, body: Record<string, unknown>): [number, unknown] {
-  const match = /^\/api\/v2\/dags\/([^/]+)\/dagRuns(?:\/([^/]+))?$/.exec(path);
-  if (!match) return [404, { detail: 'not found' }];
-  const dag = decodeURIComponent(match[1]!);
-  const runs = airflowRuns.get(dag) ?? [];
-  airflowRuns.set(dag, runs);
-  if (method === 'GET') {
-    const run = runs.find((r) => r.dag_run_id === decodeURIComponent(match[2] ?? ''));
-    return run ? [200, run] : [404, { detail: 'The DagRun was not found' }];
-  }
-  const failure = airflowFailures[dag]?.shift();
-  if (failure !== undefined) return [failure, { detail: 'boom' }];
-  const run = body as unknown as AirflowRun;
-  if (
-    runs.some((r) => r.dag_run_id === run.dag_run_id || instant(r.logical_date) === instant(run.logical_date))
-  )
-    return [409, { detail: 'Unique constraint violation' }];
-  runs.push(run);
-  return [200, run];
-}
+const airflow = await startFakeAirflow({ users: { coverage: 'airflow-pa55word' } });
+// A run created by an earlier delivery whose success was never recorded.
+airflow.runs.set('dup_dag', [
+  { dag_run_id: 'coverage_rollup__af_dup__20261102T100000Z__gen1', logical_date: '2026-11-02T10:00:00Z' },
+]);
+// A run of the DAG's own schedule holding the period's logical date.
+airflow.runs.set('busy_dag', [
+  { dag_run_id: 'scheduled__2026-11-02T10:00:00+00:00', logical_date: '2026-11-02T10:00:00+00:00' },
+]);
+airflow.failures.flaky_dag = [500];
+const staticToken = airflow.mint('static-user', 86_400);
 
 const server = createServer((req, res) => {
   let text = '';
@@ -78,16 +47,10 @@ const server = createServer((req, res) => {
     const body = JSON.parse(text || '{}') as Record<string, unknown>;
     const seen = received.filter((r) => r.path === path).length;
     received.push({ method, path, headers: req.headers, body });
-    let status: number;
-    let answer: unknown;
-    if (path.startsWith('/api/')) [status, answer] = airflow(method, path, body);
-    else {
-      const list = statuses[path] ?? [404];
-      status = list[Math.min(seen, list.length - 1)]!;
-      answer = { detail: status >= 400 ? 'nope' : 'ok' };
-    }
+    const list = statuses[path] ?? [404];
+    const status = list[Math.min(seen, list.length - 1)]!;
     res.writeHead(status, { 'content-type': 'application/json' });
-    res.end(JSON.stringify(answer));
+    res.end(JSON.stringify({ detail: status >= 400 ? 'nope' : 'ok' }));
   });
 });
 await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -96,6 +59,7 @@ const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 afterAll(async () => {
   server.closeAllConnections();
   await new Promise((resolve) => server.close(resolve));
+  await airflow.close();
 });
 
 const db = await createTestDatabase();
@@ -108,16 +72,18 @@ const hourly = (id: string, target: Record<string, unknown>) => ({
   begin: '2026-11-02',
   target,
 });
+const user = { url: airflow.url, username: 'coverage', password: 'airflow-pa55word' };
 const config = testConfig(db, prefix, {
   rollups: [
     hourly('hook_ok', { type: 'webhook', url: `${base}/hooks/ok`, headers: { 'X-Team': 'data' } }),
     hourly('hook_flaky', { type: 'webhook', url: `${base}/hooks/flaky` }),
     hourly('hook_bad', { type: 'webhook', url: `${base}/hooks/bad` }),
-    hourly('af_ok', { type: 'airflow', url: `${base}/`, dag_id: 'orders_hourly', token: 'af-secret' }),
-    hourly('af_dup', { type: 'airflow', url: base, dag_id: 'dup_dag' }),
-    hourly('af_flaky', { type: 'airflow', url: base, dag_id: 'flaky_dag', username: 'u', password: 'p' }),
-    hourly('af_busy', { type: 'airflow', url: base, dag_id: 'busy_dag' }),
-    { ...hourly('af_rerun', { type: 'airflow', url: base, dag_id: 'rerun_dag' }), rerun: 'on_update' },
+    hourly('af_ok', { type: 'airflow', url: `${airflow.url}/`, dag_id: 'orders_hourly', token: staticToken }),
+    hourly('af_dup', { type: 'airflow', dag_id: 'dup_dag', ...user }),
+    hourly('af_flaky', { type: 'airflow', dag_id: 'flaky_dag', ...user }),
+    hourly('af_busy', { type: 'airflow', dag_id: 'busy_dag', ...user }),
+    { ...hourly('af_rerun', { type: 'airflow', dag_id: 'rerun_dag', ...user }), rerun: 'on_update' },
+    hourly('af_renew', { type: 'airflow', dag_id: 'renew_dag', ...user }),
   ],
 });
 await startTestDaemon(config);
@@ -217,10 +183,10 @@ describe('airflow target', () => {
     await coverHour('af_ok');
     const row = await settled('af_ok');
     expect(row).toMatchObject({ attempts: 1, last_error: null, failed_at: null });
-    const [request, ...more] = requestsTo('/api/v2/dags/orders_hourly/dagRuns');
+    const [request, ...more] = airflow.to('/api/v2/dags/orders_hourly/dagRuns');
     expect(more).toEqual([]);
     expect(request!.method).toBe('POST');
-    expect(request!.headers.authorization).toBe('Bearer af-secret');
+    expect(request!.headers.authorization).toBe(`Bearer ${staticToken}`);
     expect(request!.headers['content-type']).toBe('application/json');
     expect(request!.headers['idempotency-key']).toBe('af_ok@20261102T100000Z#1');
     expect(request!.body).toMatchObject({
@@ -228,8 +194,11 @@ describe('airflow target', () => {
       logical_date: '2026-11-02T10:00:00Z',
       data_interval_start: '2026-11-02T10:00:00Z',
       data_interval_end: '2026-11-02T11:00:00Z',
+      run_after: '2026-11-02T11:00:00Z',
+      note: 'coverage-rollup covered trigger, generation 1',
     });
     expect(request!.body.conf).toEqual(row.payload);
+    expect(airflow.to('/auth/token')).toEqual([]);
     // Airflow accepts letters, digits and _.~+- in run ids.
     expect(request!.body.dag_run_id).toMatch(/^[A-Za-z0-9_.~+-]+$/);
   });
@@ -239,12 +208,12 @@ describe('airflow target', () => {
     const row = await settled('af_dup');
     expect(row).toMatchObject({ attempts: 1, last_error: null, failed_at: null });
     expect(row.delivered_at).not.toBeNull();
-    expect(requestsTo('/api/v2/dags/dup_dag/dagRuns').map((r) => r.method)).toEqual(['POST']);
+    expect(airflow.to('/api/v2/dags/dup_dag/dagRuns').map((r) => r.method)).toEqual(['POST']);
     // The 409 is checked: the run with this id is there.
     expect(
-      requestsTo('/api/v2/dags/dup_dag/dagRuns/coverage_rollup__af_dup__20261102T100000Z__gen1'),
+      airflow.to('/api/v2/dags/dup_dag/dagRuns/coverage_rollup__af_dup__20261102T100000Z__gen1'),
     ).toHaveLength(1);
-    expect(airflowRuns.get('dup_dag')).toHaveLength(1);
+    expect(airflow.runs.get('dup_dag')).toHaveLength(1);
   });
 
   it('records a 409 for another run holding the logical date as a failure, not as delivered', async () => {
@@ -254,7 +223,7 @@ describe('airflow target', () => {
     expect(row.failed_at).not.toBeNull();
     expect(row.attempts).toBe(1);
     expect(row.last_error).toMatch(/^HTTP 409: .*another run holds logical date 2026-11-02T10:00:00Z/);
-    expect(requestsTo('/api/v2/dags/busy_dag/dagRuns')).toHaveLength(1);
+    expect(airflow.to('/api/v2/dags/busy_dag/dagRuns')).toHaveLength(1);
   });
 
   it('a rerun (generation 2) creates a second DAG run for the same data interval', async () => {
@@ -272,7 +241,7 @@ describe('airflow target', () => {
       { what: 'rerun delivery' },
     );
     expect(rerun).toMatchObject({ attempts: 1, last_error: null, failed_at: null });
-    const runs = airflowRuns.get('rerun_dag')!;
+    const runs = airflow.runs.get('rerun_dag')!;
     expect(
       runs.map((r) => [r.dag_run_id, r.logical_date, r.data_interval_start, r.data_interval_end]),
     ).toEqual([
@@ -296,7 +265,7 @@ describe('airflow target', () => {
     await coverHour('af_flaky');
     const row = await settled('af_flaky');
     expect(row).toMatchObject({ attempts: 2, last_error: null, failed_at: null });
-    const requests = requestsTo('/api/v2/dags/flaky_dag/dagRuns');
+    const requests = airflow.to('/api/v2/dags/flaky_dag/dagRuns');
     expect(requests).toHaveLength(2);
     expect(requests.map((r) => r.body.dag_run_id)).toEqual([
       'coverage_rollup__af_flaky__20261102T100000Z__gen1',
@@ -306,6 +275,26 @@ describe('airflow target', () => {
       'af_flaky@20261102T100000Z#1',
       'af_flaky@20261102T100000Z#1',
     ]);
-    expect(requests[0]!.headers.authorization).toBe(`Basic ${Buffer.from('u:p').toString('base64')}`);
+    expect(requests.map((r) => r.status)).toEqual([500, 200]);
+    expect(requests[0]!.headers.authorization).toMatch(/^Bearer [\w-]+\.[\w-]+\.[\w-]+$/);
+  });
+
+  it('authenticates with a JWT from POST /auth/token, and after a 401 renews it and resends once', async () => {
+    await coverHour('af_renew');
+    await settled('af_renew');
+    const tokensBefore = airflow.issued.length;
+    const [first] = airflow.to('/api/v2/dags/renew_dag/dagRuns');
+    expect(airflow.issued).toContain(first!.headers.authorization!.replace('Bearer ', ''));
+    // Airflow restarted with a new jwt_secret: the cached token is refused from now on.
+    airflow.rotateKey();
+    await coverHour('af_renew', '2026-11-02T11:00:00Z');
+    const row = await settled('af_renew', '2026-11-02T11:00:00Z');
+    expect(row).toMatchObject({ attempts: 1, last_error: null, failed_at: null });
+    expect(airflow.to('/api/v2/dags/renew_dag/dagRuns').map((r) => r.status)).toEqual([200, 401, 200]);
+    expect(airflow.issued).toHaveLength(tokensBefore + 1);
+    const tokenBodies = airflow.to('/auth/token').map((r) => r.body);
+    expect(new Set(tokenBodies.map((b) => JSON.stringify(b)))).toEqual(
+      new Set([JSON.stringify({ username: 'coverage', password: 'airflow-pa55word' })]),
+    );
   });
 });

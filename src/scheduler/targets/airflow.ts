@@ -1,15 +1,10 @@
 import { formatPoint, parseTimeBound } from '../../core/bounds.js';
 import type { TriggerPayload } from '../../core/trigger.js';
+import { type AirflowCredentials, AirflowTokens } from './airflow-token.js';
+import { type ResolvedTarget, scrubSecrets } from './secrets.js';
 import { type DeliveryResult, getJson, postJson, resultOfStatus, type Target } from './target.js';
 
-export interface AirflowConfig {
-  readonly url: string;
-  readonly dag_id: string;
-  readonly token?: string | undefined;
-  readonly username?: string | undefined;
-  readonly password?: string | undefined;
-  readonly timeout: number;
-}
+export type AirflowConfig = Omit<Extract<ResolvedTarget, { type: 'airflow' }>, 'type'>;
 
 /** Airflow run ids allow letters, digits and `_.~+-`; the idempotency key maps onto them one to one. */
 export function dagRunId(idempotencyKey: string): string {
@@ -31,40 +26,70 @@ export function logicalDate(payload: TriggerPayload): string {
 }
 
 /**
+ * Airflow 3's `TriggerDAGRunPostBody`, field for field: Airflow refuses any other field with 422.
+ * `run_after` is the data interval's end, as for the runs Airflow schedules itself.
+ */
+export function triggerBody(payload: TriggerPayload) {
+  return {
+    dag_run_id: dagRunId(payload.idempotency_key),
+    logical_date: logicalDate(payload),
+    data_interval_start: payload.period.start,
+    data_interval_end: payload.period.end,
+    run_after: payload.period.end,
+    conf: payload,
+    note: `coverage-rollup ${payload.reason} trigger, generation ${payload.generation}`,
+  };
+}
+
+type Response = { status: number; text: string } | { error: string };
+
+/**
  * Creates a DAG run through Airflow's REST API (v2) for the period's data interval, with the
  * coverage in `conf`. A deterministic dag_run_id makes a redelivery a 409, which counts as done
  * once the run with that id is found; a 409 for another run (one holding the logical date) is not.
+ *
+ * Authentication: a static `token` is sent as it is; `username`/`password` (or `client_id`/
+ * `client_secret`) are exchanged for a JWT at `POST {url}/auth/token`, which is cached, renewed
+ * before it expires and once more when Airflow answers 401.
  */
-export function airflowTarget(config: AirflowConfig): Target {
-  const endpoint = `${config.url.replace(/\/+$/, '')}/api/v2/dags/${encodeURIComponent(config.dag_id)}/dagRuns`;
-  const auth: Record<string, string> = {};
-  if (config.token) auth.Authorization = `Bearer ${config.token}`;
-  else if (config.username !== undefined) {
-    auth.Authorization = `Basic ${Buffer.from(`${config.username}:${config.password ?? ''}`).toString('base64')}`;
-  }
+export function airflowTarget(config: AirflowConfig, now: () => number = Date.now): Target {
+  const base = config.url.replace(/\/+$/, '');
+  const endpoint = `${base}/api/v2/dags/${encodeURIComponent(config.dag_id)}/dagRuns`;
+  const credentials: AirflowCredentials | undefined =
+    config.username !== undefined && config.password !== undefined
+      ? { username: config.username, password: config.password }
+      : config.client_id !== undefined && config.client_secret !== undefined
+        ? { client_id: config.client_id, client_secret: config.client_secret }
+        : undefined;
+  const tokens = credentials && new AirflowTokens(`${base}/auth/token`, credentials, config.timeout, now);
+
   return {
     async deliver(payload: TriggerPayload): Promise<DeliveryResult> {
-      const body = {
-        dag_run_id: dagRunId(payload.idempotency_key),
-        logical_date: logicalDate(payload),
-        data_interval_start: payload.period.start,
-        data_interval_end: payload.period.end,
-        conf: payload,
-        note: `coverage-rollup ${payload.reason} trigger, generation ${payload.generation}`,
-      };
-      // The dag_run_id already makes a redelivery a 409; the header lets a gateway in front dedupe too.
-      const headers = { ...auth, 'Idempotency-Key': payload.idempotency_key };
-      const response = await postJson(endpoint, body, headers, config.timeout);
-      if ('error' in response) return { ok: false, retry: true, error: response.error };
-      if (response.status === 409) return existingRun(body.dag_run_id, logicalDate(payload));
-      return resultOfStatus(response.status, response.text);
+      const used: string[] = [];
+      const result = await attempt(payload, used);
+      // No token of ours may reach last_error or a log line, even if Airflow echoes it.
+      return result.ok ? result : { ...result, error: scrubSecrets(result.error, used) };
     },
     close: async () => {},
   };
 
+  async function attempt(payload: TriggerPayload, used: string[]): Promise<DeliveryResult> {
+    const body = triggerBody(payload);
+    // The dag_run_id already makes a redelivery a 409; the header lets a gateway in front dedupe too.
+    const extra = { 'Idempotency-Key': payload.idempotency_key };
+    const response = await authorized(used, (auth) =>
+      postJson(endpoint, body, { ...auth, ...extra }, config.timeout),
+    );
+    if ('error' in response) return { ok: false, retry: true, error: response.error };
+    if (response.status === 409) return existingRun(body.dag_run_id, body.logical_date, used);
+    return resultOfStatus(response.status, response.text);
+  }
+
   /** After a 409: delivered if the run with our id exists, refused if another run holds the date. */
-  async function existingRun(runId: string, date: string): Promise<DeliveryResult> {
-    const found = await getJson(`${endpoint}/${encodeURIComponent(runId)}`, auth, config.timeout);
+  async function existingRun(runId: string, date: string, used: string[]): Promise<DeliveryResult> {
+    const found = await authorized(used, (auth) =>
+      getJson(`${endpoint}/${encodeURIComponent(runId)}`, auth, config.timeout),
+    );
     if ('error' in found) return { ok: false, retry: true, error: found.error };
     if (found.status === 200) return { ok: true };
     if (found.status === 404) {
@@ -75,5 +100,23 @@ export function airflowTarget(config: AirflowConfig): Target {
       };
     }
     return resultOfStatus(found.status, found.text);
+  }
+
+  /** Sends with the current credentials; a 401 on a JWT renews it and sends once more. */
+  async function authorized(
+    used: string[],
+    send: (auth: Record<string, string>) => Promise<Response>,
+  ): Promise<Response> {
+    if (!tokens) return send(config.token ? { Authorization: `Bearer ${config.token}` } : {});
+    const first = await tokens.get();
+    if ('error' in first) return first;
+    used.push(first.jwt);
+    const response = await send({ Authorization: `Bearer ${first.jwt}` });
+    if ('error' in response || response.status !== 401) return response;
+    tokens.invalidate(first.jwt);
+    const renewed = await tokens.get();
+    if ('error' in renewed) return renewed;
+    used.push(renewed.jwt);
+    return send({ Authorization: `Bearer ${renewed.jwt}` });
   }
 }

@@ -1,15 +1,26 @@
 import type { Redis } from 'ioredis';
 import type { TargetConfig } from '../../config.js';
+import type { TriggerPayload } from '../../core/trigger.js';
 import { airflowTarget } from './airflow.js';
 import { queueTarget } from './queue.js';
-import type { Target } from './target.js';
+import {
+  type ResolvedTarget,
+  resolveTarget,
+  SecretUnavailableError,
+  type StoredTarget,
+  scrubSecrets,
+  secretValues,
+} from './secrets.js';
+import type { DeliveryResult, Target } from './target.js';
 import { webhookTarget } from './webhook.js';
 
 export type { DeliveryResult, Target } from './target.js';
 
 /**
  * Targets by their stored configuration: a decision is delivered where its rollup pointed when it
- * was decided, even if the config changed since. Built once per distinct configuration.
+ * was decided, even if the config changed since. Its secrets are filled in at each delivery from
+ * the environment and the live config (`live`: every configured rollup's target); nothing secret
+ * is read from the database. Built once per distinct resolved configuration.
  */
 export class Targets {
   private readonly cache = new Map<string, Target>();
@@ -17,9 +28,24 @@ export class Targets {
   constructor(
     private readonly redis: Redis,
     private readonly defaultPrefix: string,
+    private readonly live: readonly TargetConfig[],
+    private readonly env: NodeJS.ProcessEnv = process.env,
   ) {}
 
-  get(config: TargetConfig): Target {
+  /** Delivers to the stored target; a secret that cannot be resolved is a retried failure. */
+  async deliver(stored: StoredTarget, payload: TriggerPayload): Promise<DeliveryResult> {
+    let resolved: ResolvedTarget;
+    try {
+      resolved = resolveTarget(stored, this.live, this.env);
+    } catch (error) {
+      if (error instanceof SecretUnavailableError) return { ok: false, retry: true, error: error.message };
+      throw error;
+    }
+    const result = await this.get(resolved).deliver(payload);
+    return result.ok ? result : { ...result, error: scrubSecrets(result.error, secretValues(resolved)) };
+  }
+
+  private get(config: ResolvedTarget): Target {
     const key = JSON.stringify(config);
     let target = this.cache.get(key);
     if (!target) {
@@ -35,7 +61,7 @@ export class Targets {
   }
 }
 
-function build(config: TargetConfig, redis: Redis, defaultPrefix: string): Target {
+function build(config: ResolvedTarget, redis: Redis, defaultPrefix: string): Target {
   switch (config.type) {
     case 'queue':
       return queueTarget(redis, config.queue, config.prefix ?? defaultPrefix);

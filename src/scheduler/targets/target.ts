@@ -2,7 +2,7 @@ import type { TriggerPayload } from '../../core/trigger.js';
 
 export type DeliveryResult =
   | { readonly ok: true }
-  /** retry: a transient failure (5xx, network, timeout); otherwise give up and record it. */
+  /** retry: a transient failure (5xx, network, timeout, credentials); otherwise give up and record it. */
   | { readonly ok: false; readonly retry: boolean; readonly error: string };
 
 export interface Target {
@@ -10,11 +10,16 @@ export interface Target {
   close(): Promise<void>;
 }
 
-/** 2xx delivered; 408, 429 and 5xx worth retrying; any other status is final. */
+/**
+ * 2xx delivered; 408, 429 and 5xx worth retrying, and so are 401 and 403: refused credentials
+ * are fixed in the config or on the target, and the decision must still be delivered then. Any
+ * other status is final.
+ */
 export function resultOfStatus(status: number, body: string): DeliveryResult {
   if (status >= 200 && status < 300) return { ok: true };
   const error = `HTTP ${status}: ${body.slice(0, 300)}`;
-  return { ok: false, retry: status >= 500 || status === 408 || status === 429, error };
+  const retry = status >= 500 || [401, 403, 408, 429].includes(status);
+  return { ok: false, retry, error };
 }
 
 export function postJson(

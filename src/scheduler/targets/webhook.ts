@@ -1,11 +1,8 @@
 import type { TriggerPayload } from '../../core/trigger.js';
+import type { ResolvedTarget } from './secrets.js';
 import { type DeliveryResult, postJson, resultOfStatus, type Target } from './target.js';
 
-export interface WebhookConfig {
-  readonly url: string;
-  readonly headers: Record<string, string>;
-  readonly timeout: number;
-}
+export type WebhookConfig = Omit<Extract<ResolvedTarget, { type: 'webhook' }>, 'type'>;
 
 /** POST the payload as JSON with an Idempotency-Key header. */
 export function webhookTarget(config: WebhookConfig): Target {

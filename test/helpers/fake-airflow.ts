@@ -1,0 +1,212 @@
+import { createHmac, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
+import { createServer, type IncomingHttpHeaders } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { parseTimeBound } from '../../src/core/bounds.js';
+
+/**
+ * A stand-in for Airflow 3's API server, strict where the real one is:
+ * - `POST /auth/token` takes exactly `{username, password}` (or, as the Keycloak auth manager
+ *   does, `{grant_type: "client_credentials", client_id, client_secret}`), answers 201
+ *   `{access_token}` with an HS256 JWT (`iat`, `exp` = iat + `[api_auth] jwt_expiration_time`),
+ *   401 on wrong credentials and 422 on any other field;
+ * - every `/api/v2` request needs `Authorization: Bearer <jwt>`: 401 when missing, forged, signed
+ *   with a rotated key (`rotateKey()`) or expired by the fake's own clock (`now`);
+ * - `POST /api/v2/dags/{dag}/dagRuns` validates `TriggerDAGRunPostBody` (extra fields forbidden,
+ *   `logical_date` required, aware datetimes, both or neither data interval bound, 422 otherwise)
+ *   and answers 409 for a second run with the same dag_run_id or the same logical date;
+ * - `GET .../dagRuns/{run_id}` answers the run or 404.
+ * `failures` are answered to dagRuns POSTs first, in order, per DAG.
+ */
+export interface FakeAirflowOptions {
+  readonly now?: () => number;
+  readonly jwtExpirationTime?: number;
+  readonly users?: Readonly<Record<string, string>>;
+  readonly clients?: Readonly<Record<string, string>>;
+  /** The body fields the server knows; Airflow 3's TriggerDAGRunPostBody by default. */
+  readonly fields?: readonly string[];
+}
+
+export interface AirflowRun {
+  dag_run_id: string;
+  logical_date: string;
+  data_interval_start?: string;
+  data_interval_end?: string;
+  run_after?: string;
+  conf?: unknown;
+  note?: string;
+}
+
+export interface AirflowRequest {
+  readonly method: string;
+  readonly path: string;
+  readonly headers: IncomingHttpHeaders;
+  readonly body: Record<string, unknown>;
+  readonly status: number;
+}
+
+export const TRIGGER_FIELDS = [
+  'dag_run_id',
+  'data_interval_start',
+  'data_interval_end',
+  'logical_date',
+  'run_after',
+  'conf',
+  'note',
+];
+
+export interface FakeAirflow {
+  readonly url: string;
+  readonly requests: AirflowRequest[];
+  readonly runs: Map<string, AirflowRun[]>;
+  readonly failures: Record<string, number[]>;
+  /** Every access token issued by /auth/token. */
+  readonly issued: string[];
+  /** A token as /auth/token would issue it, for a static `token` in a target. */
+  mint(subject: string, lifetimeSeconds: number): string;
+  /** Rotates the signing key ([api_auth] jwt_secret): every token issued so far answers 401. */
+  rotateKey(): void;
+  /** While true, every bearer token answers 401, even a fresh one. */
+  refuseTokens: boolean;
+  to(path: string): AirflowRequest[];
+  close(): Promise<void>;
+}
+
+const instant = (iso: string) => parseTimeBound(iso, 'logical_date', 'UTC').value;
+const AWARE = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})$/;
+
+export async function startFakeAirflow(options: FakeAirflowOptions = {}): Promise<FakeAirflow> {
+  const now = options.now ?? Date.now;
+  const lifetime = options.jwtExpirationTime ?? 86_400;
+  const users = options.users ?? {};
+  const clients = options.clients ?? {};
+  const fields = new Set(options.fields ?? TRIGGER_FIELDS);
+  let key = randomBytes(32);
+  const requests: AirflowRequest[] = [];
+  const runs = new Map<string, AirflowRun[]>();
+  const failures: Record<string, number[]> = {};
+  const issued: string[] = [];
+
+  const b64 = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url');
+  const sign = (data: string) => createHmac('sha256', key).update(data).digest();
+  function mint(subject: string, lifetimeSeconds: number): string {
+    const iat = Math.floor(now() / 1000);
+    const head = `${b64({ alg: 'HS256', typ: 'JWT' })}.${b64({ sub: subject, iat, nbf: iat, exp: iat + lifetimeSeconds, jti: randomUUID() })}`;
+    return `${head}.${sign(head).toString('base64url')}`;
+  }
+  function authenticated(headers: IncomingHttpHeaders): boolean {
+    const match = /^Bearer (.+)$/.exec(headers.authorization ?? '');
+    const [head, claims, signature] = match?.[1]?.split('.') ?? [];
+    if (!head || !claims || !signature) return false;
+    const expected = sign(`${head}.${claims}`);
+    const given = Buffer.from(signature, 'base64url');
+    if (given.length !== expected.length || !timingSafeEqual(given, expected)) return false;
+    const { exp } = JSON.parse(Buffer.from(claims, 'base64url').toString()) as { exp: number };
+    return now() / 1000 < exp;
+  }
+  const unprocessable = (loc: string, type: string, msg: string): [number, unknown] => [
+    422,
+    { detail: [{ type, loc: ['body', loc], msg }] },
+  ];
+
+  function token(body: Record<string, unknown>): [number, unknown] {
+    const allowed =
+      body.grant_type === 'client_credentials'
+        ? ['grant_type', 'client_id', 'client_secret']
+        : ['username', 'password'];
+    for (const field of Object.keys(body))
+      if (!allowed.includes(field))
+        return unprocessable(field, 'extra_forbidden', 'Extra inputs are not permitted');
+    for (const field of allowed)
+      if (typeof body[field] !== 'string') return unprocessable(field, 'missing', 'Field required');
+    const ok =
+      body.grant_type === 'client_credentials'
+        ? clients[body.client_id as string] === body.client_secret
+        : users[body.username as string] === body.password;
+    if (!ok) return [401, { detail: 'Invalid credentials' }];
+    const jwt = mint(String(body.username ?? body.client_id), lifetime);
+    issued.push(jwt);
+    return [201, { access_token: jwt }];
+  }
+
+  function dagRuns(method: string, dag: string, runId: string | undefined, body: Record<string, unknown>) {
+    const list = runs.get(dag) ?? [];
+    runs.set(dag, list);
+    if (method === 'GET') {
+      const run = list.find((r) => r.dag_run_id === runId);
+      return run ? [200, run] : [404, { detail: 'The DagRun was not found' }];
+    }
+    for (const field of Object.keys(body))
+      if (!fields.has(field))
+        return unprocessable(field, 'extra_forbidden', 'Extra inputs are not permitted');
+    if (!('logical_date' in body)) return unprocessable('logical_date', 'missing', 'Field required');
+    for (const field of ['logical_date', 'data_interval_start', 'data_interval_end', 'run_after']) {
+      const value = body[field];
+      if (value !== undefined && value !== null && !(typeof value === 'string' && AWARE.test(value)))
+        return unprocessable(field, 'timezone_aware', 'Input should have timezone info');
+    }
+    if ((body.data_interval_start == null) !== (body.data_interval_end == null))
+      return unprocessable(
+        'data_interval_end',
+        'value_error',
+        'Either both data_interval_start and data_interval_end must be provided or both must be None',
+      );
+    if (body.conf != null && (typeof body.conf !== 'object' || Array.isArray(body.conf)))
+      return unprocessable('conf', 'dict_type', 'Input should be a valid dictionary');
+    const failure = failures[dag]?.shift();
+    if (failure !== undefined) return [failure, { detail: 'boom' }];
+    const run = body as unknown as AirflowRun;
+    if (
+      list.some(
+        (r) => r.dag_run_id === run.dag_run_id || instant(r.logical_date) === instant(run.logical_date),
+      )
+    )
+      return [409, { detail: 'Unique constraint violation' }];
+    list.push(run);
+    return [200, run];
+  }
+
+  function route(method: string, path: string, headers: IncomingHttpHeaders, body: Record<string, unknown>) {
+    if (path === '/auth/token' && method === 'POST') return token(body);
+    const match = /^\/api\/v2\/dags\/([^/]+)\/dagRuns(?:\/([^/]+))?$/.exec(path);
+    if (!match) return [404, { detail: 'Not Found' }];
+    if (fake.refuseTokens || !authenticated(headers)) return [401, { detail: 'Invalid JWT token' }];
+    const runId = match[2] === undefined ? undefined : decodeURIComponent(match[2]);
+    return dagRuns(method, decodeURIComponent(match[1]!), runId, body);
+  }
+
+  const server = createServer((req, res) => {
+    let text = '';
+    req.setEncoding('utf8');
+    req.on('data', (chunk: string) => {
+      text += chunk;
+    });
+    req.on('end', () => {
+      const method = req.method ?? '';
+      const path = req.url ?? '';
+      const body = JSON.parse(text || '{}') as Record<string, unknown>;
+      const [status, answer] = route(method, path, req.headers, body) as [number, unknown];
+      requests.push({ method, path, headers: req.headers, body, status });
+      res.writeHead(status, { 'content-type': 'application/json' });
+      res.end(JSON.stringify(answer));
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const fake: FakeAirflow = {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    refuseTokens: false,
+    requests,
+    runs,
+    failures,
+    issued,
+    mint,
+    rotateKey: () => {
+      key = randomBytes(32);
+    },
+    to: (path) => requests.filter((r) => r.path === path),
+    close: async () => {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    },
+  };
+  return fake;
+}
