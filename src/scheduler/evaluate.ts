@@ -71,29 +71,37 @@ export interface Evaluation {
  * decision and outbox row in one transaction fenced by the lease token.
  */
 export async function evaluatePending(ctx: EvaluationContext, now: Date, limit: number): Promise<Evaluation> {
-  const ids = [...ctx.rollups.keys()];
-  if (ids.length === 0) return { evaluated: 0, triggered: 0, more: false };
+  // Time and integer periods are claimed apart: their starts are not comparable, and integer
+  // starts (small numbers) would otherwise always come after every time backlog.
+  const groupsByDomain = (['time', 'integer'] as const)
+    .map((domain) =>
+      [...ctx.rollups.values()].filter((r) => r.rollup.domain === domain).map((r) => r.rollup.id),
+    )
+    .filter((ids) => ids.length > 0);
+  if (groupsByDomain.length === 0) return { evaluated: 0, triggered: 0, more: false };
   let decided: (() => void) | undefined;
   const result = await ctx.sql.begin(async (tx) => {
     // A former holder paused mid-transaction may still lock some periods: skip them (they stay
     // due and are evaluated once its session ends) rather than stall every rollup behind them.
     // Pipelined (sent together, run in order): every round trip here delays the trigger.
-    const [, flagged, due] = await Promise.all([
+    const [, ...claims] = await Promise.all([
       limitTransaction(tx, ctx.idleMs),
-      tx<PeriodRow[]>`
-        select rollup_id, lo, hi, key, state, generation, satisfied_since, last_change_at, rerun, manual_requested
-        from periods
-        where (dirty or manual_requested) and rollup_id = any(${ids}::text[])
-        order by lo desc limit ${limit}
-        for update skip locked`,
-      tx<PeriodRow[]>`
-        select rollup_id, lo, hi, key, state, generation, satisfied_since, last_change_at, rerun, manual_requested
-        from periods
-        where due_at <= ${now} and not (dirty or manual_requested) and rollup_id = any(${ids}::text[])
-        order by lo desc limit ${limit}
-        for update skip locked`,
+      ...groupsByDomain.flatMap((ids) => [
+        tx<PeriodRow[]>`
+          select rollup_id, lo, hi, key, state, generation, satisfied_since, last_change_at, rerun, manual_requested
+          from periods
+          where (dirty or manual_requested) and rollup_id = any(${ids}::text[])
+          order by lo desc limit ${limit}
+          for update skip locked`,
+        tx<PeriodRow[]>`
+          select rollup_id, lo, hi, key, state, generation, satisfied_since, last_change_at, rerun, manual_requested
+          from periods
+          where due_at <= ${now} and not (dirty or manual_requested) and rollup_id = any(${ids}::text[])
+          order by lo desc limit ${limit}
+          for update skip locked`,
+      ]),
     ]);
-    const periods = [...flagged, ...due];
+    const periods = claims.flat();
     if (periods.length === 0) return { evaluated: 0, triggered: 0, more: false };
     const byRollup = new Map<string, PeriodRow[]>();
     for (const p of periods) byRollup.set(p.rollup_id, [...(byRollup.get(p.rollup_id) ?? []), p]);
@@ -117,7 +125,7 @@ export async function evaluatePending(ctx: EvaluationContext, now: Date, limit: 
         logDecisions(ctx, groups[i]!.runtime, d.updates, d.triggers, groups[i]!.rows);
     };
     const triggered = decisions.reduce((n, d) => n + d.triggers.length, 0);
-    const more = flagged.length === limit || due.length === limit;
+    const more = claims.some((c) => c.length === limit);
     return { evaluated: periods.length, triggered, more };
   });
   decided?.(); // logged and counted only once committed: a fenced commit fails silently otherwise
