@@ -7,7 +7,7 @@ import { DeadlineSweep } from './deadline-sweep.js';
 import { deliverDue, nextDeliverySql } from './dispatch.js';
 import { evaluatePending } from './evaluate.js';
 import type { Fence } from './fence.js';
-import { syncRollup } from './rollup-store.js';
+import { syncRollups } from './rollup-store.js';
 import type { RollupRuntime } from './rollups.js';
 import { Targets } from './targets/index.js';
 import { redactTarget } from './targets/secrets.js';
@@ -156,8 +156,11 @@ export class Scheduler {
   private async passWork(token: number, signal: AbortSignal, work: { done: boolean }): Promise<number> {
     const { sql, rollups, log, metrics } = this.options;
     if (this.syncedToken !== token) {
-      for (const r of rollups)
-        await syncRollup(sql, r.rollup, { ...r.config, target: redactTarget(r.config.target) }, log);
+      const specs = rollups.map((r) => ({
+        rollup: r.rollup,
+        spec: { ...r.config, target: redactTarget(r.config.target) },
+      }));
+      await syncRollups(sql, specs, log);
       this.syncedToken = token;
       this.sweeps = new Map(rollups.map((r) => [r.rollup.id, new DeadlineSweep(r.rollup)]));
       this.fullCheckAt = 0;

@@ -34,52 +34,65 @@ export async function markTouchedPeriods(
   batch: number,
   idleMs: number,
 ): Promise<boolean> {
-  let more = false;
-  for (const asset of rollup.upstream) {
-    const read = await sql.begin(async (tx) => {
-      // Pipelined (sent together, run in order): every round trip here delays the trigger.
-      // Marks are derived from the durable log and commit with the cursor, so this commit need
-      // not wait for its WAL flush: lost in a crash, marks and cursor are lost together and the
-      // next pass redoes them; and the evaluation that follows flushes them with its own commit.
-      const [, , [cursor]] = await Promise.all([
-        limitTransaction(tx, idleMs),
-        tx`select set_config('synchronous_commit', 'off', true)`,
-        tx<{ seq: number; fresh: boolean; asset_id: number | null; last_seq: number | null }[]>`
-          insert into rollup_cursors (rollup_id, asset_name) values (${rollup.id}, ${asset})
-          on conflict (rollup_id, asset_name) do update set seq = rollup_cursors.seq
-          returning seq, xmax = 0 as fresh,
-            (select id from assets where name = ${asset}) as asset_id,
-            (select last_seq from assets where name = ${asset}) as last_seq`,
-      ]);
-      if (!cursor || cursor.asset_id === null) return 0;
-      if (cursor.fresh) {
-        await seedFromSegments(tx, rollup, asset, cursor.asset_id, cursor.last_seq ?? 0);
-        return 0;
-      }
-      if ((cursor.last_seq ?? 0) <= cursor.seq) return 0;
-      // ingested_at rounded up to the millisecond: a JS Date drops the microseconds, and settle
-      // must not end before `ingested_at + settle` in database time.
-      const events = await tx<EventRow[]>`
-        select seq, kind, lo, hi,
-          date_trunc('milliseconds', ingested_at)
-            + case when date_trunc('milliseconds', ingested_at) < ingested_at then interval '1 millisecond' else interval '0' end
-            as ingested_at
-        from events
-        where asset_id = ${cursor.asset_id} and seq > ${cursor.seq}
-        order by seq limit ${batch}`;
-      if (events.length === 0) return 0;
-      const touches = touchedPeriods(rollup, events);
-      await Promise.all([
-        touches.size > 0 ? markPeriods(tx, rollup, asset, touches) : undefined,
-        tx`
-          update rollup_cursors set seq = ${events.at(-1)!.seq}
-          where rollup_id = ${rollup.id} and asset_name = ${asset}`,
-      ]);
-      return events.length;
-    });
-    if (read === batch) more = true;
-  }
-  return more;
+  const upstream = rollup.upstream as string[];
+  // One transaction for every upstream: a fan-in rollup over 100 assets marks in a few round
+  // trips, not 100 transactions. Pipelined (sent together, run in order): every round trip here
+  // delays the trigger. Marks are derived from the durable log and commit with the cursors, so this
+  // commit need not wait for its WAL flush: lost in a crash, marks and cursors are lost together
+  // and the next pass redoes them; and the evaluation that follows flushes them with its commit.
+  return sql.begin(async (tx) => {
+    const [, , cursors, assets] = await Promise.all([
+      limitTransaction(tx, idleMs),
+      tx`select set_config('synchronous_commit', 'off', true)`,
+      tx<{ asset_name: string; seq: number; fresh: boolean }[]>`
+        insert into rollup_cursors (rollup_id, asset_name) select ${rollup.id}, unnest(${upstream}::text[])
+        on conflict (rollup_id, asset_name) do update set seq = rollup_cursors.seq
+        returning asset_name, seq, xmax = 0 as fresh`,
+      tx<{ name: string; id: number; last_seq: number }[]>`
+        select name, id, last_seq from assets where name = any(${upstream}::text[])`,
+    ]);
+    const assetOf = new Map(assets.map((a) => [a.name, a]));
+    const seeds: Promise<void>[] = [];
+    const behind: Array<{ name: string; id: number; seq: number }> = [];
+    for (const c of cursors) {
+      const a = assetOf.get(c.asset_name);
+      if (a === undefined) continue;
+      if (c.fresh) seeds.push(seedFromSegments(tx, rollup, a.name, a.id, a.last_seq));
+      else if (a.last_seq > c.seq) behind.push({ name: a.name, id: a.id, seq: c.seq });
+    }
+    await Promise.all(seeds);
+    if (behind.length === 0) return false;
+    // ingested_at rounded up to the millisecond: a JS Date drops the microseconds, and settle
+    // must not end before `ingested_at + settle` in database time.
+    const events = await tx<(EventRow & { asset_id: number })[]>`
+      select u.asset_id, e.seq, e.kind, e.lo, e.hi,
+        date_trunc('milliseconds', e.ingested_at)
+          + case when date_trunc('milliseconds', e.ingested_at) < e.ingested_at then interval '1 millisecond' else interval '0' end
+          as ingested_at
+      from unnest(${behind.map((b) => b.id)}::int8[], ${behind.map((b) => b.seq)}::int8[]) as u(asset_id, seq)
+      cross join lateral (
+        select seq, kind, lo, hi, ingested_at from events
+        where asset_id = u.asset_id and seq > u.seq order by seq limit ${batch}
+      ) e
+      order by u.asset_id, e.seq`;
+    const byAsset = new Map<number, EventRow[]>();
+    for (const e of events) byAsset.set(e.asset_id, [...(byAsset.get(e.asset_id) ?? []), e]);
+    const moved = behind.filter((b) => byAsset.has(b.id));
+    await Promise.all([
+      ...moved.map((b) => {
+        const touches = touchedPeriods(rollup, byAsset.get(b.id)!);
+        return touches.size > 0 ? markPeriods(tx, rollup, b.name, touches) : undefined;
+      }),
+      moved.length === 0
+        ? undefined
+        : tx`
+            update rollup_cursors c set seq = u.seq
+            from unnest(${moved.map((b) => b.name)}::text[], ${moved.map((b) => byAsset.get(b.id)!.at(-1)!.seq)}::int8[]) as u(asset, seq)
+            where c.rollup_id = ${rollup.id} and c.asset_name = u.asset`,
+    ]);
+    // A full read from any upstream: there may be more to mark now.
+    return moved.some((b) => byAsset.get(b.id)!.length === batch);
+  });
 }
 
 /**

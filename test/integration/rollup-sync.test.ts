@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config.js';
-import { syncRollup } from '../../src/scheduler/rollup-store.js';
+import { syncRollup, syncRollups } from '../../src/scheduler/rollup-store.js';
 import { defineRollups } from '../../src/scheduler/rollups.js';
 import { createTestDatabase } from '../helpers/db.js';
 import { log } from './ingest-harness.js';
@@ -47,5 +47,35 @@ describe('syncRollup', () => {
     expect(await db.sql`select seq from rollup_cursors where rollup_id = 'sync'`).toEqual([]);
     const counts = await db.sql`select state, n from period_counts where rollup_id = 'sync' and n > 0`;
     expect(counts).toEqual([{ state: 'triggered', n: 1 }]);
+  });
+
+  it('registers many rollups in one statement and leaves unchanged ones alone', async () => {
+    const many = Array.from(
+      { length: 50 },
+      (_, i) =>
+        defineRollups(
+          parseConfig({
+            rollups: [
+              {
+                id: `many${i}`,
+                upstream: ['m.a'],
+                every: 'hour',
+                begin: '2025-01-01',
+                target: { type: 'queue', queue: 'q' },
+              },
+            ],
+          }),
+        ).map((r) => ({ rollup: r.rollup, spec: r.config }))[0]!,
+    );
+    await syncRollups(db.sql, many, log);
+    const rows = await db.sql<{ id: string; definition: { every: string } }[]>`
+      select id, definition from rollups where id like 'many%' order by id`;
+    expect(rows).toHaveLength(50);
+    expect(rows[0]!.definition.every).toBe('hour');
+    const before = await db.sql`select id, updated_at from rollups where id like 'many%' order by id`;
+    await syncRollups(db.sql, many, log);
+    expect(await db.sql`select id, updated_at from rollups where id like 'many%' order by id`).toEqual(
+      before,
+    );
   });
 });
