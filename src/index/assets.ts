@@ -47,6 +47,16 @@ export async function listAssets(sql: Db): Promise<AssetRow[]> {
   return sql<AssetRow[]>`select * from assets order by name`;
 }
 
+/** How many assets there are, or how many whose name contains `q`. */
+export async function countAssets(sql: Db, q: string | undefined): Promise<number> {
+  const like = q === undefined ? null : likePattern(q);
+  const [row] = await sql<{ n: number }[]>`
+    select count(*)::int8 as n from assets where (${like}::text is null or name ilike ${like}::text)`;
+  return row!.n;
+}
+
+const likePattern = (q: string) => `%${q.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+
 /**
  * One page of assets, stalest first: time assets by the end of their coverage (oldest first, none
  * first), then integer assets, then by name. Optionally only the named ones, or those whose name
@@ -62,7 +72,7 @@ export async function pageAssets(
   },
 ): Promise<{ rows: AssetRow[]; total: number }> {
   const names = opts.names ? [...opts.names] : null;
-  const like = opts.q === undefined ? null : `%${opts.q.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+  const like = opts.q === undefined ? null : likePattern(opts.q);
   const rows = await sql<(AssetRow & { total: number })[]>`
     select *, count(*) over () as total from assets
     where (${names}::text[] is null or name = any(${names}::text[]))

@@ -2,6 +2,7 @@
 import { pageNav, renderAssetCard, renderRollupCard } from './cards.js';
 import { html, pageHref, raw, type SafeHtml } from './html.js';
 import type { PageView } from './model.js';
+import { renderOverviewAssets, renderOverviewRollups } from './overview.js';
 
 /** Sent with the page: nothing but inline styles may load or run, whatever text slipped through. */
 export const CONTENT_SECURITY_POLICY =
@@ -57,6 +58,10 @@ svg.track .now { stroke: #111; stroke-width: 1.2; stroke-dasharray: 3 2; }
 .problems ol { margin: 4px 0; padding-left: 22px; font-size: 13px; }
 .problems .len, .problems .ver { color: var(--muted); }
 .count { margin-right: 10px; white-space: nowrap; }
+.search { margin: 8px 0; font-size: 13px; }
+table.overview { border-collapse: collapse; background: #fff; width: 100%; font-size: 13px; }
+table.overview th, table.overview td { border-bottom: 1px solid var(--line); padding: 3px 8px; text-align: left; white-space: nowrap; }
+table.overview td.num { text-align: right; }
 .error { background: #fff4f2; border: 1px solid #f3b9b2; padding: 10px 14px; border-radius: 6px; }
 ${Object.entries(COLOURS)
   .map(([state, colour]) => `.s-${state} { fill: ${colour}; background: ${colour}; }`)
@@ -103,8 +108,8 @@ export function renderPage(page: PageView): string {
   const notes = page.notes.map((n) => html`<p class="error">${n}</p>`);
   const body = html`<header class="page"><h1><a href="/">coverage-rollup</a> status</h1><span>generated ${page.generatedAt.toISOString()}</span><span><a href="/v1/assets">/v1/assets</a> · <a href="/v1/rollups">/v1/rollups</a> · <a href="/readyz">/readyz</a> · <a href="/metrics">/metrics</a></span></header>
 <main>${notes}${search(page)}${pageNav(page)}${legend()}
-<h2>Assets <span class="more">${shown(page, page.assets.length, page.paging.assetsTotal)} · stalest first</span></h2>${assets}
-<h2>Rollups <span class="more">${shown(page, page.rollups.length, page.paging.rollupsTotal)} · most missed and waiting first</span></h2>${rollups}
+<h2>Assets <span class="more">${shown(page, page.overview?.assets.length ?? page.assets.length, page.paging.assetsTotal)} · stalest first</span></h2>${page.overview ? renderOverviewAssets(page.overview.assets, page) : assets}
+<h2>Rollups <span class="more">${shown(page, page.overview?.rollups.length ?? page.rollups.length, page.paging.rollupsTotal)} · most missed and waiting first</span></h2>${page.overview ? renderOverviewRollups(page.overview.rollups) : rollups}
 ${pager(page)}
 </main>`;
   return shell('coverage-rollup status', body);

@@ -4,17 +4,22 @@
  * are paged in SQL, rollups ranked from their per-state counts (a few rows each), and only the
  * cards of the page are drawn.
  */
-import { type AssetRow, findAsset, pageAssets } from '../../index/assets.js';
+import { type AssetRow, countAssets, findAsset, pageAssets } from '../../index/assets.js';
 import { rollupCounts } from '../../index/periods.js';
 import type { RollupRuntime } from '../../scheduler/rollups.js';
 import type { HttpContext } from '../context.js';
 import { loadAsset } from './load-asset.js';
 import { loadRollup } from './load-rollup.js';
 import type { PageView } from './model.js';
+import type { OverviewRollup } from './overview.js';
 import type { WindowQuery } from './window.js';
 
 /** Cards of each kind on one page. */
 export const PAGE_SIZE = 20;
+/** Rows of each kind on one page of the overview. */
+export const OVERVIEW_PAGE_SIZE = 50;
+/** Up to this many assets and rollups, the unfocused page draws them all as cards. */
+const CARDS_UP_TO = 12;
 
 export interface PageQuery {
   readonly asset?: string | undefined;
@@ -33,7 +38,6 @@ export async function loadPage(
 ): Promise<{ page: PageView; found: boolean }> {
   const now = ctx.now() * 1000;
   const notes: string[] = [];
-  const offset = (pq.page - 1) * PAGE_SIZE;
   let shownRollups = rollups;
   let assetNames: readonly string[] | undefined;
   if (pq.rollup !== undefined) {
@@ -51,11 +55,48 @@ export async function loadPage(
       (r) => r.rollup.id.toLowerCase().includes(needle) || r.rollup.upstream.some((u) => u.includes(needle)),
     );
   }
-  const [assetPage, ranked] = await Promise.all([
-    pageAssets(ctx.sql, { names: assetNames, q: pq.q, offset, limit: PAGE_SIZE }),
+  const focused = pq.rollup !== undefined || pq.asset !== undefined;
+  const [assetCount, { ranked, counts }] = await Promise.all([
+    focused ? Promise.resolve(null) : countAssets(ctx.sql, pq.q),
     worstFirst(ctx, shownRollups, now / 1000),
   ]);
-  const rollupPage = ranked.slice(offset, offset + PAGE_SIZE);
+  // A large installation gets one row per asset and rollup; the cards are for focused pages.
+  const overview = !focused && ((assetCount ?? 0) > CARDS_UP_TO || ranked.length > CARDS_UP_TO);
+  const size = overview ? OVERVIEW_PAGE_SIZE : PAGE_SIZE;
+  const offset = (pq.page - 1) * size;
+  const assetPage = await pageAssets(ctx.sql, { names: assetNames, q: pq.q, offset, limit: size });
+  const rollupPage = ranked.slice(offset, offset + size);
+  const paging = {
+    q: pq.q,
+    page: pq.page,
+    pageSize: size,
+    assetsTotal: assetCount ?? assetPage.total,
+    rollupsTotal: ranked.length,
+  };
+  const base = {
+    generatedAt: new Date(now / 1000),
+    now,
+    preset: query.start !== undefined && query.end !== undefined ? null : query.preset,
+    focus:
+      pq.rollup !== undefined ? { rollup: pq.rollup } : pq.asset !== undefined ? { asset: pq.asset } : {},
+    paging,
+    notes,
+  };
+  if (overview) {
+    const rows: OverviewRollup[] = rollupPage.map(({ rollup, config }) => ({
+      id: rollup.id,
+      every: String(config.every),
+      upstreams: rollup.upstream.length,
+      counts: counts.get(rollup.id)!,
+    }));
+    const page: PageView = {
+      ...base,
+      assets: [],
+      rollups: [],
+      overview: { assets: assetPage.rows, rollups: rows },
+    };
+    return { page, found: notes.length === 0 };
+  }
   // Upstream extents for the rollups' windows, read for just this page's rollups.
   const upstreams = new Set(rollupPage.flatMap((r) => r.rollup.upstream));
   const upstreamRows = await pageAssets(ctx.sql, { names: [...upstreams], offset: 0, limit: upstreams.size });
@@ -85,12 +126,7 @@ export async function loadPage(
 }
 
 /** Most missed, then most owed reruns, then most waiting periods first; then by id. */
-async function worstFirst(
-  ctx: HttpContext,
-  rollups: readonly RollupRuntime[],
-  nowMs: number,
-): Promise<RollupRuntime[]> {
-  if (rollups.length <= 1) return [...rollups];
+async function worstFirst(ctx: HttpContext, rollups: readonly RollupRuntime[], nowMs: number) {
   const counts = await rollupCounts(
     ctx.sql,
     rollups.map((r) => r.rollup),
@@ -100,9 +136,10 @@ async function worstFirst(
     const c = counts.get(r.rollup.id)!;
     return [c.missed, c.rerun_pending, c.waiting] as const;
   };
-  return [...rollups].sort((a, b) => {
+  const ranked = [...rollups].sort((a, b) => {
     const [sa, sb] = [score(a), score(b)];
     for (let i = 0; i < sa.length; i++) if (sa[i] !== sb[i]) return sb[i]! - sa[i]!;
     return a.rollup.id < b.rollup.id ? -1 : 1;
   });
+  return { ranked, counts };
 }

@@ -9,6 +9,7 @@ export type CoverageDrawState = (typeof COVERAGE_STATES)[number];
 
 /** Period states, least severe first: a pixel holding several periods shows the most severe. */
 import type { PeriodState } from '../../core/policy.js';
+import type { Overview } from './overview.js';
 
 export { PERIOD_STATES, type PeriodState } from '../../core/policy.js';
 
@@ -90,6 +91,8 @@ export interface PageView {
   readonly focus: { readonly asset?: string; readonly rollup?: string };
   readonly assets: readonly AssetView[];
   readonly rollups: readonly RollupView[];
+  /** Rows instead of cards, for a large installation's unfocused page. */
+  readonly overview?: Overview;
   /** Which page of the (filtered) assets and rollups this is. */
   readonly paging: {
     readonly q: string | undefined;

@@ -1,0 +1,43 @@
+/**
+ * The overview of a large installation: one row per asset and rollup instead of a card with a
+ * timeline, so a page of 50 of each stays a few dozen kilobytes at 10,000 assets and 1,000
+ * rollups. Names link to the focused pages, which draw the timelines.
+ */
+import type { AssetRow } from '../../index/assets.js';
+import { formatLength, formatPointText } from './format.js';
+import { html, pageHref, type SafeHtml } from './html.js';
+import { type PageView, PERIOD_STATES, type PeriodState } from './model.js';
+
+export interface OverviewRollup {
+  readonly id: string;
+  readonly every: string;
+  readonly upstreams: number;
+  readonly counts: Readonly<Record<PeriodState, number>>;
+}
+
+export interface Overview {
+  readonly assets: readonly AssetRow[];
+  readonly rollups: readonly OverviewRollup[];
+}
+
+export function renderOverviewAssets(assets: readonly AssetRow[], page: PageView): SafeHtml {
+  if (assets.length === 0) return html`<p class="none">No assets to show.</p>`;
+  const rows = assets.map((a) => {
+    const until = a.covered_hi === null ? '—' : formatPointText(a.domain, a.covered_hi);
+    const lag =
+      a.domain === 'time' && a.covered_hi !== null
+        ? formatLength('time', Math.max(0, page.now - a.covered_hi))
+        : '';
+    return html`<tr><td><a href="${pageHref({ asset: a.name })}">${a.name}</a></td><td>${a.domain}</td><td>${until}</td><td class="num">${lag}</td><td class="num">${a.segment_count.toLocaleString('en-US')}</td><td class="num">${a.event_count.toLocaleString('en-US')}</td></tr>`;
+  });
+  return html`<table class="overview"><thead><tr><th>asset</th><th>domain</th><th>covered until</th><th>behind now</th><th>segments</th><th>events</th></tr></thead><tbody>${rows}</tbody></table>`;
+}
+
+export function renderOverviewRollups(rollups: readonly OverviewRollup[]): SafeHtml {
+  if (rollups.length === 0) return html`<p class="none">No rollups to show.</p>`;
+  const rows = rollups.map(
+    (r) =>
+      html`<tr><td><a href="${pageHref({ rollup: r.id })}">${r.id}</a></td><td>${r.every}</td><td class="num">${r.upstreams}</td>${PERIOD_STATES.map((s) => html`<td class="num">${r.counts[s] > 0 ? html`<span class="sw s-${s}"></span> ${r.counts[s].toLocaleString('en-US')}` : ''}</td>`)}</tr>`,
+  );
+  return html`<table class="overview"><thead><tr><th>rollup</th><th>every</th><th>upstreams</th>${PERIOD_STATES.map((s) => html`<th>${s.replace('_', ' ')}</th>`)}</tr></thead><tbody>${rows}</tbody></table>`;
+}
