@@ -120,6 +120,7 @@ async function main(): Promise<void> {
     };
     const samples: Sample[] = [{ ms: performance.now(), segments: 0, cpu: cpuNow([]) }];
     let movedAt = performance.now();
+    let analysedBand = 0;
     while (samples.at(-1)!.segments < SEGMENTS) {
       await new Promise((r) => setTimeout(r, POLL_MS));
       const [row] = await db.sql<{ segments: number | null; pids: number[] }[]>`
@@ -131,6 +132,12 @@ async function main(): Promise<void> {
       if (segments !== samples.at(-1)!.segments) movedAt = ms;
       else if (ms - movedAt > STALL_MS) throw new Error(`stalled at ${segments} segments`);
       samples.push({ ms, segments, cpu: cpuNow(row?.pids ?? []) });
+      // Statistics as autovacuum keeps them in a database that lives longer than this run (its
+      // launcher may not visit a new database within a minute): plans follow the table's size.
+      if (Math.floor(segments / BAND) > analysedBand) {
+        analysedBand = Math.floor(segments / BAND);
+        await db.sql`analyze segments`;
+      }
     }
     const [index] = await db.sql<{ events: number; segments: number; rows: number }[]>`
       select event_count as events, segment_count as segments,
