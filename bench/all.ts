@@ -9,7 +9,7 @@ import { cpus, loadavg, totalmem } from 'node:os';
 import { connectOnce } from '../src/index/db.js';
 import { ADMIN_URL } from './common.js';
 
-const BENCHES = ['ingest', 'query', 'trigger'] as const;
+const BENCHES = ['ingest', 'query', 'trigger', 'holes'] as const;
 const FILE = 'docs/benchmarks.md';
 const BEGIN = '<!-- bench:begin -->';
 const END = '<!-- bench:end -->';

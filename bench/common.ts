@@ -114,6 +114,7 @@ export const round = (x: number, digits = 2): number => Number(x.toFixed(digits)
 
 export interface DaemonProcess {
   readonly url: string;
+  readonly pid: number;
   stop(): Promise<void>;
 }
 
@@ -155,6 +156,7 @@ export async function spawnDaemon(config: Record<string, unknown>): Promise<Daem
   });
   return {
     url,
+    pid: child.pid!,
     async stop() {
       child.kill('SIGTERM');
       await exited;

@@ -39,37 +39,65 @@ export async function segmentsOverlapping(
   return rows.map(toSegment);
 }
 
+/** What segmentsTouchingMany reads, per asset: the ranges its changes cover. */
+export type TouchRequest = { readonly assetId: number; readonly ranges: readonly Interval[] };
+
 /**
  * Segments that overlap or touch any of each asset's ranges, for several assets in one statement:
  * what applying changes there may rewrite. Keyed by asset id.
  */
 export async function segmentsTouchingMany(
   tx: Db,
-  requests: ReadonlyArray<{ readonly assetId: number; readonly ranges: readonly Interval[] }>,
+  requests: readonly TouchRequest[],
 ): Promise<Map<number, StoredSegment[]>> {
-  const assetIds: number[] = [];
-  const los: number[] = [];
-  const his: number[] = [];
-  for (const { assetId, ranges } of requests) {
-    // Widen by one so adjacent segments (which may merge) are loaded too.
-    for (const r of normalize(ranges.map((x) => ({ start: x.start - 1, end: x.end + 1 })))) {
-      assetIds.push(assetId);
-      los.push(r.start);
-      his.push(r.end);
-    }
-  }
   const out = new Map<number, StoredSegment[]>();
-  if (assetIds.length === 0) return out;
-  const rows = await tx<(SegmentRow & { asset_id: number })[]>`
-    select distinct s.asset_id, s.id, lower(s.span) as lo, upper(s.span) as hi, s.version, s.state, s.required_version
-    from unnest(${assetIds}::int8[], ${los}::int8[], ${his}::int8[]) as r(asset_id, lo, hi)
-    join segments s on s.asset_id = r.asset_id and s.span && int8range(r.lo, r.hi)`.execute();
-  for (const r of rows) {
+  const statement = segmentsTouchingStatement(tx, requests);
+  if (statement === null) return out;
+  for (const r of await statement.execute()) {
     const list = out.get(r.asset_id) ?? [];
     out.set(r.asset_id, list);
     list.push(toSegment(r));
   }
   return out;
+}
+
+/**
+ * The statement behind segmentsTouchingMany (null when there is nothing to read), exported so a
+ * test can EXPLAIN exactly what production runs.
+ *
+ * Each asset's ranges travel as one multirange, and one probe of the exclusion constraint's GiST
+ * index per asset finds every segment they touch: O(touched · log n), whatever the asset's
+ * segment count. A join of one row per range to `segments` was planned as a hash join on
+ * asset_id that compared every range with every segment of the asset (seconds per batch at
+ * 100,000 segments). OFFSET 0 keeps the lateral subquery from being flattened into a join the
+ * planner could plan that way again. docs/decisions.md has the measurements.
+ */
+export function segmentsTouchingStatement(tx: Db, requests: readonly TouchRequest[]) {
+  const rangesOf = new Map<number, Interval[]>();
+  for (const { assetId, ranges } of requests) {
+    const list = rangesOf.get(assetId) ?? [];
+    rangesOf.set(assetId, list);
+    // Widen by one so adjacent segments (which may merge) are loaded too.
+    for (const r of ranges) list.push({ start: r.start - 1, end: r.end + 1 });
+  }
+  const assetIds: number[] = [];
+  const spans: string[] = [];
+  for (const [assetId, ranges] of rangesOf) {
+    const merged = normalize(ranges);
+    if (merged.length === 0) continue;
+    assetIds.push(assetId);
+    spans.push(`{${merged.map((r) => `[${r.start},${r.end})`).join(',')}}`);
+  }
+  if (assetIds.length === 0) return null;
+  return tx<(SegmentRow & { asset_id: number })[]>`
+    select r.asset_id, s.id, s.lo, s.hi, s.version, s.state, s.required_version
+    from unnest(${assetIds}::int8[], ${spans}::int8multirange[]) as r(asset_id, spans)
+    cross join lateral (
+      select id, lower(span) as lo, upper(span) as hi, version, state, required_version
+      from segments
+      where asset_id = r.asset_id and span && r.spans
+      offset 0
+    ) s`;
 }
 
 export async function removeSegments(tx: Db, ids: readonly number[]): Promise<void> {
