@@ -36,8 +36,8 @@ export class GroupCommitter<T, R> {
   private pending: Pending<T, R>[] = [];
   private timer: NodeJS.Timeout | undefined;
   private inFlight = 0;
-  /** The commit attempts in flight, with their start (performance.now()), to tell a stuck one. */
-  private readonly attempts = new Set<{ readonly at: number; readonly batch: Pending<T, R>[] }>();
+  /** The batches being committed (retries included), with their start, to tell a stuck one. */
+  private readonly committing = new Set<{ readonly at: number; readonly batch: Pending<T, R>[] }>();
   private closed = false;
   private readonly drained = new Set<() => void>();
   private wakeSleepers = new Set<() => void>();
@@ -64,10 +64,13 @@ export class GroupCommitter<T, R> {
     });
   }
 
-  /** How long the oldest commit attempt in flight for a caller still waiting has run (0: none). */
-  oldestAttemptMs(now = performance.now()): number {
+  /**
+   * How long the oldest batch still committing has been at it, retries after failures included,
+   * counting only batches with a caller still waiting (0: none).
+   */
+  oldestCommitMs(now = performance.now()): number {
     let oldest = now;
-    for (const { at, batch } of this.attempts)
+    for (const { at, batch } of this.committing)
       if (batch.some((p) => !p.signal?.aborted)) oldest = Math.min(oldest, at);
     return now - oldest;
   }
@@ -95,8 +98,11 @@ export class GroupCommitter<T, R> {
     this.timer = undefined;
     while (!this.closed && this.pending.length > 0 && this.inFlight < this.options.maxInFlight) {
       const batch = this.pending.splice(0, this.options.maxBatch);
+      const committing = { at: performance.now(), batch };
+      this.committing.add(committing);
       this.inFlight++;
       void Promise.race([this.run(batch), allWithdrawn(batch)]).finally(() => {
+        this.committing.delete(committing);
         this.inFlight--;
         if (this.pending.length > 0) this.flush();
         if (this.size === 0) {
@@ -113,8 +119,6 @@ export class GroupCommitter<T, R> {
       batch = batch.filter((p) => !p.signal?.aborted);
       if (batch.length === 0) return;
       const started = performance.now();
-      const inFlight = { at: started, batch };
-      this.attempts.add(inFlight);
       try {
         const results = await this.options.commit(batch.map((p) => p.item));
         this.options.onCommit?.(batch.length, (performance.now() - started) / 1000);
@@ -136,8 +140,6 @@ export class GroupCommitter<T, R> {
         await this.run(batch.slice(0, half));
         await this.run(batch.slice(half));
         return;
-      } finally {
-        this.attempts.delete(inFlight);
       }
     }
   }

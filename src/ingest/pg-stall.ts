@@ -4,7 +4,7 @@ import type { Logger } from '../log.js';
 export interface StallGuardOptions {
   /** How long a commit may go unanswered, with PostgreSQL silent to a probe, before ingest pauses. */
   readonly boundMs: number;
-  /** How long the oldest commit in flight has been running, in milliseconds (0: none). */
+  /** How long the oldest batch has been committing, retries included, in milliseconds (0: none). */
   readonly oldestCommitMs: () => number;
   /** Whether PostgreSQL answers within `timeoutMs`. */
   readonly probe: (timeoutMs: number) => Promise<boolean>;
@@ -15,11 +15,12 @@ export interface StallGuardOptions {
 }
 
 /**
- * Watches the ingest commits for an instance cut off from PostgreSQL. A commit unanswered for half
- * the bound starts a probe (a new connection running `select 1`); when that is unanswered for the
- * other half, the instance is cut off: it pauses and gives its jobs back, so the other instances
- * commit them. A slow commit while the probe answers (a lock wait, load) pauses nothing: any other
- * instance would wait the same. While paused it probes until PostgreSQL answers, then resumes.
+ * Watches the ingest commits for an instance cut off from PostgreSQL. A batch not committed after
+ * half the bound (unanswered, or failing and retried) starts a probe (a new connection running
+ * `select 1`); when that fails or stays unanswered for the other half, the instance is cut off: it
+ * pauses and gives its jobs back, so the other instances commit them. A slow commit while the
+ * probe answers (a lock wait, load) pauses nothing: any other instance would wait the same. While
+ * paused it probes until PostgreSQL answers, then resumes.
  */
 export class StallGuard {
   private stopped = false;

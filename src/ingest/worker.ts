@@ -73,7 +73,7 @@ export function startIngestWorker(config: Config, sql: Sql, log: Logger, metrics
   const committer = {
     add: (event: NormalizedEvent, signal: AbortSignal) =>
       lanes[laneOf(event.asset, lanes.length)]!.add(event, signal),
-    oldestAttemptMs: () => Math.max(...lanes.map((l) => l.oldestAttemptMs())),
+    oldestCommitMs: () => Math.max(...lanes.map((l) => l.oldestCommitMs())),
     drain: () => Promise.all(lanes.map((l) => l.drain())),
     abandon: () => {
       for (const l of lanes) l.abandon();
@@ -160,7 +160,7 @@ export function startIngestWorker(config: Config, sql: Sql, log: Logger, metrics
 
   const guard = new StallGuard({
     boundMs: queue.pg_stall_timeout,
-    oldestCommitMs: committer.oldestAttemptMs,
+    oldestCommitMs: committer.oldestCommitMs,
     probe: (timeoutMs) => probePostgres(config.database_url, timeoutMs),
     pause: async () => {
       metrics.ingestPausedForPostgres.set(1);

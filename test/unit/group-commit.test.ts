@@ -49,16 +49,16 @@ describe('GroupCommitter withdrawal', () => {
     const hold = new AbortController();
     const stuck = c.add(1, hold.signal);
     await waitFor(() => calls.length === 1);
-    await waitFor(() => c.oldestAttemptMs() > 5);
+    await waitFor(() => c.oldestCommitMs() > 5);
     const beforeNext = performance.now();
-    expect(c.oldestAttemptMs(beforeNext)).toBeGreaterThan(5);
+    expect(c.oldestCommitMs(beforeNext)).toBeGreaterThan(5);
     const next = c.add(2);
     hold.abort(new Error('given back'));
     await expect(stuck).rejects.toThrow('given back');
     await waitFor(() => calls.length === 2);
     expect(calls[1]!.items).toEqual([2]);
     // Only the attempt for a caller still waiting counts, and that one started after beforeNext.
-    expect(c.oldestAttemptMs(beforeNext)).toBe(0);
+    expect(c.oldestCommitMs(beforeNext)).toBe(0);
     calls[1]!.resolve();
     expect(await next).toBe('ok 2');
     calls[0]!.resolve(); // the late commit of the abandoned batch settles nobody
@@ -81,5 +81,21 @@ describe('GroupCommitter withdrawal', () => {
     expect(calls[1]!.items).toEqual([2]);
     calls[1]!.resolve();
     expect(await kept).toBe('ok 2');
+  });
+
+  it('a batch failing and retried counts as committing since its first attempt', async () => {
+    const { calls, commit } = controlledCommit();
+    const c = committer(commit);
+    const kept = c.add(1);
+    await waitFor(() => calls.length === 1);
+    const firstAttempt = performance.now();
+    calls[0]!.reject(transient);
+    await waitFor(() => calls.length === 2, { timeout: 5000 });
+    // Counted from before the first attempt, not from the retry's start.
+    const now = performance.now();
+    expect(c.oldestCommitMs(now)).toBeGreaterThanOrEqual(now - firstAttempt);
+    calls[1]!.resolve();
+    expect(await kept).toBe('ok 1');
+    await waitFor(() => c.oldestCommitMs() === 0);
   });
 });
