@@ -29,15 +29,6 @@ export class BlackholeProxy {
     return proxy;
   }
 
-  get blackholed(): boolean {
-    return this.holes;
-  }
-
-  /** Connections currently open through the proxy. */
-  get connections(): number {
-    return this.pairs.size;
-  }
-
   /** `url` with its host and port replaced by the proxy's. */
   proxiedUrl(url: string): string {
     const u = new URL(url);
