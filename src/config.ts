@@ -177,6 +177,10 @@ const configSchema = z
         batch_size: z.number().int().min(1).max(10_000).default(500),
         batch_wait: isoDuration.default(5),
         max_stalled_count: z.number().int().min(1).default(100),
+        // Cut off from PostgreSQL this long (a commit and a probe unanswered): pause, give jobs back.
+        pg_stall_timeout: isoDuration
+          .refine((ms) => ms >= 200, { message: 'must be at least PT0.2S' })
+          .default(5_000),
       })
       .default({
         name: 'asset-events',
@@ -187,6 +191,7 @@ const configSchema = z
         batch_size: 500,
         batch_wait: 5,
         max_stalled_count: 100,
+        pg_stall_timeout: 5_000,
       }),
     assets: z.array(assetSchema).default([]),
     lease: z

@@ -9,7 +9,7 @@ import { registerDeclaredAssets } from './index/assets.js';
 import { connect, ensureDatabase, type Sql } from './index/db.js';
 import { migrate } from './index/migrate.js';
 import { redisConnection } from './ingest/redis.js';
-import { type IngestWorker, startIngestWorker } from './ingest/worker.js';
+import { connectIngest, type IngestWorker, startIngestWorker } from './ingest/worker.js';
 import { type Logger, redactUrl } from './log.js';
 import { createMetrics, type Metrics } from './metrics.js';
 import { SchedulerLease } from './scheduler/lease.js';
@@ -65,7 +65,14 @@ export async function startDaemon(config: Config, log: Logger): Promise<Daemon> 
     eventsQueue.on('error', (error) => log.debug({ err: error }, 'events queue connection error'));
     closers.unshift(() => eventsQueue.close());
 
-    const ingest: IngestWorker = startIngestWorker(config, sql, log.child({ component: 'ingest' }), metrics);
+    const ingestSql = connectIngest(config);
+    closers.unshift(() => ingestSql.end({ timeout: 5 }));
+    const ingest: IngestWorker = startIngestWorker(
+      config,
+      ingestSql,
+      log.child({ component: 'ingest' }),
+      metrics,
+    );
     closers.unshift(() => ingest.close(config.shutdown_timeout));
 
     const scheduling = config.scheduler.enabled && rollups.length > 0;

@@ -40,6 +40,16 @@ export function createMetrics() {
       help: 'Group commits retried after a transient PostgreSQL failure',
       registers,
     }),
+    ingestPausedForPostgres: new Gauge({
+      name: 'coverage_rollup_ingest_paused_for_postgres',
+      help: '1 while ingest is paused because PostgreSQL does not answer (queue.pg_stall_timeout), else 0',
+      registers,
+    }),
+    jobsReturned: new Counter({
+      name: 'coverage_rollup_ingest_jobs_returned_total',
+      help: 'Event jobs given back to the queue, uncommitted, for another instance (not counted as attempts)',
+      registers,
+    }),
     queueDepth: new Gauge({
       name: 'coverage_rollup_queue_depth',
       help: 'Jobs in the events queue, by state',

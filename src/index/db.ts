@@ -12,11 +12,18 @@ export interface ConnectOptions {
   readonly applicationName?: string;
   /** Seconds to wait for a connection (postgres.js defaults to 30). */
   readonly connectTimeout?: number;
+  /** The server ends a transaction left idle this long (idle_in_transaction_session_timeout). */
+  readonly idleInTransactionTimeoutMs?: number;
 }
 
 export function connect(
   url: string,
-  { max = 10, applicationName = 'coverage-rollup', connectTimeout }: ConnectOptions = {},
+  {
+    max = 10,
+    applicationName = 'coverage-rollup',
+    connectTimeout,
+    idleInTransactionTimeoutMs,
+  }: ConnectOptions = {},
 ): Sql {
   const [target, socket] = withSocket(url);
   return postgres(target, {
@@ -24,7 +31,12 @@ export function connect(
     max,
     ...(connectTimeout === undefined ? {} : { connect_timeout: connectTimeout }),
     onnotice: () => {},
-    connection: { application_name: applicationName },
+    connection: {
+      application_name: applicationName,
+      ...(idleInTransactionTimeoutMs === undefined
+        ? {}
+        : { idle_in_transaction_session_timeout: Math.round(idleInTransactionTimeoutMs) }),
+    },
     // int8 as JS numbers: every value we store is a safe integer (see core/types.ts).
     types: {
       int8: { to: 20, from: [20], serialize: (x: number) => String(x), parse: (x: string) => Number(x) },

@@ -4,7 +4,8 @@
  * (SQLSTATE or Node/postgres.js error code), never by message text.
  */
 const TRANSIENT_SQLSTATE_CLASSES = ['08', '53', '57P'];
-const TRANSIENT_SQLSTATES = new Set(['40001', '40P01', '57014', '55P03', '58000', '58030']);
+// 25P03: the server ended a session left idle in a transaction (its client paused or cut off).
+const TRANSIENT_SQLSTATES = new Set(['40001', '40P01', '57014', '55P03', '58000', '58030', '25P03']);
 const TRANSIENT_CLIENT_CODES = new Set([
   'CONNECTION_CLOSED',
   'CONNECTION_ENDED',

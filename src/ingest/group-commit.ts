@@ -16,6 +16,8 @@ interface Pending<T, R> {
   readonly item: T;
   readonly resolve: (result: R) => void;
   readonly reject: (error: unknown) => void;
+  /** Aborted when the caller withdraws: it no longer waits for this item's commit. */
+  readonly signal: AbortSignal | undefined;
 }
 
 /**
@@ -24,24 +26,53 @@ interface Pending<T, R> {
  * (the callers' jobs stay active meanwhile); any other failure splits the batch, so one poisoned
  * item fails alone. After abandon(), waiting callers are left unsettled: their jobs go back to the
  * queue by lock expiry, never failed.
+ *
+ * A caller may withdraw its item with an AbortSignal (its job was given back to the queue): the
+ * item leaves the pending batch, or is dropped from an in-flight batch's retries; a batch whose
+ * items are all withdrawn frees its in-flight slot at once, though its transaction may still
+ * commit late (harmless: commits are idempotent by event key).
  */
 export class GroupCommitter<T, R> {
   private pending: Pending<T, R>[] = [];
   private timer: NodeJS.Timeout | undefined;
   private inFlight = 0;
+  /** The batches being committed (retries included), with their start, to tell a stuck one. */
+  private readonly committing = new Set<{ readonly at: number; readonly batch: Pending<T, R>[] }>();
   private closed = false;
   private readonly drained = new Set<() => void>();
   private wakeSleepers = new Set<() => void>();
 
   constructor(private readonly options: GroupCommitOptions<T, R>) {}
 
-  add(item: T): Promise<R> {
+  add(item: T, signal?: AbortSignal): Promise<R> {
     if (this.closed) return new Promise(() => {});
+    if (signal?.aborted) return Promise.reject(signal.reason);
     return new Promise<R>((resolve, reject) => {
-      this.pending.push({ item, resolve, reject });
+      const entry: Pending<T, R> = { item, resolve, reject, signal };
+      this.pending.push(entry);
+      signal?.addEventListener(
+        'abort',
+        () => {
+          const at = this.pending.indexOf(entry);
+          if (at >= 0) this.pending.splice(at, 1);
+          reject(signal.reason);
+        },
+        { once: true },
+      );
       if (this.pending.length >= this.options.maxBatch) this.flush();
       else this.timer ??= setTimeout(() => this.flush(), this.options.maxWaitMs);
     });
+  }
+
+  /**
+   * How long the oldest batch still committing has been at it, retries after failures included,
+   * counting only batches with a caller still waiting (0: none).
+   */
+  oldestCommitMs(now = performance.now()): number {
+    let oldest = now;
+    for (const { at, batch } of this.committing)
+      if (batch.some((p) => !p.signal?.aborted)) oldest = Math.min(oldest, at);
+    return now - oldest;
   }
 
   get size(): number {
@@ -67,8 +98,11 @@ export class GroupCommitter<T, R> {
     this.timer = undefined;
     while (!this.closed && this.pending.length > 0 && this.inFlight < this.options.maxInFlight) {
       const batch = this.pending.splice(0, this.options.maxBatch);
+      const committing = { at: performance.now(), batch };
+      this.committing.add(committing);
       this.inFlight++;
-      void this.run(batch).finally(() => {
+      void Promise.race([this.run(batch), allWithdrawn(batch)]).finally(() => {
+        this.committing.delete(committing);
         this.inFlight--;
         if (this.pending.length > 0) this.flush();
         if (this.size === 0) {
@@ -79,8 +113,11 @@ export class GroupCommitter<T, R> {
     }
   }
 
-  private async run(batch: Pending<T, R>[]): Promise<void> {
+  private async run(all: Pending<T, R>[]): Promise<void> {
+    let batch = all;
     for (let attempt = 0; !this.closed; attempt++) {
+      batch = batch.filter((p) => !p.signal?.aborted);
+      if (batch.length === 0) return;
       const started = performance.now();
       try {
         const results = await this.options.commit(batch.map((p) => p.item));
@@ -118,4 +155,18 @@ export class GroupCommitter<T, R> {
       this.wakeSleepers.add(wake);
     });
   }
+}
+
+/** Resolves once every item of the batch is withdrawn; never, if one cannot be. */
+function allWithdrawn<T, R>(batch: readonly Pending<T, R>[]): Promise<void> {
+  const signals = batch.map((p) => p.signal);
+  if (signals.some((s) => s === undefined)) return new Promise(() => {});
+  return Promise.all(
+    signals.map(
+      (s) =>
+        new Promise<void>((resolve) =>
+          s!.aborted ? resolve() : s!.addEventListener('abort', () => resolve(), { once: true }),
+        ),
+    ),
+  ).then(() => {});
 }

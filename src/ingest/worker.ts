@@ -1,14 +1,15 @@
-import { type Job, Queue, Worker } from 'bullmq';
+import { type Job, Queue, WaitingError, Worker } from 'bullmq';
 import type { Config } from '../config.js';
 import { BadInputError } from '../core/errors.js';
 import { type NormalizedEvent, normalizeEvent } from '../core/events.js';
 import { type CommitOutcome, commitEvents } from '../index/commit.js';
-import type { Sql } from '../index/db.js';
+import { connect, type Sql } from '../index/db.js';
 import { isTransient } from '../index/transient.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
 import { deadLetter } from './dead-letter.js';
 import { GroupCommitter } from './group-commit.js';
+import { probePostgres, StallGuard } from './pg-stall.js';
 import { redisConnection } from './redis.js';
 
 export type IngestResult =
@@ -32,6 +33,19 @@ export function laneOf(asset: string, lanes: number): number {
   return (h >>> 0) % lanes;
 }
 
+/**
+ * The ingest worker's own pool. A transaction its client stops talking to (a partition, a paused
+ * process) is ended by the server after queue.pg_stall_timeout, so the asset rows it locked are
+ * free for the instances that take its jobs over.
+ */
+export function connectIngest(config: Config): Sql {
+  return connect(config.database_url, {
+    max: 2 * COMMIT_LANES,
+    applicationName: 'coverage-rollup-ingest',
+    idleInTransactionTimeoutMs: config.queue.pg_stall_timeout,
+  });
+}
+
 export function normalizeOptions(config: Config) {
   return {
     maxPayloadBytes: config.queue.max_payload_bytes,
@@ -42,6 +56,8 @@ export function normalizeOptions(config: Config) {
 /**
  * The events queue consumer. Bad input is dead-lettered and the job completes (never retried);
  * good events join a group commit and their job completes only once the event is committed.
+ * An instance cut off from PostgreSQL pauses and gives its jobs back (see StallGuard); a job given
+ * back returns to the head of the queue without counting as an attempt.
  */
 export function startIngestWorker(config: Config, sql: Sql, log: Logger, metrics: Metrics): IngestWorker {
   const { queue } = config;
@@ -55,7 +71,9 @@ export function startIngestWorker(config: Config, sql: Sql, log: Logger, metrics
   // an asset's events commit in the order this worker took them.
   const lanes = Array.from({ length: COMMIT_LANES }, () => newCommitter());
   const committer = {
-    add: (event: NormalizedEvent) => lanes[laneOf(event.asset, lanes.length)]!.add(event),
+    add: (event: NormalizedEvent, signal: AbortSignal) =>
+      lanes[laneOf(event.asset, lanes.length)]!.add(event, signal),
+    oldestCommitMs: () => Math.max(...lanes.map((l) => l.oldestCommitMs())),
     drain: () => Promise.all(lanes.map((l) => l.drain())),
     abandon: () => {
       for (const l of lanes) l.abandon();
@@ -86,9 +104,22 @@ export function startIngestWorker(config: Config, sql: Sql, log: Logger, metrics
     return { status: 'dead_lettered', reason: error.reason };
   };
 
+  /** Jobs whose commit this worker awaits; aborting one gives its job back. */
+  const held = new Set<AbortController>();
+  const giveBack = async (job: Job, token: string | undefined): Promise<never> => {
+    try {
+      // Back to the head of the queue, lock released, attemptsMade unchanged.
+      await job.moveToWait(token);
+      metrics.jobsReturned.inc();
+    } catch (error) {
+      log.warn({ job_id: job.id, err: error }, 'could not give a job back; it returns when its lock lapses');
+    }
+    throw new WaitingError(); // tells BullMQ the job left active on purpose: neither completed nor failed
+  };
+
   const worker = new Worker<unknown, IngestResult>(
     queue.name,
-    async (job) => {
+    async (job, token) => {
       let event: NormalizedEvent;
       try {
         event = normalizeEvent(job.data, options);
@@ -96,7 +127,19 @@ export function startIngestWorker(config: Config, sql: Sql, log: Logger, metrics
         if (error instanceof BadInputError) return reject(job, error);
         throw error;
       }
-      const outcome = await committer.add(event);
+      // A fetch already under way when ingest paused may still hand over a job.
+      if (guard.paused) return giveBack(job, token);
+      const hold = new AbortController();
+      held.add(hold);
+      let outcome: CommitOutcome;
+      try {
+        outcome = await committer.add(event, hold.signal);
+      } catch (error) {
+        if (hold.signal.aborted) return giveBack(job, token);
+        throw error;
+      } finally {
+        held.delete(hold);
+      }
       if (outcome.status === 'rejected') return reject(job, outcome.error);
       metrics.eventsIngested.inc({ status: outcome.status });
       return outcome.status === 'committed'
@@ -115,9 +158,29 @@ export function startIngestWorker(config: Config, sql: Sql, log: Logger, metrics
   worker.on('error', (error) => log.error({ err: error }, 'events worker error'));
   worker.on('failed', (job, error) => log.error({ job_id: job?.id, err: error }, 'event job failed'));
 
+  const guard = new StallGuard({
+    boundMs: queue.pg_stall_timeout,
+    oldestCommitMs: committer.oldestCommitMs,
+    probe: (timeoutMs) => probePostgres(config.database_url, timeoutMs),
+    pause: async () => {
+      metrics.ingestPausedForPostgres.set(1);
+      await worker.pause(true);
+      const returning = [...held];
+      for (const hold of returning) hold.abort(new Error('PostgreSQL does not answer'));
+      return returning.length;
+    },
+    resume: async () => {
+      await worker.resume();
+      metrics.ingestPausedForPostgres.set(0);
+    },
+    log,
+  });
+  guard.start();
+
   return {
     worker,
     async close(timeoutMs) {
+      await guard.stop();
       const drained = (async () => {
         await worker.pause(true);
         await committer.drain();

@@ -1,0 +1,102 @@
+import { createServer, type Server, type Socket, connect as tcpConnect } from 'node:net';
+
+/**
+ * A TCP proxy that can be cut like a network partition without resets: blackhole() stops
+ * forwarding bytes both ways (each side's reads pause, so data waits in socket buffers as in TCP
+ * retransmission), new connections are accepted but not forwarded, and nothing is closed or reset.
+ * heal() forwards everything that waited, then carries on; a side that closed meanwhile is closed
+ * on the other side only then.
+ */
+export class BlackholeProxy {
+  private readonly pairs = new Set<{ client: Socket; upstream: Socket | undefined }>();
+  private holes = false;
+  private readonly onHeal = new Set<() => void>();
+
+  private constructor(
+    private readonly server: Server,
+    readonly port: number,
+  ) {}
+
+  static async start(target: { host: string; port: number }): Promise<BlackholeProxy> {
+    const server = createServer({ pauseOnConnect: true });
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(0, '127.0.0.1', resolve);
+    });
+    const address = server.address();
+    const proxy = new BlackholeProxy(server, typeof address === 'object' && address ? address.port : 0);
+    server.on('connection', (client) => proxy.accept(client, target));
+    return proxy;
+  }
+
+  /** `url` with its host and port replaced by the proxy's. */
+  proxiedUrl(url: string): string {
+    const u = new URL(url);
+    u.hostname = '127.0.0.1';
+    u.port = String(this.port);
+    return u.toString();
+  }
+
+  blackhole(): void {
+    this.holes = true;
+    for (const { client, upstream } of this.pairs) {
+      client.pause();
+      upstream?.pause();
+    }
+  }
+
+  heal(): void {
+    this.holes = false;
+    for (const { client, upstream } of this.pairs) {
+      if (!upstream) continue; // its deferred connect below resumes it, once it has somewhere to go
+      client.resume();
+      upstream.resume();
+    }
+    const deferred = [...this.onHeal];
+    this.onHeal.clear();
+    for (const run of deferred) run();
+  }
+
+  async close(): Promise<void> {
+    for (const { client, upstream } of this.pairs) {
+      client.destroy();
+      upstream?.destroy();
+    }
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+
+  private accept(client: Socket, target: { host: string; port: number }): void {
+    const pair: { client: Socket; upstream: Socket | undefined } = { client, upstream: undefined };
+    this.pairs.add(pair);
+    const whenOpen = (run: () => void) => {
+      if (this.holes) this.onHeal.add(run);
+      else run();
+    };
+    /** Copies `from` to `to`; an end or reset of `from` reaches `to` only while not blackholed. */
+    const relay = (from: Socket, to: Socket) => {
+      from.on('data', (chunk) => to.write(chunk));
+      from.on('end', () => whenOpen(() => to.end()));
+      from.on('close', (hadError) => {
+        if (hadError) whenOpen(() => to.destroy());
+      });
+    };
+    client.on('error', () => {});
+    client.on('close', () => {
+      if (!pair.upstream || pair.upstream.destroyed) this.pairs.delete(pair);
+    });
+    // While blackholed, even the connection to the target waits (a SYN that gets no answer).
+    whenOpen(() => {
+      if (client.destroyed) return;
+      const upstream = tcpConnect(target.port, target.host);
+      pair.upstream = upstream;
+      upstream.on('error', () => {});
+      upstream.on('close', () => {
+        if (client.destroyed) this.pairs.delete(pair);
+      });
+      relay(client, upstream);
+      relay(upstream, client);
+      if (this.holes) upstream.pause();
+      else client.resume();
+    });
+  }
+}
