@@ -244,14 +244,17 @@ async function loadUpstreams(
   rollup: Rollup,
   periods: readonly PeriodRow[],
 ): Promise<Map<string, Upstream>> {
+  // The periods as one multirange: one GiST probe per upstream, whatever its segment count and
+  // however scattered the periods (see segmentsTouchingStatement; OFFSET 0 keeps it a probe).
   const ranges = normalize(periods.map((p) => ({ start: p.lo, end: p.hi })));
+  const spans = `{${ranges.map((r) => `[${r.start},${r.end})`).join(',')}}`;
   const rows = await tx<UpstreamRow[]>`
     select a.name, a.domain, a.last_seq, a.covered_lo, a.covered_hi, s.lo, s.hi, s.version, s.state, s.required_version
     from assets a
     left join lateral (
-      select distinct on (seg.id) lower(seg.span) as lo, upper(seg.span) as hi, seg.version, seg.state, seg.required_version
-      from unnest(${ranges.map((r) => r.start)}::int8[], ${ranges.map((r) => r.end)}::int8[]) as r(lo, hi)
-      join segments seg on seg.asset_id = a.id and seg.span && int8range(r.lo, r.hi)
+      select lower(seg.span) as lo, upper(seg.span) as hi, seg.version, seg.state, seg.required_version
+      from segments seg where seg.asset_id = a.id and seg.span && ${spans}::int8multirange
+      offset 0
     ) s on true
     where a.name = any(${rollup.upstream as string[]}::text[])`;
   const upstreams = new Map<string, Upstream>();
