@@ -55,4 +55,50 @@ describe('migrations', () => {
     await expect(migrate(db.sql, log)).rejects.toBeInstanceOf(SchemaTooNewError);
     await expect(migrate(db.sql, log)).rejects.toThrow(/run a newer coverage-rollup/);
   });
+
+  it('upgrading to sparse periods keeps every decided period and drops only untouched ones', async () => {
+    const db = await createEmptyDatabase();
+    const sparse = migrations.findIndex((m) => m.name === 'sparse_periods');
+    await migrate(db.sql, log, migrations.slice(0, sparse));
+    await db.sql`
+      insert into rollups (id, definition, calendar_hash, definition_hash, materialized_until)
+      values ('r', '{}', 'c', 'd', 50)`;
+    // Materialised, as the old scheduler left them: untouched, touched, triggered, missed, requested.
+    await db.sql`
+      insert into periods (rollup_id, lo, hi, key, state, generation, last_change_at, manual_requested, reason)
+      values ('r', 0, 10, '0', 'waiting', 0, null, false, null),
+             ('r', 10, 20, '10', 'waiting', 0, now(), false, null),
+             ('r', 20, 30, '20', 'triggered', 2, now(), false, 'update'),
+             ('r', 30, 40, '30', 'missed', 0, null, false, null),
+             ('r', 40, 50, '40', 'waiting', 0, null, true, null)`;
+    await db.sql`
+      insert into triggers (rollup_id, period_lo, generation, idempotency_key, reason, lease_token, target, payload)
+      values ('r', 20, 1, 'r@20#1', 'covered', 1, '{}', '{}'), ('r', 20, 2, 'r@20#2', 'update', 1, '{}', '{}')`;
+    await migrate(db.sql, log);
+    const kept = await db.sql<{ lo: number; state: string; generation: number }[]>`
+      select lo, state, generation from periods order by lo`;
+    expect(kept).toEqual([
+      { lo: 10, state: 'waiting', generation: 0 },
+      { lo: 20, state: 'triggered', generation: 2 },
+      { lo: 30, state: 'missed', generation: 0 },
+      { lo: 40, state: 'waiting', generation: 0 },
+    ]);
+    expect(await db.sql`select generation from triggers order by generation`).toEqual([
+      { generation: 1 },
+      { generation: 2 },
+    ]);
+    const counts = await db.sql`select state, n from period_counts where n > 0 order by state`;
+    expect(counts).toEqual([
+      { state: 'missed', n: 1 },
+      { state: 'triggered', n: 1 },
+      { state: 'waiting', n: 2 },
+    ]);
+    // The counts follow every later change.
+    await db.sql`update periods set state = 'triggered', generation = 1 where lo = 10`;
+    await db.sql`delete from periods where lo = 40`;
+    expect(await db.sql`select state, n from period_counts where n > 0 order by state`).toEqual([
+      { state: 'missed', n: 1 },
+      { state: 'triggered', n: 2 },
+    ]);
+  });
 });
