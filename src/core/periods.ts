@@ -3,6 +3,7 @@
  * other period since `begin` is derived here from the calendar and the policy, through the same
  * `decide()` as a stored one, so a derived state can never disagree with a stored one. Pure.
  */
+import { DateTime } from 'luxon';
 import type { Period } from './calendar.js';
 import { countStarts } from './period-count.js';
 import { decide, PERIOD_STATES, type PeriodFacts, type PeriodState } from './policy.js';
@@ -187,4 +188,40 @@ export function viewPeriods(
         triggeredAt: null,
       },
   );
+}
+
+/**
+ * The period a key names (SPEC §8 keys: `2025-06-01T10`, `2025-06-01`, `2025-W23`, `2025-06`,
+ * `2025-Q2`, `2025`, ISO-duration starts to the minute, integer starts), or null when no period of
+ * this rollup has that key.
+ */
+export function periodOfKey(rollup: Rollup, key: string): Period | null {
+  const { calendar } = rollup;
+  let point: number;
+  if (rollup.domain === 'integer') {
+    if (!/^-?\d+$/.test(key)) return null;
+    point = Number(key);
+    if (!Number.isSafeInteger(point)) return null;
+  } else {
+    const m = /^(\d{4}(?:-[^+]*)?)([+-]\d{2}:\d{2})?$/.exec(key);
+    if (!m) return null;
+    const [, local, offset] = m;
+    const quarter = /^(\d{4})-Q([1-4])$/.exec(local!);
+    const text = quarter
+      ? `${quarter[1]}-${String((Number(quarter[2]) - 1) * 3 + 1).padStart(2, '0')}`
+      : local!;
+    const parsed = DateTime.fromISO(`${text}${offset ?? ''}`, { zone: calendar.timezone });
+    if (!parsed.isValid) return null;
+    point = parsed.toMillis() * 1000;
+  }
+  try {
+    const period = calendar.periodContaining(point);
+    if (period.key === key) return period;
+    // A wall time the clock showed twice resolves to its later instant; the key without an
+    // offset names the earlier one.
+    const before = calendar.periodContaining(period.start - 1);
+    return before.key === key ? before : null;
+  } catch {
+    return null;
+  }
 }

@@ -1,10 +1,6 @@
-import { type Coverage, projectCoverage } from '../core/coverage.js';
-import { normalize } from '../core/intervals.js';
-import { decide, type PeriodState, type UpstreamFacts } from '../core/policy.js';
-import type { Rollup } from '../core/rollup.js';
+import { decide, type PeriodState } from '../core/policy.js';
 import { buildPayload } from '../core/trigger.js';
-import type { Domain, Segment, SegmentState } from '../core/types.js';
-import type { Sql, Tx } from '../index/db.js';
+import type { Sql } from '../index/db.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
 import { type PeriodUpdate, type TriggerRow, writeTriggers, writeUpdates } from './decision-sql.js';
@@ -12,6 +8,7 @@ import type { Fence } from './fence.js';
 import type { RollupRuntime } from './rollups.js';
 import { redactTarget } from './targets/secrets.js';
 import { limitTransaction } from './transaction-limits.js';
+import { loadUpstreams, type Upstream, upstreamFacts } from './upstreams.js';
 
 interface PeriodRow {
   rollup_id: string;
@@ -24,26 +21,6 @@ interface PeriodRow {
   last_change_at: Date | null;
   rerun: 'replay' | 'update' | null;
   manual_requested: boolean;
-}
-
-interface UpstreamRow {
-  name: string;
-  domain: Domain;
-  last_seq: number;
-  covered_lo: number | null;
-  covered_hi: number | null;
-  lo: number | null;
-  hi: number | null;
-  version: string | null;
-  state: SegmentState | null;
-  required_version: string | null;
-}
-
-interface Upstream {
-  domain: Domain;
-  lastSeq: number;
-  extent: { start: number; end: number } | null;
-  segments: Segment[];
 }
 
 export interface EvaluationContext {
@@ -106,7 +83,15 @@ export async function evaluatePending(ctx: EvaluationContext, now: Date, limit: 
     const byRollup = new Map<string, PeriodRow[]>();
     for (const p of periods) byRollup.set(p.rollup_id, [...(byRollup.get(p.rollup_id) ?? []), p]);
     const groups = [...byRollup].map(([id, rows]) => ({ runtime: ctx.rollups.get(id)!, rows }));
-    const loaded = await Promise.all(groups.map((g) => loadUpstreams(tx, g.runtime.rollup, g.rows)));
+    const loaded = await Promise.all(
+      groups.map((g) =>
+        loadUpstreams(
+          tx,
+          g.runtime.rollup,
+          g.rows.map((r) => ({ start: r.lo, end: r.hi })),
+        ),
+      ),
+    );
     const decisions = groups.map((g, i) => decideAll(ctx, g.runtime, g.rows, loaded[i]!, now));
     // Pipelined too: the fence check locks the lease row before the writes run, and if it fails
     // the whole transaction rolls back, writes included.
@@ -143,24 +128,7 @@ function decideAll(
   const updates: PeriodUpdate[] = [];
   const triggers: TriggerRow[] = [];
   for (const period of periods) {
-    const coverages = new Map<string, { domain: Domain; coverage: Coverage | null }>();
-    const facts: UpstreamFacts[] = rollup.upstream.map((name) => {
-      const u = upstreams.get(name);
-      const width = period.hi - period.lo;
-      if (!u) {
-        coverages.set(name, { domain: rollup.domain, coverage: null });
-        return { ratio: 0, notComplete: width, replayRequired: 0 };
-      }
-      const window = { start: period.lo, end: period.hi };
-      const segments = u.segments.filter((s) => s.end > period.lo && s.start < period.hi);
-      const coverage = projectCoverage({ window, segments, extent: u.extent, limit: 0 });
-      coverages.set(name, { domain: u.domain, coverage });
-      return {
-        ratio: coverage.ratio,
-        notComplete: width - coverage.complete,
-        replayRequired: coverage.replayRequired.reduce((sum, r) => sum + (r.end - r.start), 0),
-      };
-    });
+    const { facts, coverages } = upstreamFacts(rollup, period, upstreams);
     const ratios = Object.fromEntries(rollup.upstream.map((name, i) => [name, facts[i]!.ratio]));
     const ratio = Math.min(...facts.map((f) => f.ratio));
     const outcome = decide(
@@ -236,47 +204,6 @@ function decideAll(
     }
   }
   return { updates, triggers };
-}
-
-/** Each upstream's newest seq, extent and the segments overlapping the periods, in one snapshot. */
-async function loadUpstreams(
-  tx: Tx,
-  rollup: Rollup,
-  periods: readonly PeriodRow[],
-): Promise<Map<string, Upstream>> {
-  // The periods as one multirange: one GiST probe per upstream, whatever its segment count and
-  // however scattered the periods (see segmentsTouchingStatement; OFFSET 0 keeps it a probe).
-  const ranges = normalize(periods.map((p) => ({ start: p.lo, end: p.hi })));
-  const spans = `{${ranges.map((r) => `[${r.start},${r.end})`).join(',')}}`;
-  const rows = await tx<UpstreamRow[]>`
-    select a.name, a.domain, a.last_seq, a.covered_lo, a.covered_hi, s.lo, s.hi, s.version, s.state, s.required_version
-    from assets a
-    left join lateral (
-      select lower(seg.span) as lo, upper(seg.span) as hi, seg.version, seg.state, seg.required_version
-      from segments seg where seg.asset_id = a.id and seg.span && ${spans}::int8multirange
-      offset 0
-    ) s on true
-    where a.name = any(${rollup.upstream as string[]}::text[])`;
-  const upstreams = new Map<string, Upstream>();
-  for (const r of rows) {
-    let u = upstreams.get(r.name);
-    if (!u) {
-      const extent =
-        r.covered_lo !== null && r.covered_hi !== null ? { start: r.covered_lo, end: r.covered_hi } : null;
-      u = { domain: r.domain, lastSeq: r.last_seq, extent, segments: [] };
-      upstreams.set(r.name, u);
-    }
-    if (r.lo !== null && r.hi !== null && r.state !== null) {
-      u.segments.push({
-        start: r.lo,
-        end: r.hi,
-        version: r.version,
-        state: r.state,
-        requiredVersion: r.required_version,
-      });
-    }
-  }
-  return upstreams;
 }
 
 function logDecisions(

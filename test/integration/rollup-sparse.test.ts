@@ -173,4 +173,62 @@ describe('sparse periods', () => {
     const bad = await daemon.http.inject({ url: '/v1/rollups/misses/periods?cursor=bogus' });
     expect(bad.statusCode).toBe(400);
   });
+
+  it('explains one period: upstream coverage, the verdict and its trigger history', async () => {
+    const hour = hourFloor(Date.now()) - 2 * HOUR;
+    const key = iso(hour).slice(0, 13);
+    // Half the hour arrives: the period waits, and says what is missing.
+    await producer.add('e', { asset: 's.long', start: iso(hour), end: iso(hour + HOUR / 2) });
+    await waitFor(async () => (await rows('long')) === 1, { what: 'the touched hour stored' });
+    const waiting = await get(`/v1/rollups/long/periods/${key}`);
+    expect(waiting.period).toMatchObject({ key, state: 'waiting', stored: true, generation: 0, ratio: 0.5 });
+    expect(waiting.upstreams['s.long']).toEqual({
+      seen: true,
+      ratio: 0.5,
+      missing: [
+        { start: iso(hour + HOUR / 2).replace('.000Z', 'Z'), end: iso(hour + HOUR).replace('.000Z', 'Z') },
+      ],
+      missing_count: 1,
+      replay_required: [],
+      replay_required_count: 0,
+      versions: [],
+    });
+    expect(waiting.verdict).toMatchObject({ satisfied: 'no', outcome: 'wait (waiting)', deadline_at: null });
+    expect(waiting.triggers).toEqual([]);
+
+    // The rest arrives: triggered, with its decision and delivery in the history.
+    await producer.add('e', { asset: 's.long', start: iso(hour + HOUR / 2), end: iso(hour + HOUR) });
+    const done = await waitFor(
+      async () => {
+        const answer = await get(`/v1/rollups/long/periods/${key}`);
+        return answer.triggers[0]?.delivered_at ? answer : undefined;
+      },
+      { what: 'the hour triggered and delivered' },
+    );
+    expect(done.period).toMatchObject({ state: 'triggered', generation: 1, reason: 'covered', ratio: 1 });
+    expect(done.triggers).toEqual([
+      expect.objectContaining({
+        generation: 1,
+        reason: 'covered',
+        idempotency_key: `long@${key.replace(/-/g, '')}0000Z#1`,
+        attempts: 1,
+      }),
+    ]);
+    expect(done.verdict).toMatchObject({ satisfied: 'full', outcome: 'wait (triggered)' });
+
+    // A derived period far back, and one that missed its deadline.
+    const old = await get('/v1/rollups/long/periods/2023-03-01T05');
+    expect(old.period).toMatchObject({ state: 'waiting', stored: false, ratio: 0 });
+    expect(old.upstreams['s.long'].missing).toEqual([
+      { start: '2023-03-01T05:00:00Z', end: '2023-03-01T06:00:00Z' },
+    ]);
+    const missedKey = threeDaysAgo.slice(0, 13);
+    const missed = await get(`/v1/rollups/misses/periods/${missedKey}`);
+    expect(missed.period).toMatchObject({ state: 'missed', stored: false });
+    expect(missed.verdict).toMatchObject({ outcome: 'miss', deadline_at: expect.any(String) });
+    for (const bad of ['2023-03-01', '2022-12-31T23', '2099-01-01T00', 'x']) {
+      const response = await daemon.http.inject({ url: `/v1/rollups/long/periods/${bad}` });
+      expect(response.statusCode, bad).toBe(404);
+    }
+  });
 });

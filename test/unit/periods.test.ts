@@ -13,6 +13,7 @@ import {
   missedBefore,
   nextPassAt,
   passedBefore,
+  periodOfKey,
   type StoredState,
   summaryRuns,
 } from '../../src/core/periods.js';
@@ -100,6 +101,35 @@ describe('countStarts', () => {
     // Not a timing assertion on the product: a walk of 7,300 hours a thousand times would take
     // tens of seconds; this only guards that the memo is shared.
     expect(performance.now() - started).toBeLessThan(5000);
+  });
+});
+
+describe('periodOfKey', () => {
+  it('finds every period by its key, on every kind of calendar, and nothing for a key it never gives', () => {
+    const grids: Array<[string | number, string]> = [
+      ...GRIDS,
+      ['quarter', 'UTC'],
+      ['year', 'Asia/Kathmandu'],
+      ['PT15M', 'Australia/Lord_Howe'],
+    ];
+    fc.assert(
+      fc.property(
+        fc.constantFrom(...grids),
+        fc.integer({ min: 0, max: 800 * DAY_MS }),
+        ([every, zone], offset) => {
+          const rollup = rollupOf(every, zone);
+          const point = typeof every === 'number' ? Math.floor(offset / 60_000) : BEGIN_US + offset * 1000;
+          const period = rollup.calendar.periodContaining(point);
+          expect(periodOfKey(rollup, period.key)).toEqual(period);
+        },
+      ),
+      { numRuns: 300 },
+    );
+    // The repeated hour of a fall-back day has its own key.
+    const berlin = rollupOf('hour', 'Europe/Berlin');
+    expect(periodOfKey(berlin, '2025-10-26T02')!.end).toBe(periodOfKey(berlin, '2025-10-26T02+01:00')!.start);
+    for (const bad of ['2025-13', 'nonsense', '2025-06-01T10:30', ''])
+      expect(periodOfKey(berlin, bad)).toBeNull();
   });
 });
 

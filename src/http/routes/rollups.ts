@@ -12,6 +12,7 @@ import { HttpError } from '../errors.js';
 import type { RouteRegistrar } from '../server.js';
 import { badRequest } from './assets.js';
 import { decodeCursor, encodeCursor, pageLimit } from './paging.js';
+import { registerPeriodDetail } from './period-detail.js';
 import { periodWindow } from './period-window.js';
 
 const DEFAULT_ROLLUPS = 100;
@@ -107,6 +108,8 @@ export function registerRollupRoutes(rollups: readonly RollupRuntime[]): RouteRe
         next_cursor: page.next === null ? null : encodeCursor(order, String(page.next)),
       };
     });
+
+    registerPeriodDetail(find)(app, ctx);
 
     app.post<{ Params: { id: string; start: string } }>(
       '/v1/rollups/:id/periods/:start/trigger',

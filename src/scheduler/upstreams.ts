@@ -1,0 +1,99 @@
+/**
+ * What the upstreams of a rollup hold for some periods: each upstream's newest seq, extent and
+ * segments, read in one statement, and per period the facts the policy decides on. Shared by the
+ * evaluation and the period detail.
+ */
+import { type Coverage, projectCoverage } from '../core/coverage.js';
+import { normalize } from '../core/intervals.js';
+import type { UpstreamFacts } from '../core/policy.js';
+import type { Rollup } from '../core/rollup.js';
+import type { Domain, Interval, Segment, SegmentState } from '../core/types.js';
+import type { Db } from '../index/db.js';
+
+interface UpstreamRow {
+  name: string;
+  domain: Domain;
+  last_seq: number;
+  covered_lo: number | null;
+  covered_hi: number | null;
+  lo: number | null;
+  hi: number | null;
+  version: string | null;
+  state: SegmentState | null;
+  required_version: string | null;
+}
+
+export interface Upstream {
+  domain: Domain;
+  lastSeq: number;
+  extent: { start: number; end: number } | null;
+  segments: Segment[];
+}
+
+/** Each upstream's newest seq, extent and the segments overlapping the periods, in one snapshot. */
+export async function loadUpstreams(
+  tx: Db,
+  rollup: Rollup,
+  periods: readonly Interval[],
+): Promise<Map<string, Upstream>> {
+  // The periods as one multirange: one GiST probe per upstream, whatever its segment count and
+  // however scattered the periods (see segmentsTouchingStatement; OFFSET 0 keeps it a probe).
+  const ranges = normalize(periods);
+  const spans = `{${ranges.map((r) => `[${r.start},${r.end})`).join(',')}}`;
+  const rows = await tx<UpstreamRow[]>`
+    select a.name, a.domain, a.last_seq, a.covered_lo, a.covered_hi, s.lo, s.hi, s.version, s.state, s.required_version
+    from assets a
+    left join lateral (
+      select lower(seg.span) as lo, upper(seg.span) as hi, seg.version, seg.state, seg.required_version
+      from segments seg where seg.asset_id = a.id and seg.span && ${spans}::int8multirange
+      offset 0
+    ) s on true
+    where a.name = any(${rollup.upstream as string[]}::text[])`;
+  const upstreams = new Map<string, Upstream>();
+  for (const r of rows) {
+    let u = upstreams.get(r.name);
+    if (!u) {
+      const extent =
+        r.covered_lo !== null && r.covered_hi !== null ? { start: r.covered_lo, end: r.covered_hi } : null;
+      u = { domain: r.domain, lastSeq: r.last_seq, extent, segments: [] };
+      upstreams.set(r.name, u);
+    }
+    if (r.lo !== null && r.hi !== null && r.state !== null) {
+      u.segments.push({
+        start: r.lo,
+        end: r.hi,
+        version: r.version,
+        state: r.state,
+        requiredVersion: r.required_version,
+      });
+    }
+  }
+  return upstreams;
+}
+
+/** The policy's facts about one period, and each upstream's coverage of it (null: never seen). */
+export function upstreamFacts(
+  rollup: Rollup,
+  period: { readonly lo: number; readonly hi: number },
+  upstreams: ReadonlyMap<string, Upstream>,
+): { facts: UpstreamFacts[]; coverages: Map<string, { domain: Domain; coverage: Coverage | null }> } {
+  const coverages = new Map<string, { domain: Domain; coverage: Coverage | null }>();
+  const facts: UpstreamFacts[] = rollup.upstream.map((name) => {
+    const u = upstreams.get(name);
+    const width = period.hi - period.lo;
+    if (!u) {
+      coverages.set(name, { domain: rollup.domain, coverage: null });
+      return { ratio: 0, notComplete: width, replayRequired: 0 };
+    }
+    const window = { start: period.lo, end: period.hi };
+    const segments = u.segments.filter((s) => s.end > period.lo && s.start < period.hi);
+    const coverage = projectCoverage({ window, segments, extent: u.extent, limit: 0 });
+    coverages.set(name, { domain: u.domain, coverage });
+    return {
+      ratio: coverage.ratio,
+      notComplete: width - coverage.complete,
+      replayRequired: coverage.replayRequired.reduce((sum, r) => sum + (r.end - r.start), 0),
+    };
+  });
+  return { facts, coverages };
+}
