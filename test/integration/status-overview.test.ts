@@ -1,0 +1,92 @@
+/**
+ * The status page of a large installation: one row per asset and rollup, paged, filtered by
+ * name, stalest assets and most-missed rollups first, and small whatever the totals.
+ */
+import { describe, expect, it } from 'vitest';
+import { startTestDaemon, testConfig } from '../helpers/daemon.js';
+import { createTestDatabase } from '../helpers/db.js';
+import { createTestPrefix } from '../helpers/redis.js';
+
+const HOUR_US = 3_600_000_000;
+const db = await createTestDatabase();
+const prefix = createTestPrefix();
+const now = Date.now() * 1000;
+
+// 120 time assets whose coverage ends 1..120 hours ago, straight into the index.
+await db.sql`
+  insert into assets (name, domain, zone, event_count, segment_count, covered_lo, covered_hi)
+  select 'ov.asset.' || lpad(i::text, 3, '0'), 'time', 'UTC', 1, 1,
+    ${now}::int8 - 200 * ${HOUR_US}::int8, ${now}::int8 - i * ${HOUR_US}::int8
+  from generate_series(1, 120) as i`;
+const target = { type: 'queue', queue: 'ov-runs' };
+const config = testConfig(db, prefix, {
+  rollups: [
+    ...Array.from({ length: 29 }, (_, i) => ({
+      id: `ov_r${String(i).padStart(2, '0')}`,
+      upstream: [`ov.asset.${String(i + 1).padStart(3, '0')}`],
+      every: 'hour',
+      begin: new Date(now / 1000 - 24 * 3_600_000).toISOString(),
+      target,
+    })),
+    {
+      id: 'ov_late',
+      upstream: ['ov.asset.120'],
+      every: 'hour',
+      begin: new Date(now / 1000 - 24 * 3_600_000).toISOString(),
+      policy: { deadline: 'PT1H', on_deadline: 'miss' },
+      target,
+    },
+  ],
+});
+const daemon = await startTestDaemon(config);
+
+const page = async (path: string) => {
+  const response = await daemon.http.inject({ url: path });
+  expect(response.statusCode).toBe(200);
+  return response.body;
+};
+const assetNames = (body: string) =>
+  [...body.matchAll(/href="\/\?asset=(ov\.asset\.\d+)"/g)].map((m) => m[1]);
+const rollupIds = (body: string) => [...body.matchAll(/href="\/\?rollup=(ov_\w+)"/g)].map((m) => m[1]);
+
+describe('status page overview', () => {
+  it('lists one row per asset and rollup, stalest and most missed first, in small pages', async () => {
+    const body = await page('/');
+    expect(body).toContain('<table class="overview">');
+    expect(body).not.toContain('<svg');
+    expect(body).toContain('1–50 of 120');
+    const assets = assetNames(body);
+    expect(assets).toHaveLength(50);
+    expect(assets[0]).toBe('ov.asset.120'); // coverage ends 120 hours ago: the stalest
+    expect(assets[49]).toBe('ov.asset.071');
+    const rollups = rollupIds(body);
+    expect(rollups).toHaveLength(30);
+    expect(rollups[0]).toBe('ov_late'); // the only one with missed periods
+    expect(Buffer.byteLength(body)).toBeLessThan(100_000);
+
+    const third = await page('/?page=3');
+    expect(assetNames(third)).toHaveLength(20);
+    expect(third).toContain('101–120 of 120');
+    expect(third).toContain('rel="prev"');
+    expect(third).not.toContain('rel="next"');
+  });
+
+  it('filters by a part of the name, and focuses on one rollup with its timeline', async () => {
+    const filtered = await page('/?q=asset.11');
+    expect(assetNames(filtered)).toEqual([
+      'ov.asset.119',
+      'ov.asset.118',
+      'ov.asset.117',
+      'ov.asset.116',
+      'ov.asset.115',
+      'ov.asset.114',
+      'ov.asset.113',
+      'ov.asset.112',
+      'ov.asset.111',
+      'ov.asset.110',
+    ]);
+    const focused = await page('/?rollup=ov_late');
+    expect(focused).toContain('<svg');
+    expect(focused).toContain('data-rollup="ov_late"');
+  });
+});
