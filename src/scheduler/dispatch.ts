@@ -23,6 +23,8 @@ const BATCH = 100;
  * Delivers decided triggers from the outbox, at least once and always with the same idempotency
  * key: a delivery that succeeded but was not yet recorded is simply repeated after a crash.
  * Transient failures back off exponentially; final ones (4xx) are recorded and not retried.
+ * Due rows go newest decision first: a fresh trigger is not queued behind a burst of catch-up
+ * decisions or a backlog of retries.
  */
 export async function deliverDue(
   sql: Sql,
@@ -36,7 +38,7 @@ export async function deliverDue(
     select rollup_id, period_lo, generation, idempotency_key, lease_token, attempts, target, payload
     from triggers
     where delivered_at is null and failed_at is null and next_attempt_at <= now()
-    order by next_attempt_at limit ${BATCH}`;
+    order by decided_at desc limit ${BATCH}`;
   let delivered = 0;
   let next = 0;
   const worker = async () => {

@@ -211,6 +211,10 @@ export class Scheduler {
         signal,
       );
       if (!more) break;
+      if (this.woken) {
+        busy = true; // fresh events first; the rest is delivered on the next pass
+        break;
+      }
     }
     if (busy) return 0;
     let wakeAt = Number.POSITIVE_INFINITY;
@@ -278,7 +282,10 @@ export class Scheduler {
   }
 }
 
-/** Rollups with an upstream whose event log has moved past the rollup's cursor, or has none yet. */
+/**
+ * Rollups with an upstream whose event log has moved past the rollup's cursor, or that has no
+ * cursor yet for an upstream with data to seed from. A declared asset with no data yet needs none.
+ */
 async function rollupsWithNewEvents(sql: Sql, rollups: readonly RollupRuntime[]): Promise<Set<string>> {
   const pairs = rollups.flatMap(({ rollup }) => rollup.upstream.map((asset) => [rollup.id, asset] as const));
   const rows = await sql<{ rollup_id: string }[]>`
@@ -286,6 +293,6 @@ async function rollupsWithNewEvents(sql: Sql, rollups: readonly RollupRuntime[])
     from unnest(${pairs.map((p) => p[0])}::text[], ${pairs.map((p) => p[1])}::text[]) as u(rollup_id, asset)
     join assets a on a.name = u.asset
     left join rollup_cursors c on c.rollup_id = u.rollup_id and c.asset_name = u.asset
-    where c.seq is null or a.last_seq > c.seq`;
+    where a.last_seq > coalesce(c.seq, 0) or (c.seq is null and a.segment_count > 0)`;
   return new Set(rows.map((r) => r.rollup_id));
 }

@@ -57,18 +57,28 @@ export async function loadRollup(
       { from, to, order: 'asc', at: null, limit: MAX_DETAILED_PERIODS, state: undefined },
       nowMs,
     );
-    pieces = page.periods.map((p) => ({
-      start: p.start,
-      end: p.end,
-      state: p.state,
-      detail: {
+    // Periods nothing happened to (derived: no ratio, no generation) are drawn as one piece per
+    // run; the others keep their own details for the tooltip.
+    for (const p of page.periods) {
+      const last = pieces.at(-1);
+      const plain = p.generation === 0 && p.ratio === 0 && (p.state === 'waiting' || p.state === 'missed');
+      if (plain && last?.detail === undefined && last?.state === p.state && last.end === p.start) {
+        pieces[pieces.length - 1] = { ...last, end: p.end, count: (last.count ?? 1) + 1 };
+        continue;
+      }
+      const detail = {
         key: p.key,
         generation: p.generation,
         reason: p.reason,
         ratio: p.ratio,
         triggeredAt: p.triggeredAt,
-      },
-    }));
+      };
+      pieces.push(
+        plain
+          ? { start: p.start, end: p.end, state: p.state }
+          : { start: p.start, end: p.end, state: p.state, detail },
+      );
+    }
   } else if (from < to) {
     const runs = await summarizePeriods(sql, rollup, from, to, nowMs);
     pieces = runs.map((r) => ({ start: r.start, end: r.end, state: r.state, count: r.count }));
