@@ -131,7 +131,13 @@ export async function spawnDaemon(config: Record<string, unknown>): Promise<Daem
   writeFileSync(path, JSON.stringify({ ...config, log_level: 'info' }));
   const env = { ...process.env };
   for (const key of OVERRIDES) delete env[key];
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'start', '--config', path], {
+  // BENCH_COMPILED=1 runs the built daemon (npm run build), as `npm start` does: without tsx's
+  // loader, whose transpiler adds to the process's memory.
+  const entry =
+    process.env.BENCH_COMPILED === '1'
+      ? ['dist/src/cli/main.js']
+      : ['--import', 'tsx', 'src/cli/main.ts'];
+  const child = spawn(process.execPath, [...entry, 'start', '--config', path], {
     cwd: packageRoot(),
     env,
     stdio: ['ignore', 'pipe', 'inherit'],

@@ -126,11 +126,15 @@ async function main(): Promise<void> {
   };
 
   let rssMax = 0;
+  let heapMax = 0;
   const rssSamples: number[] = [];
   const sampleRss = async () => {
-    const rss = await metric(/^process_resident_memory_bytes (\S+)$/m);
+    const { body } = await get('/metrics');
+    const rss = Number(/^process_resident_memory_bytes (\S+)$/m.exec(body)?.[1]);
+    const heap = Number(/^nodejs_heap_size_used_bytes (\S+)$/m.exec(body)?.[1]);
     rssSamples.push(rss);
     rssMax = Math.max(rssMax, rss);
+    heapMax = Math.max(heapMax, heap);
   };
   const tableSample = async () => {
     const [row] = await db.sql<{ rows: number; bytes: number }[]>`
@@ -267,7 +271,12 @@ async function main(): Promise<void> {
       idle_pass: idle,
       listings,
       summary_runs_34k: (summaryAnswer.summary as unknown[]).length,
-      rss_mb: { max: round(rssMax / 1e6, 1), last: round((rssSamples.at(-1) ?? 0) / 1e6, 1) },
+      rss_mb: {
+        max: round(rssMax / 1e6, 1),
+        last: round((rssSamples.at(-1) ?? 0) / 1e6, 1),
+        first: round((rssSamples[0] ?? 0) / 1e6, 1),
+        heap_used_max: round(heapMax / 1e6, 1),
+      },
       goals: {
         periods_mb_at_10_min: 20,
         fresh_p99_ms_first_minute: 1000,
