@@ -91,8 +91,8 @@ Options:
                       (exit 2) rather than "not covered"
   --json              print the coverage answer as JSON (the HTTP API's shape)
 ${CONFIG_OPTION}
-Exit codes: 0 covered (and fresh, with --max-lag), 1 not covered, stale (the reason is printed on
-stderr) or the asset was never seen, 2 error (bad or empty window, usage, unknown asset with
+Exit codes: 0 covered, 1 not covered, stale with --max-lag (the reason is printed on stderr) or
+the asset was never seen, 2 error (bad or empty window, usage, unknown asset with
 --require-known, database unreachable). Use it as a sensor in any scheduler.
 `,
   emit: `Usage: coverage-rollup emit --asset A (--start S --end E | --interval S/E) [--data-version V]

@@ -40,15 +40,16 @@ export function freshnessOf(facts: FreshnessFacts, nowMs: number): FreshnessJson
   const lagMs =
     domain === 'time' && coveredUntil !== null ? Math.max(0, nowMs - Math.floor(coveredUntil / 1000)) : null;
   let reason: string | null = null;
+  const ago = (ms: number) => `${formatIsoDuration(Math.round(ms / 1000) * 1000)} ago`;
   if (maxLagMs !== undefined) {
     const limit = formatIsoDuration(maxLagMs);
     if (domain === 'time') {
       if (lagMs === null) reason = `nothing is covered yet (max_lag ${limit})`;
       else if (lagMs > maxLagMs)
-        reason = `covered until ${formatPoint(domain, coveredUntil!)}, ${formatIsoDuration(lagMs)} ago, more than max_lag ${limit}`;
+        reason = `covered until ${formatPoint(domain, coveredUntil!)}, ${ago(lagMs)}, more than max_lag ${limit}`;
     } else if (lastEventAt === null) reason = `no event has arrived yet (max_lag ${limit})`;
     else if (nowMs - lastEventAt > maxLagMs)
-      reason = `last event ${formatIsoDuration(nowMs - lastEventAt)} ago, more than max_lag ${limit}`;
+      reason = `last event ${ago(nowMs - lastEventAt)}, more than max_lag ${limit}`;
   }
   return {
     covered_until: coveredUntil === null ? null : formatPoint(domain, coveredUntil),
