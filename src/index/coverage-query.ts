@@ -49,9 +49,9 @@ interface TotalsRow {
  * window overlaps and with `limit`, not with the holes it reports. One statement sums the
  * overlapping segments and counts those that touch their predecessor (which tells the number of
  * holes) in a single sorted pass over three narrow columns; the lists come from the few segments
- * nearest the asked end, read by top-N sorts. The statements run at once on separate
- * connections. The extent and the freshness facts come with the totals: the extent grows with
- * every commit, so it is never cached.
+ * nearest the asked end, read by top-N sorts at the same time on other connections (and the
+ * replay_required ones after, only when there are some). The extent and the freshness facts
+ * come with the totals: the extent grows with every commit, so it is never cached.
  */
 export async function queryCoverage(
   sql: Db,
@@ -62,12 +62,16 @@ export async function queryCoverage(
   const orders = request.orders ?? DEFAULT_ORDERS;
   // Usually enough to find limit + 1 holes; more only when many segments touch (versions change).
   let edgeSize = 2 * (limit + 1);
-  const [totals, firstEdge, replayRequired, batchEdge] = await Promise.all([
+  const [totals, firstEdge, batchEdge] = await Promise.all([
     windowTotals(sql, asset.id, window),
     segmentsNearest(sql, asset.id, window, orders.ranges, edgeSize),
-    segmentsNearest(sql, asset.id, window, orders.ranges, limit + 1, 'replay_required'),
     orders.batches === orders.ranges ? [] : segmentsNearest(sql, asset.id, window, orders.batches, limit + 1),
   ]);
+  // Most windows hold nothing replay_required: then this scan is skipped.
+  const replayRequired =
+    totals.replay_required > 0
+      ? await segmentsNearest(sql, asset.id, window, orders.ranges, limit + 1, 'replay_required')
+      : [];
   let edge = firstEdge;
   while (!edgeSuffices(window, edge, totals.n, orders.ranges, limit)) {
     edgeSize *= 4;
