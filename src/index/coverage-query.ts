@@ -49,9 +49,9 @@ interface TotalsRow {
  * window overlaps and with `limit`, not with the holes it reports. One statement sums the
  * overlapping segments and counts those that touch their predecessor (which tells the number of
  * holes) in a single sorted pass over three narrow columns; the lists come from the few segments
- * nearest the asked end, read by top-N sorts at the same time on other connections (and the
- * replay_required ones after, only when there are some). The extent and the freshness facts
- * come with the totals: the extent grows with every commit, so it is never cached.
+ * nearest the asked end, read through the index from a part of the window at that end (the
+ * replay_required ones from the whole window, only when there are some). The extent and the
+ * freshness facts come with the totals: the extent grows with every commit, so it is never cached.
  */
 export async function queryCoverage(
   sql: Db,
@@ -60,22 +60,21 @@ export async function queryCoverage(
 ): Promise<WindowCoverage> {
   const { window, limit } = request;
   const orders = request.orders ?? DEFAULT_ORDERS;
+  const totals = await windowTotals(sql, asset.id, window);
   // Usually enough to find limit + 1 holes; more only when many segments touch (versions change).
   let edgeSize = 2 * (limit + 1);
-  const [totals, firstEdge, batchEdge] = await Promise.all([
-    windowTotals(sql, asset.id, window),
-    segmentsNearest(sql, asset.id, window, orders.ranges, edgeSize),
-    orders.batches === orders.ranges ? [] : segmentsNearest(sql, asset.id, window, orders.batches, limit + 1),
-  ]);
-  // Most windows hold nothing replay_required: then this scan is skipped.
-  const replayRequired =
+  const [firstEdge, batchEdge, replayRequired] = await Promise.all([
+    nearest(sql, asset.id, window, totals, orders.ranges, edgeSize),
+    orders.batches === orders.ranges ? [] : nearest(sql, asset.id, window, totals, orders.batches, limit + 1),
+    // Most windows hold nothing replay_required: then this scan is skipped.
     totals.replay_required > 0
-      ? await segmentsNearest(sql, asset.id, window, orders.ranges, limit + 1, 'replay_required')
-      : [];
+      ? segmentsNearest(sql, asset.id, window, orders.ranges, limit + 1, 'replay_required')
+      : [],
+  ]);
   let edge = firstEdge;
   while (!edgeSuffices(window, edge, totals.n, orders.ranges, limit)) {
     edgeSize *= 4;
-    edge = await segmentsNearest(sql, asset.id, window, orders.ranges, edgeSize);
+    edge = await nearest(sql, asset.id, window, totals, orders.ranges, edgeSize);
   }
   const scan: WindowScan = {
     count: totals.n,
@@ -133,6 +132,37 @@ async function windowTotals(sql: Db, assetId: number, window: Interval): Promise
     where a.id = ${assetId}`;
   if (!row) throw new Error(`asset ${assetId} vanished`);
   return row;
+}
+
+/**
+ * The `count` segments nearest one end of the window, read from a part of the window at that end
+ * sized from the totals' density (twice what a uniform spread needs), so the GiST index hands over
+ * a few hundred rows instead of every overlapping one; the part grows until it holds `count`.
+ */
+async function nearest(
+  sql: Db,
+  assetId: number,
+  window: Interval,
+  totals: TotalsRow,
+  order: Order,
+  count: number,
+): Promise<Segment[]> {
+  if (totals.n === 0 || count === 0) return [];
+  const first = Math.max(window.start, totals.first_lo!);
+  const last = Math.min(window.end, totals.last_hi!);
+  let span =
+    totals.n <= count ? Number.POSITIVE_INFINITY : Math.ceil(((last - first) * 2 * count) / totals.n);
+  for (;;) {
+    const whole = span >= last - first;
+    const part = whole
+      ? window
+      : order === 'oldest'
+        ? { start: window.start, end: first + span }
+        : { start: last - span, end: window.end };
+    const rows = await segmentsNearest(sql, assetId, part, order, count);
+    if (rows.length >= count || whole) return rows;
+    span *= 4;
+  }
 }
 
 /** The `count` overlapping segments (of one state, if given) nearest one end of the window, in that order. */

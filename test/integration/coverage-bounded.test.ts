@@ -59,6 +59,11 @@ beforeAll(async () => {
       end: at(2 * k + 1),
       version: 'v9',
     });
+  // lumpy: dense at the start, sparse after (the lists' reads must widen past a uniform guess).
+  for (let k = 0; k < 200; k++)
+    events.push({ asset: 'lumpy', start: at(2 * k), end: at(2 * k + 1), id: `d${k}` });
+  for (let k = 1; k <= 10; k++)
+    events.push({ asset: 'lumpy', start: at(1000 * k), end: at(1000 * k + 5), id: `p${k}` });
   const now = Date.now();
   events.push(
     { asset: 'fresh.recent', start: iso(now - 3_600_000), end: iso(now - 5 * MINUTE) },
@@ -175,19 +180,21 @@ describe('a coverage answer over many holes', () => {
   });
 
   it('agrees with the full projection cut to the limit, for windows anywhere and either order', async () => {
-    const row = (await findAsset(db.sql, 'holey'))!;
-    const windows: Array<[number, number]> = [
-      [-10, 5],
-      [0, 2 * SLICES],
-      [199, 203],
-      [200, 1234],
-      [2 * SLICES - 7, 2 * SLICES + 40],
-      [50.5, 50.5 + 2],
-      [2 * SLICES + 1, 2 * SLICES + 9],
+    const windows: Array<[string, number, number]> = [
+      ['holey', -10, 5],
+      ['holey', 0, 2 * SLICES],
+      ['holey', 199, 203],
+      ['holey', 200, 1234],
+      ['holey', 2 * SLICES - 7, 2 * SLICES + 40],
+      ['holey', 50.5, 50.5 + 2],
+      ['holey', 2 * SLICES + 1, 2 * SLICES + 9],
+      ['lumpy', -5, 20_000],
+      ['lumpy', 300, 9_000],
     ];
-    for (const [from, to] of windows) {
+    for (const [asset, from, to] of windows) {
+      const row = (await findAsset(db.sql, asset))!;
       const window = { start: (T0 + from * MINUTE) * 1000, end: (T0 + to * MINUTE) * 1000 };
-      const full = await fullAnswer('holey', window);
+      const full = await fullAnswer(asset, window);
       const pieces = [...full.batches].reverse();
       for (const orders of [undefined, { ranges: 'newest', batches: 'newest' }] as Array<
         ListOrders | undefined
@@ -197,7 +204,7 @@ describe('a coverage answer over many holes', () => {
           const cut = <T>(list: T[], newest: boolean) =>
             (newest ? [...list].reverse() : list).slice(0, limit);
           const newest = orders?.ranges === 'newest';
-          const what = JSON.stringify({ from, to, orders, limit });
+          const what = JSON.stringify({ asset, from, to, orders, limit });
           expect(got.missing, what).toEqual(cut(full.missing, newest));
           expect(got.knownGaps, what).toEqual(cut(full.knownGaps, newest));
           expect(got.replayRequired, what).toEqual(cut(full.replayRequired, newest));

@@ -79,7 +79,7 @@ export async function runCheck(args: string[], values: CheckOptions): Promise<nu
       return fail(`the window is empty (--start equals --end: ${values.start}); nothing to check`);
     if (!asset) {
       if (values['require-known'])
-        return fail(`no asset named ${name} is known (never seen, not declared in config)`);
+        return fail(`no asset named ${name} is known (never seen, nor declared with a domain in config)`);
       if (values.json)
         process.stdout.write(`${JSON.stringify({ asset: name, covered: false, known: false })}\n`);
       else process.stdout.write(`${name}: not covered (no event for this asset has been ingested yet)\n`);
