@@ -1,7 +1,7 @@
 import type { FreshnessFacts } from '../core/freshness.js';
 import type { Domain } from '../core/types.js';
 import { coveredUntil, lastEventAt } from './coverage-query.js';
-import type { Db } from './db.js';
+import type { Sql } from './db.js';
 
 interface FreshnessRow {
   name: string;
@@ -12,12 +12,18 @@ interface FreshnessRow {
 
 /**
  * Every asset's freshness facts in one statement: per asset, one probe of the segments' GiST
- * index and one of the event log's primary key, so it stays cheap at thousands of assets.
+ * index and one of the event log's primary key (about 0.25 s for 10,000 assets on a loaded
+ * 2-core machine).
  */
-export async function freshnessFacts(sql: Db): Promise<Map<string, FreshnessFacts>> {
-  const rows = await sql<FreshnessRow[]>`
-    select a.name, a.domain, ${coveredUntil(sql)} as covered_until, ${lastEventAt(sql)} as last_event_at
-    from assets a`;
+export async function freshnessFacts(sql: Sql): Promise<Map<string, FreshnessFacts>> {
+  const rows = await sql.begin(async (tx) => {
+    // Thousands of probes add up to a plan cost that turns JIT on, and compiling the plan took
+    // longer (650 ms at 10,000 assets) than running it.
+    await tx`set local jit = off`;
+    return tx<FreshnessRow[]>`
+      select a.name, a.domain, ${coveredUntil(tx)} as covered_until, ${lastEventAt(tx)} as last_event_at
+      from assets a`;
+  });
   return new Map(
     rows.map((r) => [
       r.name,
