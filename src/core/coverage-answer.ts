@@ -114,6 +114,41 @@ export function edgeSuffices(
   return edgePieces(window, rows, false, order).filter((p) => p.state === 'gap').length > limit;
 }
 
+/** The scan of a window whose overlapping segments were all read: what the index would total. */
+export function scanOfAll(
+  window: Interval,
+  segments: readonly Segment[],
+  orders: ListOrders,
+  limit: number,
+): WindowScan {
+  const rows = segments
+    .filter((s) => s.start < window.end && window.start < s.end)
+    .sort((a, b) => a.start - b.start);
+  const inOrder = (o: Order) => (o === 'oldest' ? rows : [...rows].reverse());
+  let adjacent = 0;
+  let present = 0;
+  let complete = 0;
+  rows.forEach((s, i) => {
+    if (i > 0 && rows[i - 1]!.end === s.start) adjacent++;
+    const measure = Math.min(s.end, window.end) - Math.max(s.start, window.start);
+    present += measure;
+    if (s.state === 'complete') complete += measure;
+  });
+  const replayRequired = inOrder(orders.ranges).filter((s) => s.state === 'replay_required');
+  return {
+    count: rows.length,
+    adjacent,
+    replayRequiredCount: replayRequired.length,
+    present,
+    complete,
+    first: rows[0]?.start ?? null,
+    last: rows[rows.length - 1]?.end ?? null,
+    edge: inOrder(orders.ranges),
+    replayRequired: replayRequired.slice(0, limit + 1),
+    batchEdge: inOrder(orders.batches),
+  };
+}
+
 export interface BoundInput {
   readonly window: Interval;
   /** [min start, max end) of all the asset's segments; null when it has none. */

@@ -5,6 +5,7 @@ import {
   edgeSuffices,
   type ListOrders,
   type Order,
+  scanOfAll,
   type WindowScan,
 } from '../core/coverage-answer.js';
 import type { Interval, Segment } from '../core/types.js';
@@ -31,10 +32,6 @@ export interface WindowCoverage extends BoundedCoverage {
 type SegmentTuple = [number, number, string | null, Segment['state'], string | null];
 
 interface TotalsRow {
-  covered_lo: number | null;
-  covered_hi: number | null;
-  covered_until: number | null;
-  last_event_at: Date | null;
   n: number;
   adjacent: number;
   replay_required: number;
@@ -46,12 +43,14 @@ interface TotalsRow {
 
 /**
  * Coverage of one asset over a window, bounded (SPEC §10): its cost grows with the segments the
- * window overlaps and with `limit`, not with the holes it reports. One statement sums the
- * overlapping segments and counts those that touch their predecessor (which tells the number of
- * holes) in a single sorted pass over three narrow columns; the lists come from the few segments
- * nearest the asked end, read through the index from a part of the window at that end (the
- * replay_required ones from the whole window, only when there are some). The extent and the
- * freshness facts come with the totals: the extent grows with every commit, so it is never cached.
+ * window overlaps and with `limit`, not with the holes it reports. The first statement reads the
+ * asset's extent and freshness facts (the extent grows with every commit, so it is never cached)
+ * and, when the window overlaps at most SMALL_WINDOW segments, all of them: one round trip, as
+ * most answers need. A larger window is totalled in SQL: one sorted pass over three narrow
+ * columns sums the segments and counts those that touch their predecessor (which tells the number
+ * of holes); the lists come from the few segments nearest the asked end, read through the index
+ * from a part of the window at that end (the replay_required ones from the whole window, only
+ * when there are some).
  */
 export async function queryCoverage(
   sql: Db,
@@ -60,23 +59,82 @@ export async function queryCoverage(
 ): Promise<WindowCoverage> {
   const { window, limit } = request;
   const orders = request.orders ?? DEFAULT_ORDERS;
-  const totals = await windowTotals(sql, asset.id, window);
+  const head = await windowHead(sql, asset.id, window);
+  const rows = toSegments(head.rows);
+  const scan =
+    rows.length <= SMALL_WINDOW
+      ? scanOfAll(window, rows, orders, limit)
+      : await scanLargeWindow(sql, asset.id, window, orders, limit);
+  const { covered_lo: lo, covered_hi: hi } = head;
+  return {
+    ...boundCoverage({
+      window,
+      extent: lo !== null && hi !== null ? { start: lo, end: hi } : null,
+      limit,
+      orders,
+      scan,
+    }),
+    coveredUntil: head.covered_until,
+    lastEventAt: head.last_event_at === null ? null : head.last_event_at.getTime(),
+  };
+}
+
+/** Up to this many overlapping segments, the first read returns them all and Node totals them. */
+const SMALL_WINDOW = 1000;
+
+interface HeadRow {
+  covered_lo: number | null;
+  covered_hi: number | null;
+  covered_until: number | null;
+  last_event_at: Date | null;
+  rows: SegmentTuple[] | null;
+}
+
+/**
+ * The asset's extent and freshness facts, and the overlapping segments if there are at most
+ * SMALL_WINDOW of them (the scan stops after one more, so a large window costs little here).
+ */
+async function windowHead(sql: Db, assetId: number, window: Interval): Promise<HeadRow> {
+  const [row] = await sql<HeadRow[]>`
+    select a.covered_lo, a.covered_hi, ${coveredUntil(sql)} as covered_until,
+      ${lastEventAt(sql)} as last_event_at,
+      (select json_agg(json_build_array(lo, hi, version, state, required_version)) from (
+        select lower(span) as lo, upper(span) as hi, version, state, required_version
+        from segments
+        where asset_id = a.id and span && int8range(${window.start}, ${Math.max(window.start, window.end)})
+        limit ${SMALL_WINDOW + 1}
+      ) s) as rows
+    from assets a
+    where a.id = ${assetId}`;
+  if (!row) throw new Error(`asset ${assetId} vanished`);
+  return row;
+}
+
+/** Totals from SQL, lists from the segments nearest the asked end. */
+async function scanLargeWindow(
+  sql: Db,
+  assetId: number,
+  window: Interval,
+  orders: ListOrders,
+  limit: number,
+): Promise<WindowScan> {
+  const totals = await windowTotals(sql, assetId, window);
   // Usually enough to find limit + 1 holes; more only when many segments touch (versions change).
   let edgeSize = 2 * (limit + 1);
   const [firstEdge, batchEdge, replayRequired] = await Promise.all([
-    nearest(sql, asset.id, window, totals, orders.ranges, edgeSize),
-    orders.batches === orders.ranges ? [] : nearest(sql, asset.id, window, totals, orders.batches, limit + 1),
+    nearest(sql, assetId, window, totals, orders.ranges, edgeSize),
+    orders.batches === orders.ranges ? [] : nearest(sql, assetId, window, totals, orders.batches, limit + 1),
     // Most windows hold nothing replay_required: then this scan is skipped.
     totals.replay_required > 0
-      ? segmentsNearest(sql, asset.id, window, orders.ranges, limit + 1, 'replay_required')
+      ? segmentsNearest(sql, assetId, window, orders.ranges, limit + 1, 'replay_required')
       : [],
   ]);
   let edge = firstEdge;
   while (!edgeSuffices(window, edge, totals.n, orders.ranges, limit)) {
     edgeSize *= 4;
-    edge = await nearest(sql, asset.id, window, totals, orders.ranges, edgeSize);
+    edge = await nearest(sql, assetId, window, totals, orders.ranges, edgeSize);
   }
-  const scan: WindowScan = {
+  return {
     count: totals.n,
     adjacent: totals.adjacent,
     replayRequiredCount: totals.replay_required,
@@ -88,19 +146,16 @@ export async function queryCoverage(
     replayRequired,
     batchEdge: orders.batches === orders.ranges ? edge : batchEdge,
   };
-  const { covered_lo: lo, covered_hi: hi } = totals;
-  return {
-    ...boundCoverage({
-      window,
-      extent: lo !== null && hi !== null ? { start: lo, end: hi } : null,
-      limit,
-      orders,
-      scan,
-    }),
-    coveredUntil: totals.covered_until,
-    lastEventAt: totals.last_event_at === null ? null : totals.last_event_at.getTime(),
-  };
 }
+
+const toSegments = (rows: SegmentTuple[] | null): Segment[] =>
+  (rows ?? []).map(([start, end, version, state, requiredVersion]) => ({
+    start,
+    end,
+    version,
+    state,
+    requiredVersion,
+  }));
 
 /**
  * Exact totals over the segments overlapping the window. Only the adjacency count needs order,
@@ -111,27 +166,21 @@ export async function queryCoverage(
 async function windowTotals(sql: Db, assetId: number, window: Interval): Promise<TotalsRow> {
   const { start, end } = window;
   const [row] = await sql<TotalsRow[]>`
-    select a.covered_lo, a.covered_hi, ${coveredUntil(sql)} as covered_until,
-      ${lastEventAt(sql)} as last_event_at, t.*
-    from assets a, lateral (
-      select count(*)::int8 as n,
-        count(*) filter (where prev_hi = lo)::int8 as adjacent,
-        count(*) filter (where not complete)::int8 as replay_required,
-        coalesce(sum(least(hi, ${end}) - greatest(lo, ${start})), 0)::int8 as present,
-        coalesce(sum(least(hi, ${end}) - greatest(lo, ${start})) filter (where complete), 0)::int8 as complete,
-        min(lo) as first_lo, max(hi) as last_hi
+    select count(*)::int8 as n,
+      count(*) filter (where prev_hi = lo)::int8 as adjacent,
+      count(*) filter (where not complete)::int8 as replay_required,
+      coalesce(sum(least(hi, ${end}) - greatest(lo, ${start})), 0)::int8 as present,
+      coalesce(sum(least(hi, ${end}) - greatest(lo, ${start})) filter (where complete), 0)::int8 as complete,
+      min(lo) as first_lo, max(hi) as last_hi
+    from (
+      select lo, hi, complete, lag(hi) over (order by lo) as prev_hi
       from (
-        select lo, hi, complete, lag(hi) over (order by lo) as prev_hi
-        from (
-          select lower(span) as lo, upper(span) as hi, state = 'complete' as complete
-          from segments
-          where asset_id = a.id and span && int8range(${start}, ${Math.max(start, end)})
-        ) o
-      ) x
-    ) t
-    where a.id = ${assetId}`;
-  if (!row) throw new Error(`asset ${assetId} vanished`);
-  return row;
+        select lower(span) as lo, upper(span) as hi, state = 'complete' as complete
+        from segments
+        where asset_id = ${assetId} and span && int8range(${start}, ${Math.max(start, end)})
+      ) o
+    ) x`;
+  return row!;
 }
 
 /**
@@ -186,13 +235,7 @@ async function segmentsNearest(
       order by k
       limit ${count}
     ) e`;
-  return (rows[0]?.edge ?? []).map(([start, end, version, state, requiredVersion]) => ({
-    start,
-    end,
-    version,
-    state,
-    requiredVersion,
-  }));
+  return toSegments(rows[0]?.edge ?? null);
 }
 
 /**

@@ -60,10 +60,10 @@ beforeAll(async () => {
       version: 'v9',
     });
   // lumpy: dense at the start, sparse after (the lists' reads must widen past a uniform guess).
-  for (let k = 0; k < 200; k++)
+  for (let k = 0; k < 1200; k++)
     events.push({ asset: 'lumpy', start: at(2 * k), end: at(2 * k + 1), id: `d${k}` });
   for (let k = 1; k <= 10; k++)
-    events.push({ asset: 'lumpy', start: at(1000 * k), end: at(1000 * k + 5), id: `p${k}` });
+    events.push({ asset: 'lumpy', start: at(3000 * k), end: at(3000 * k + 5), id: `p${k}` });
   const now = Date.now();
   events.push(
     { asset: 'fresh.recent', start: iso(now - 3_600_000), end: iso(now - 5 * MINUTE) },
@@ -188,8 +188,8 @@ describe('a coverage answer over many holes', () => {
       ['holey', 2 * SLICES - 7, 2 * SLICES + 40],
       ['holey', 50.5, 50.5 + 2],
       ['holey', 2 * SLICES + 1, 2 * SLICES + 9],
-      ['lumpy', -5, 20_000],
-      ['lumpy', 300, 9_000],
+      ['lumpy', -5, 40_000],
+      ['lumpy', 300, 27_000],
     ];
     for (const [asset, from, to] of windows) {
       const row = (await findAsset(db.sql, asset))!;
