@@ -60,7 +60,7 @@ export async function queryCoverage(
   const { window, limit } = request;
   const orders = request.orders ?? DEFAULT_ORDERS;
   const head = await windowHead(sql, asset.id, window);
-  const rows = toSegments(head.rows);
+  const rows = headSegments(head);
   const scan =
     rows.length <= SMALL_WINDOW
       ? scanOfAll(window, rows, orders, limit)
@@ -82,12 +82,32 @@ export async function queryCoverage(
 /** Up to this many overlapping segments, the first read returns them all and Node totals them. */
 const SMALL_WINDOW = 1000;
 
+/** The overlapping segments come back as one JSON array per column: parsing a row each cost more. */
 interface HeadRow {
   covered_lo: number | null;
   covered_hi: number | null;
   covered_until: number | null;
   last_event_at: Date | null;
-  rows: SegmentTuple[] | null;
+  lo: number[] | null;
+  hi: number[] | null;
+  version: (string | null)[] | null;
+  state: Segment['state'][] | null;
+  required_version: (string | null)[] | null;
+}
+
+function headSegments(row: HeadRow): Segment[] {
+  const out: Segment[] = [];
+  const n = row.lo?.length ?? 0;
+  for (let i = 0; i < n; i++) {
+    out.push({
+      start: row.lo![i]!,
+      end: row.hi![i]!,
+      version: row.version![i]!,
+      state: row.state![i]!,
+      requiredVersion: row.required_version![i]!,
+    });
+  }
+  return out;
 }
 
 /**
@@ -98,13 +118,17 @@ async function windowHead(sql: Db, assetId: number, window: Interval): Promise<H
   const [row] = await sql<HeadRow[]>`
     select a.covered_lo, a.covered_hi, ${coveredUntil(sql)} as covered_until,
       ${lastEventAt(sql)} as last_event_at,
-      (select json_agg(json_build_array(lo, hi, version, state, required_version)) from (
+      s.*
+    from assets a, lateral (
+      select json_agg(lo) as lo, json_agg(hi) as hi, json_agg(version) as version,
+        json_agg(state) as state, json_agg(required_version) as required_version
+      from (
         select lower(span) as lo, upper(span) as hi, version, state, required_version
         from segments
         where asset_id = a.id and span && int8range(${window.start}, ${Math.max(window.start, window.end)})
         limit ${SMALL_WINDOW + 1}
-      ) s) as rows
-    from assets a
+      ) r
+    ) s
     where a.id = ${assetId}`;
   if (!row) throw new Error(`asset ${assetId} vanished`);
   return row;
