@@ -46,11 +46,9 @@ interface TotalsRow {
  * window overlaps and with `limit`, not with the holes it reports. The first statement reads the
  * asset's extent and freshness facts (the extent grows with every commit, so it is never cached)
  * and, when the window overlaps at most SMALL_WINDOW segments, all of them: one round trip, as
- * most answers need. A larger window is totalled in SQL: one sorted pass over three narrow
- * columns sums the segments and counts those that touch their predecessor (which tells the number
- * of holes); the lists come from the few segments nearest the asked end, read through the index
- * from a part of the window at that end (the replay_required ones from the whole window, only
- * when there are some).
+ * most answers need. A larger window is totalled in SQL (windowTotals); the lists come from the
+ * few segments nearest the asked end, read through the index from a part of the window at that
+ * end (the replay_required ones from the whole window, only when there are some).
  */
 export async function queryCoverage(
   sql: Db,
@@ -182,29 +180,40 @@ const toSegments = (rows: SegmentTuple[] | null): Segment[] =>
   }));
 
 /**
- * Exact totals over the segments overlapping the window. Only the adjacency count needs order,
- * and it reads three narrow columns: sorting the wide rows, or more window functions, cost
- * several times more at 50,000 segments. Sums clip each segment with least/greatest, which is
- * cheaper per row than range operators.
+ * Exact totals over the segments overlapping the window, in one pass without sorting: sums
+ * clipped with least/greatest (cheaper per row than range operators). Only the count of segments
+ * that touch their predecessor needs order, and the index is maximally merged: segments that
+ * touch differ in version or state. So when every overlapping segment has the same version and
+ * state (a stream at one version, the usual case), none touch; otherwise a second statement
+ * counts them in one sorted pass over two narrow columns.
  */
 async function windowTotals(sql: Db, assetId: number, window: Interval): Promise<TotalsRow> {
   const { start, end } = window;
-  const [row] = await sql<TotalsRow[]>`
+  const range = sql`int8range(${start}, ${Math.max(start, end)})`;
+  const [row] = await sql<(Omit<TotalsRow, 'adjacent'> & { uniform: boolean | null })[]>`
     select count(*)::int8 as n,
-      count(*) filter (where prev_hi = lo)::int8 as adjacent,
-      count(*) filter (where not complete)::int8 as replay_required,
+      count(*) filter (where state = 'replay_required')::int8 as replay_required,
       coalesce(sum(least(hi, ${end}) - greatest(lo, ${start})), 0)::int8 as present,
-      coalesce(sum(least(hi, ${end}) - greatest(lo, ${start})) filter (where complete), 0)::int8 as complete,
-      min(lo) as first_lo, max(hi) as last_hi
+      coalesce(sum(least(hi, ${end}) - greatest(lo, ${start})) filter (where state = 'complete'), 0)::int8 as complete,
+      min(lo) as first_lo, max(hi) as last_hi,
+      min(state) = max(state)
+        and min(version) is not distinct from max(version) and count(version) in (0, count(*))
+        and min(required_version) is not distinct from max(required_version)
+        and count(required_version) in (0, count(*)) as uniform
     from (
-      select lo, hi, complete, lag(hi) over (order by lo) as prev_hi
-      from (
-        select lower(span) as lo, upper(span) as hi, state = 'complete' as complete
-        from segments
-        where asset_id = ${assetId} and span && int8range(${start}, ${Math.max(start, end)})
-      ) o
+      select lower(span) as lo, upper(span) as hi, version, state, required_version
+      from segments
+      where asset_id = ${assetId} and span && ${range}
+    ) o`;
+  const { uniform, ...totals } = row!;
+  if (uniform !== false || totals.n < 2) return { ...totals, adjacent: 0 };
+  const [touching] = await sql<{ adjacent: number }[]>`
+    select count(*) filter (where prev_hi = lo)::int8 as adjacent
+    from (
+      select lo, lag(hi) over (order by lo) as prev_hi
+      from (select lower(span) as lo, upper(span) as hi from segments where asset_id = ${assetId} and span && ${range}) o
     ) x`;
-  return row!;
+  return { ...totals, adjacent: touching!.adjacent };
 }
 
 /**
