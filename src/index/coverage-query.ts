@@ -192,19 +192,20 @@ async function windowTotals(sql: Db, assetId: number, window: Interval): Promise
   const range = sql`int8range(${start}, ${Math.max(start, end)})`;
   const [row] = await sql<(Omit<TotalsRow, 'adjacent'> & { uniform: boolean | null })[]>`
     select count(*)::int8 as n,
-      count(*) filter (where state = 'replay_required')::int8 as replay_required,
+      count(*) filter (where o.state = 'replay_required')::int8 as replay_required,
       coalesce(sum(least(hi, ${end}) - greatest(lo, ${start})), 0)::int8 as present,
-      coalesce(sum(least(hi, ${end}) - greatest(lo, ${start})) filter (where state = 'complete'), 0)::int8 as complete,
+      coalesce(sum(least(hi, ${end}) - greatest(lo, ${start})) filter (where o.state = 'complete'), 0)::int8 as complete,
       min(lo) as first_lo, max(hi) as last_hi,
-      min(state) = max(state)
-        and min(version) is not distinct from max(version) and count(version) in (0, count(*))
-        and min(required_version) is not distinct from max(required_version)
-        and count(required_version) in (0, count(*)) as uniform
+      bool_and(o.version is not distinct from r.version and o.state = r.state
+        and o.required_version is not distinct from r.required_version) as uniform
     from (
       select lower(span) as lo, upper(span) as hi, version, state, required_version
       from segments
       where asset_id = ${assetId} and span && ${range}
-    ) o`;
+    ) o, (
+      -- Any one overlapping segment: comparing every other with it is cheaper than min/max of text.
+      select version, state, required_version from segments where asset_id = ${assetId} and span && ${range} limit 1
+    ) r`;
   const { uniform, ...totals } = row!;
   if (uniform !== false || totals.n < 2) return { ...totals, adjacent: 0 };
   const [touching] = await sql<{ adjacent: number }[]>`
