@@ -134,9 +134,7 @@ export async function spawnDaemon(config: Record<string, unknown>): Promise<Daem
   // BENCH_COMPILED=1 runs the built daemon (npm run build), as `npm start` does: without tsx's
   // loader, whose transpiler adds to the process's memory.
   const entry =
-    process.env.BENCH_COMPILED === '1'
-      ? ['dist/src/cli/main.js']
-      : ['--import', 'tsx', 'src/cli/main.ts'];
+    process.env.BENCH_COMPILED === '1' ? ['dist/src/cli/main.js'] : ['--import', 'tsx', 'src/cli/main.ts'];
   const child = spawn(process.execPath, [...entry, 'start', '--config', path], {
     cwd: packageRoot(),
     env,

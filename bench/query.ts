@@ -130,8 +130,10 @@ async function main(): Promise<void> {
       const facts = (await findAsset(db.sql, ASSET))!;
       const direct = async () => {
         const window = { start: lo, end: hi };
-        const coverage = await queryCoverage(db.sql, facts, window, 200);
-        JSON.stringify(toCoverageAnswer(ASSET, 'time', window, coverage));
+        const coverage = await queryCoverage(db.sql, facts, { window, limit: 200 });
+        JSON.stringify(
+          toCoverageAnswer({ asset: ASSET, domain: 'time', window, coverage, ...coverage }, Date.now()),
+        );
       };
       // (a) what a client without the index does: fetch every event in the window, merge them.
       const client = async () => {

@@ -26,6 +26,14 @@ const assetSchema = z.strictObject({
   name: nonEmpty,
   domain: z.enum(['time', 'integer']).optional(),
   zone: zone.default('UTC'),
+  // How far behind now the asset's complete coverage may fall (integer assets: how long without an event).
+  freshness: z
+    .strictObject({
+      max_lag: isoDuration.refine((ms) => ms > 0, {
+        message: 'expected a duration longer than zero, such as PT20M',
+      }),
+    })
+    .optional(),
 });
 
 /**
@@ -238,6 +246,11 @@ export type Config = z.output<typeof configSchema>;
 export type RollupConfig = Config['rollups'][number];
 export type TargetConfig = RollupConfig['target'];
 export type Secret = z.output<typeof secret>;
+
+/** Each asset's configured freshness.max_lag in ms, by name. */
+export function maxLags(config: Config): Map<string, number> {
+  return new Map(config.assets.flatMap((a) => (a.freshness ? [[a.name, a.freshness.max_lag] as const] : [])));
+}
 
 export class ConfigError extends Error {
   override readonly name = 'ConfigError';

@@ -122,6 +122,18 @@ export function createMetrics() {
       labelNames: ['result'] as const,
       registers,
     }),
+    assetLag: new Gauge({
+      name: 'coverage_rollup_asset_lag_seconds',
+      help: "Seconds from the end of a time asset's newest complete coverage to now (read at scrape time)",
+      labelNames: ['asset'] as const,
+      registers,
+    }),
+    assetStale: new Gauge({
+      name: 'coverage_rollup_asset_stale',
+      help: '1 when an asset with freshness.max_lag lags more than that (integer assets: no event within it), else 0',
+      labelNames: ['asset'] as const,
+      registers,
+    }),
     leaseLosses: new Counter({
       name: 'coverage_rollup_lease_losses_total',
       help: 'Times this instance stepped down from the lease',

@@ -15,9 +15,9 @@ Commands:
   start                      run the daemon: ingest the events queue, serve HTTP, and (as the
                              lease holder) evaluate rollups and trigger downstream runs
   migrate                    apply pending database migrations and exit
-  check ASSET --start S --end E [--limit N] [--json]
-                             is [S, E) of ASSET covered? prints covered, ratio and gaps;
-                             exit 0 when covered, 1 when not, 2 on error (use it as a sensor)
+  check ASSET --start S --end E [--limit N] [--order oldest|newest] [--max-lag D] [--require-known] [--json]
+                             is [S, E) of ASSET covered? prints a summary and the first gaps;
+                             exit 0 when covered, 1 when not (or stale), 2 on error (use it as a sensor)
   emit [--asset A --start S --end E | --interval S/E] [--data-version V] [--id ID] [--replay]
                              enqueue one event on the events queue
   emit --file F              enqueue events from a JSON-lines file (- for stdin), one per line
@@ -71,18 +71,29 @@ Options:
 ${CONFIG_OPTION}
 Exit codes: 0 when the schema is current, 2 on error (including a schema newer than this version).
 `,
-  check: `Usage: coverage-rollup check ASSET --start S --end E [--limit N] [--json] [--config FILE]
+  check: `Usage: coverage-rollup check ASSET --start S --end E [--limit N] [--order oldest|newest]
+                           [--max-lag D] [--require-known] [--json] [--config FILE]
 
-Is [S, E) of ASSET covered? Prints covered, ratio, missing ranges and replay-required ranges, read
-from PostgreSQL. Bounds are ISO 8601 timestamps (without an offset: the asset's zone) or integers.
+Is [S, E) of ASSET covered? Prints a summary line (covered, ratio, how many missing ranges and how
+much is missing, the first and the last of them), the asset's freshness, and at most --limit
+missing and replay-required ranges, read from PostgreSQL. Bounds are ISO 8601 timestamps (without
+an offset: the asset's zone) or integers.
 
 Options:
-  --start S, --end E  the window, half-open
-  --limit N           pieces of the answer's batches, 0 to 1000 (default 200)
+  --start S, --end E  the window, half-open; an empty window (S = E) is refused
+  --limit N           most entries printed per list, 0 to 1000 (default 20; with --json 200,
+                      as over HTTP)
+  --order O           oldest (default for ranges) or newest: which end the lists start from
+  --max-lag D         also fail when the asset is stale: its complete coverage ends more than
+                      D (an ISO 8601 duration such as PT20M) before now; for an integer asset,
+                      no event arrived within D
+  --require-known     an asset the index does not know (never seen, not declared) is an error
+                      (exit 2) rather than "not covered"
   --json              print the coverage answer as JSON (the HTTP API's shape)
 ${CONFIG_OPTION}
-Exit codes: 0 covered, 1 not covered (or the asset was never seen), 2 error (bad window, usage,
-database unreachable). Use it as a sensor in any scheduler.
+Exit codes: 0 covered, 1 not covered, stale with --max-lag (the reason is printed on stderr) or
+the asset was never seen, 2 error (bad or empty window, usage, unknown asset with
+--require-known, database unreachable). Use it as a sensor in any scheduler.
 `,
   emit: `Usage: coverage-rollup emit --asset A (--start S --end E | --interval S/E) [--data-version V]
                           [--id ID] [--replay] [--config FILE]

@@ -30,6 +30,9 @@ async function main(argv: string[]): Promise<number> {
       replay: { type: 'boolean' },
       file: { type: 'string', short: 'f' },
       serve: { type: 'boolean' },
+      order: { type: 'string' },
+      'max-lag': { type: 'string' },
+      'require-known': { type: 'boolean' },
     },
   });
   const [command, ...rest] = positionals;

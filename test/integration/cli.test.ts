@@ -116,6 +116,149 @@ describe('coverage-rollup check', () => {
   });
 });
 
+describe('coverage-rollup check: bounded output, freshness, footguns', () => {
+  // cli.holey: 300 one-minute holes, every other minute from 2026-01-01; cli.recent: complete up
+  // to an hour ago.
+  const T0 = Date.UTC(2026, 0, 1);
+  const at = (minute: number) => new Date(T0 + minute * 60_000).toISOString().replace('.000Z', 'Z');
+  const year = ['--start', at(0), '--end', '2027-01-01T00:00:00Z'];
+  const hourAgo = Date.now() - 3_600_000;
+  const recent = [
+    '--start',
+    new Date(hourAgo - 3_600_000).toISOString(),
+    '--end',
+    new Date(hourAgo).toISOString(),
+  ];
+
+  beforeAll(async () => {
+    const events = Array.from({ length: 300 }, (_, k) => ({
+      asset: 'cli.holey',
+      start: at(2 * k),
+      end: at(2 * k + 1),
+      version: 'v1',
+    }));
+    events.push({
+      asset: 'cli.recent',
+      start: new Date(hourAgo - 7_200_000).toISOString(),
+      end: new Date(hourAgo).toISOString(),
+      version: 'v1',
+    });
+    await commitEvents(
+      db.sql,
+      events.map((e) => normalizeEvent(e, { maxPayloadBytes: 65_536 })),
+    );
+  });
+
+  it('prints a summary line and at most --limit gaps (20 by default)', async () => {
+    const run = await cli(['check', 'cli.holey', ...year]);
+    expect(run.code).toBe(1);
+    const lines = run.stdout.trim().split('\n');
+    expect(lines[0]).toBe(
+      `cli.holey [${at(0)}, 2027-01-01T00:00:00Z): NOT covered, ratio ${Number((300 / 525_600).toFixed(6))}; ` +
+        `300 missing ranges (${(525_600 - 300) * 60} s), first ${at(1)} .. ${at(2)}, last ${at(599)} .. 2027-01-01T00:00:00Z; ` +
+        '0 replay-required ranges',
+    );
+    expect(lines[1]).toMatch(
+      new RegExp(`^covered until ${at(599)}, lag \\d+(\\.\\d+)? s; last event at \\d{4}-`),
+    );
+    expect(lines.filter((l) => /^ {2}\S+ \.\. \S+$/.test(l))).toHaveLength(20);
+    expect(run.stdout).toContain('  ... 280 more (--limit N prints up to 1000; --order newest)');
+    const five = await cli(['check', 'cli.holey', ...year, '--limit', '5', '--order', 'newest']);
+    expect(five.stdout).toContain(
+      `missing:\n  ${at(599)} .. 2027-01-01T00:00:00Z\n  ${at(597)} .. ${at(598)}\n`,
+    );
+    expect(five.stdout).toContain('  ... 295 more');
+    expect(five.stdout.split('\n')[0]).toContain(
+      `first ${at(1)} .. ${at(2)}, last ${at(599)} .. 2027-01-01T00:00:00Z`,
+    );
+  });
+
+  it('bounds --json like HTTP: 200 entries per list by default, with exact totals', async () => {
+    const run = await cli(['check', 'cli.holey', ...year, '--json']);
+    const answer = JSON.parse(run.stdout);
+    expect(answer.missing).toHaveLength(200);
+    expect(answer).toMatchObject({
+      missing_count: 300,
+      missing_total: (525_600 - 300) * 60,
+      truncated: true,
+    });
+    const small = JSON.parse((await cli(['check', 'cli.holey', ...year, '--json', '--limit', '2'])).stdout);
+    expect(small.missing).toEqual([
+      { start: at(1), end: at(2) },
+      { start: at(3), end: at(4) },
+    ]);
+  });
+
+  it('--max-lag exits 1 when the asset is stale, saying why, and 0 when it is fresh', async () => {
+    const stale = await cli(['check', 'cli.recent', ...recent, '--max-lag', 'PT20M']);
+    expect(stale.code).toBe(1);
+    expect(stale.stdout).toContain('covered, ratio 1');
+    expect(stale.stderr).toMatch(
+      /cli\.recent is stale: covered until \S+, PT1H(\d+S)? ago, more than max_lag PT20M/,
+    );
+    const fresh = await cli(['check', 'cli.recent', ...recent, '--max-lag', 'PT2H']);
+    expect(fresh).toMatchObject({ code: 0, stderr: '' });
+    expect((await cli(['check', 'cli.recent', ...recent])).code).toBe(0);
+    const json = JSON.parse(
+      (await cli(['check', 'cli.recent', ...recent, '--max-lag', 'PT20M', '--json'])).stdout,
+    );
+    expect(json).toMatchObject({ covered: true, max_lag: 'PT20M', stale: true });
+    const bad = await cli(['check', 'cli.recent', ...recent, '--max-lag', '20m']);
+    expect(bad).toMatchObject({
+      code: 2,
+      stderr: expect.stringContaining('--max-lag must be an ISO 8601 duration'),
+    });
+  });
+
+  it('refuses an empty window with exit 2, for known and unknown assets alike', async () => {
+    for (const asset of ['cli.orders', 'cli.nothing']) {
+      const run = await cli([
+        'check',
+        asset,
+        '--start',
+        '2025-06-01T10:00:00Z',
+        '--end',
+        '2025-06-01T12:00:00+02:00',
+      ]);
+      expect(run, asset).toMatchObject({
+        code: 2,
+        stdout: '',
+        stderr: expect.stringContaining('the window is empty'),
+      });
+    }
+  });
+
+  it('--require-known makes an asset the index does not know an error (2) rather than not covered (1)', async () => {
+    const window = ['--start', '2025-06-01T10:00:00Z', '--end', '2025-06-01T11:00:00Z'];
+    expect((await cli(['check', 'cli.misspelt', ...window])).code).toBe(1);
+    const run = await cli(['check', 'cli.misspelt', ...window, '--require-known']);
+    expect(run).toMatchObject({
+      code: 2,
+      stderr: expect.stringContaining('no asset named cli.misspelt is known'),
+    });
+    expect((await cli(['check', 'cli.orders', ...window, '--require-known'])).code).toBe(0);
+  });
+});
+
+describe('coverage-rollup status', () => {
+  it('shows each asset covered_until, lag and last event', async () => {
+    const run = await cli(['status', '--json']);
+    expect(run.code).toBe(0);
+    const assets = JSON.parse(run.stdout).assets as Array<Record<string, unknown>>;
+    expect(assets.find((a) => a.asset === 'cli.orders')).toMatchObject({
+      covered_until: '2025-06-01T12:00:00Z',
+      lag_seconds: expect.any(Number),
+      last_event_at: expect.stringMatching(/^\d{4}-/),
+      max_lag: null,
+      stale: null,
+    });
+    const text = await cli(['status']);
+    expect(text.stdout).toMatch(
+      /^ {4}covered until 2025-06-01T12:00:00Z, lag \d+(\.\d+)? s, last event at \d{4}-/m,
+    );
+  });
+});
+
 describe('help', () => {
   it('gives each command its own help, with its options and exit codes', async () => {
     const check = await cli(['check', '--help']);

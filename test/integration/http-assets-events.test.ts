@@ -206,6 +206,17 @@ describe('GET /v1/assets/{asset}/coverage', () => {
     ],
     known_gaps: [{ start: '2025-06-01T10:30:00Z', end: '2025-06-01T10:40:00Z' }],
     batches,
+    missing_count: 3,
+    missing_total: 1800,
+    known_gaps_count: 1,
+    replay_required_count: 1,
+    truncated: false,
+    covered_until: '2025-06-01T11:00:00Z',
+    lag_seconds: expect.any(Number),
+    last_event_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT.*Z$/),
+    max_lag: null,
+    stale: null,
+    stale_reason: null,
   };
 
   it('answers exactly the SPEC §8 shape', async () => {
@@ -223,6 +234,17 @@ describe('GET /v1/assets/{asset}/coverage', () => {
       'replay_required',
       'known_gaps',
       'batches',
+      'missing_count',
+      'missing_total',
+      'known_gaps_count',
+      'replay_required_count',
+      'truncated',
+      'covered_until',
+      'lag_seconds',
+      'last_event_at',
+      'max_lag',
+      'stale',
+      'stale_reason',
     ]);
   });
 
@@ -234,14 +256,14 @@ describe('GET /v1/assets/{asset}/coverage', () => {
     expect(reply.body).toStrictEqual(expected);
   });
 
-  it('limits batches to the pieces nearest the window end, latest first', async () => {
-    expect((await coverage('http.orders', { ...window, limit: '3' })).body.batches).toEqual(
-      batches.slice(0, 3),
-    );
+  it('limits batches to the pieces nearest the window end, latest first, and every list to limit', async () => {
+    const three = await coverage('http.orders', { ...window, limit: '3' });
+    expect(three.body.batches).toEqual(batches.slice(0, 3));
+    expect(three.body).toMatchObject({ missing: expected.missing, truncated: true });
     expect((await coverage('http.orders', { ...window, limit: '1000' })).body.batches).toEqual(batches);
     const none = await coverage('http.orders', { ...window, limit: '0' });
-    expect(none.body.batches).toEqual([]);
-    expect(none.body.missing).toEqual(expected.missing);
+    expect(none.body).toMatchObject({ batches: [], missing: [], known_gaps: [], replay_required: [] });
+    expect(none.body).toMatchObject({ covered: false, ratio: 0.5, missing_count: 3, truncated: true });
   });
 
   it('a covered window', async () => {
@@ -282,6 +304,17 @@ describe('GET /v1/assets/{asset}/coverage', () => {
         { start: 100, end: 150, state: 'gap', version: null },
         { start: 50, end: 100, state: 'complete', version: null },
       ],
+      missing_count: 2,
+      missing_total: 150,
+      known_gaps_count: 1,
+      replay_required_count: 0,
+      truncated: false,
+      covered_until: 200,
+      lag_seconds: null,
+      last_event_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT.*Z$/),
+      max_lag: null,
+      stale: null,
+      stale_reason: null,
     });
   });
 
@@ -369,6 +402,12 @@ describe('GET /v1/assets', () => {
       segment_count: 2,
       covered_extent: { start: 0, end: 200 },
       updated_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT.*Z$/),
+      covered_until: 200,
+      lag_seconds: null,
+      last_event_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT.*Z$/),
+      max_lag: null,
+      stale: null,
+      stale_reason: null,
     });
     expect(assets[1]).toMatchObject({
       asset: 'http.orders',

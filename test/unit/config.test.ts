@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { demoConfig } from '../../src/cli/commands/demo.js';
-import { ConfigError, loadConfig, parseConfig } from '../../src/config.js';
+import { ConfigError, loadConfig, maxLags, parseConfig } from '../../src/config.js';
 import { defineRollups } from '../../src/scheduler/rollups.js';
 
 describe('configuration', () => {
@@ -47,9 +47,23 @@ describe('configuration', () => {
     [{ log_level: 'loud' }, 'log_level'],
     [{ unknown_key: 1 }, 'Unrecognized key'],
     [{ assets: [{ name: 'a', zone: 'Mars/Olympus' }] }, 'assets.0.zone: expected an IANA time zone'],
+    [
+      { assets: [{ name: 'a', freshness: { max_lag: '20m' } }] },
+      'assets.0.freshness.max_lag: expected an ISO 8601',
+    ],
+    [
+      { assets: [{ name: 'a', freshness: { max_lag: 'PT0S' } }] },
+      'assets.0.freshness.max_lag: expected a duration longer',
+    ],
+    [{ assets: [{ name: 'a', freshness: { maxlag: 'PT5M' } }] }, 'assets.0.freshness: Unrecognized key'],
   ])('refuses %j naming the field', (raw, message) => {
     expect(() => parseConfig(raw)).toThrow(ConfigError);
     expect(() => parseConfig(raw)).toThrow(message);
+  });
+
+  it('reads an asset freshness expectation as milliseconds', () => {
+    const config = parseConfig({ assets: [{ name: 'a', freshness: { max_lag: 'PT20M' } }, { name: 'b' }] });
+    expect([...maxLags(config)]).toEqual([['a', 1_200_000]]);
   });
 
   it('refuses a bad value from the environment, naming the variable', () => {

@@ -95,11 +95,10 @@ export async function runDemo(values: DemoOptions): Promise<number> {
     print('final coverage of 2025-06-01 (Europe/Berlin):');
     for (const name of ['demo.orders', 'demo.payments']) {
       const asset = (await findAsset(daemon.sql, name))!;
+      const coverage = await queryCoverage(daemon.sql, asset, { window: DAY, limit: 1000 });
       const answer = toCoverageAnswer(
-        name,
-        asset.domain,
-        DAY,
-        await queryCoverage(daemon.sql, asset, DAY, 1000),
+        { asset: name, domain: asset.domain, window: DAY, coverage, ...coverage },
+        Date.now(),
       );
       const versions = [...new Set(answer.batches.map((b) => b.version))].join(', ');
       print(

@@ -1,5 +1,8 @@
+import { maxLags } from '../../config.js';
 import { formatPoint } from '../../core/bounds.js';
+import { freshnessOf } from '../../core/freshness.js';
 import { listAssets } from '../../index/assets.js';
+import { freshnessFacts } from '../../index/freshness.js';
 import { configFrom, type GlobalOptions, withSql } from './shared.js';
 
 interface StatusOptions extends GlobalOptions {
@@ -10,7 +13,10 @@ interface StatusOptions extends GlobalOptions {
 export async function runStatus(values: StatusOptions): Promise<number> {
   const config = configFrom(values);
   return withSql(config, async (sql) => {
-    const assets = (await listAssets(sql)).map((a) => ({
+    const [rows, facts] = await Promise.all([listAssets(sql), freshnessFacts(sql)]);
+    const lags = maxLags(config);
+    const now = Date.now();
+    const assets = rows.map((a) => ({
       asset: a.name,
       domain: a.domain,
       events: a.event_count,
@@ -19,6 +25,7 @@ export async function runStatus(values: StatusOptions): Promise<number> {
         a.covered_lo === null || a.covered_hi === null
           ? null
           : [formatPoint(a.domain, a.covered_lo), formatPoint(a.domain, a.covered_hi)],
+      ...freshnessOf({ ...facts.get(a.name)!, domain: a.domain, maxLagMs: lags.get(a.name) }, now),
     }));
     const rollups = await sql<
       { id: string; states: Record<string, number>; last: string | null; undelivered: number }[]
@@ -42,6 +49,14 @@ export async function runStatus(values: StatusOptions): Promise<number> {
     for (const a of assets) {
       const extent = a.extent ? `[${a.extent[0]}, ${a.extent[1]})` : '(nothing covered)';
       lines.push(`  ${a.asset}  ${a.domain}  ${a.events} events  ${a.segments} segments  ${extent}`);
+      const lag = a.lag_seconds === null ? '' : `, lag ${a.lag_seconds} s`;
+      const until = a.covered_until === null ? 'nothing complete' : `covered until ${a.covered_until}${lag}`;
+      const stale = a.stale
+        ? `  STALE: ${a.stale_reason}`
+        : a.stale === false
+          ? `  fresh (max_lag ${a.max_lag})`
+          : '';
+      lines.push(`    ${until}, last event at ${a.last_event_at ?? 'never'}${stale}`);
     }
     lines.push(`rollups (${rollups.length}):`);
     for (const r of rollups) {

@@ -1,14 +1,21 @@
 import type { FastifyInstance } from 'fastify';
+import { maxLags } from '../../config.js';
 import { formatPoint, parseBound } from '../../core/bounds.js';
-import { toCoverageAnswer } from '../../core/coverage-answer.js';
+import {
+  DEFAULT_LIMIT,
+  DEFAULT_ORDERS,
+  type ListOrders,
+  MAX_LIMIT,
+  toCoverageAnswer,
+} from '../../core/coverage-answer.js';
 import { BadInputError } from '../../core/errors.js';
+import { freshnessOf } from '../../core/freshness.js';
 import { findAsset, listAssets } from '../../index/assets.js';
 import { type AssetFacts, queryCoverage } from '../../index/coverage-query.js';
+import { freshnessFacts } from '../../index/freshness.js';
 import type { HttpContext } from '../context.js';
 import { HttpError } from '../errors.js';
 
-const DEFAULT_LIMIT = 200;
-const MAX_LIMIT = 1000;
 const MAX_CACHED_ASSETS = 10_000;
 
 export function registerAssetRoutes(app: FastifyInstance, ctx: HttpContext): void {
@@ -26,9 +33,12 @@ export function registerAssetRoutes(app: FastifyInstance, ctx: HttpContext): voi
     return fact;
   };
 
+  const lags = maxLags(ctx.config);
+
   app.get('/v1/assets', async (request) => {
     ctx.auth.requireRead(request);
-    const rows = await listAssets(ctx.sql);
+    const [rows, facts] = await Promise.all([listAssets(ctx.sql), freshnessFacts(ctx.sql)]);
+    const now = Date.now();
     return {
       assets: rows.map((a) => ({
         asset: a.name,
@@ -41,6 +51,7 @@ export function registerAssetRoutes(app: FastifyInstance, ctx: HttpContext): voi
             ? null
             : { start: formatPoint(a.domain, a.covered_lo), end: formatPoint(a.domain, a.covered_hi) },
         updated_at: a.updated_at.toISOString(),
+        ...freshnessOf({ ...facts.get(a.name)!, domain: a.domain, maxLagMs: lags.get(a.name) }, now),
       })),
     };
   });
@@ -50,7 +61,7 @@ export function registerAssetRoutes(app: FastifyInstance, ctx: HttpContext): voi
     async (request) => {
       ctx.auth.requireRead(request);
       const asset = await facts(request.params.asset);
-      const { start, end, limit } = request.query;
+      const { start, end, limit, order } = request.query;
       const window = badRequest(() => {
         if (start === undefined || end === undefined) {
           throw new BadInputError('missing_bounds', 'give the window as ?start=...&end=...');
@@ -62,8 +73,19 @@ export function registerAssetRoutes(app: FastifyInstance, ctx: HttpContext): voi
         return { start: s.value, end: e.value };
       });
       const n = parseLimit(limit);
-      const coverage = await queryCoverage(ctx.sql, asset, window, n);
-      return toCoverageAnswer(asset.name, asset.domain, window, coverage);
+      const orders = parseOrder(order);
+      const coverage = await queryCoverage(ctx.sql, asset, { window, limit: n, orders });
+      return toCoverageAnswer(
+        {
+          asset: asset.name,
+          domain: asset.domain,
+          window,
+          coverage,
+          ...coverage,
+          maxLagMs: lags.get(asset.name),
+        },
+        Date.now(),
+      );
     },
   );
 }
@@ -75,6 +97,14 @@ function parseLimit(raw: string | undefined): number {
     throw new HttpError(400, 'invalid_limit', `limit must be an integer from 0 to ${MAX_LIMIT}`);
   }
   return n;
+}
+
+/** Without `order`, each list keeps its documented default; with it, every list follows it. */
+function parseOrder(raw: string | undefined): ListOrders {
+  if (raw === undefined) return DEFAULT_ORDERS;
+  if (raw !== 'oldest' && raw !== 'newest')
+    throw new HttpError(400, 'invalid_order', 'order must be oldest or newest');
+  return { ranges: raw, batches: raw };
 }
 
 /** Runs a parse step, turning BadInputError into a 400 with its reason as the code. */

@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { appliedVersion, latestVersion } from '../../index/migrate.js';
 import type { HttpContext } from '../context.js';
+import { refreshFreshnessGauges } from '../freshness-gauges.js';
 
 /** A probe must answer even when a dependency hangs (ioredis queues commands while it reconnects). */
 const PROBE_MS = 2000;
@@ -59,6 +60,11 @@ export function registerHealthRoutes(app: FastifyInstance, ctx: HttpContext): vo
       for (const [state, n] of Object.entries(counts)) ctx.metrics.queueDepth.set({ state }, n);
     } catch {
       // Redis down: the other metrics still serve, and /readyz reports it.
+    }
+    try {
+      await answerWithin(refreshFreshnessGauges(ctx, Date.now()), 'PostgreSQL');
+    } catch {
+      // PostgreSQL down: the freshness gauges keep their last values, and /readyz reports it.
     }
     return reply.type(ctx.metrics.registry.contentType).send(await ctx.metrics.registry.metrics());
   });

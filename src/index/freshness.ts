@@ -1,0 +1,37 @@
+import type { FreshnessFacts } from '../core/freshness.js';
+import type { Domain } from '../core/types.js';
+import { coveredUntil, lastEventAt } from './coverage-query.js';
+import type { Sql } from './db.js';
+
+interface FreshnessRow {
+  name: string;
+  domain: Domain;
+  covered_until: number | null;
+  last_event_at: Date | null;
+}
+
+/**
+ * Every asset's freshness facts in one statement: per asset, one probe of the segments' GiST
+ * index and one of the event log's primary key (about 0.25 s for 10,000 assets on a loaded
+ * 2-core machine).
+ */
+export async function freshnessFacts(sql: Sql): Promise<Map<string, FreshnessFacts>> {
+  const rows = await sql.begin(async (tx) => {
+    // Thousands of probes add up to a plan cost that turns JIT on, and compiling the plan took
+    // longer (650 ms at 10,000 assets) than running it.
+    await tx`set local jit = off`;
+    return tx<FreshnessRow[]>`
+      select a.name, a.domain, ${coveredUntil(tx)} as covered_until, ${lastEventAt(tx)} as last_event_at
+      from assets a`;
+  });
+  return new Map(
+    rows.map((r) => [
+      r.name,
+      {
+        domain: r.domain,
+        coveredUntil: r.covered_until,
+        lastEventAt: r.last_event_at === null ? null : r.last_event_at.getTime(),
+      },
+    ]),
+  );
+}
