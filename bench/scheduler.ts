@@ -262,6 +262,7 @@ async function main(): Promise<void> {
       periods_table: { half: samples.half, end },
       trigger_latency_ms: {
         fresh_first_minute: stats(firstMinute),
+        first_minute_samples: fresh.filter((f) => f.sent_s <= 60).map((f) => [f.sent_s, round(f.ms, 0)]),
         fresh_running: stats(running),
         fresh_all: stats(fresh.map((f) => f.ms)),
         fan_in_100: stats(fanIn),
