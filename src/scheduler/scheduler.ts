@@ -1,9 +1,10 @@
 import type { Redis } from 'ioredis';
+import type { Period } from '../core/calendar.js';
 import { concernsAny, EVENTS_CHANNEL } from '../index/commit.js';
 import type { Sql } from '../index/db.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
-import { DeadlineSweep } from './deadline-sweep.js';
+import { DeadlineSweep, insertOwed } from './deadline-sweep.js';
 import { deliverDue, nextDeliverySql } from './dispatch.js';
 import { evaluatePending } from './evaluate.js';
 import type { Fence } from './fence.js';
@@ -29,9 +30,10 @@ export interface SchedulerOptions {
 }
 
 const TOUCH_BATCH = 5000;
-const EVALUATE_BATCH = 500;
-/** Owed deadline triggers given a row per rollup and pass, newest first. */
-const CATCH_UP_BATCH = 500;
+/** Small enough that a fresh period never waits long behind the transaction in flight. */
+const EVALUATE_BATCH = 200;
+/** Owed deadline triggers given a row per pass (all rollups together), each rollup's newest first. */
+const CATCH_UP_BATCH = 1000;
 /** Bounded work per pass so a backlog never starves the lease's view of the event loop. */
 const MAX_ROUNDS = 20;
 const SKIPPED_RETRY_MS = 1000;
@@ -172,12 +174,21 @@ export class Scheduler {
     const marking = await this.markNewEvents(signal);
     if (marking.marked) work.done = true;
     if (marking.more) busy = true;
-    for (const sweep of this.sweeps.values()) {
+    const owed: Array<{ rollupId: string; period: Period }> = [];
+    for (const [rollupId, sweep] of this.sweeps) {
       if (signal.aborted) return 0;
       if (sweep.wakeAt > now.getTime()) continue;
-      const swept = await sweep.run(sql, now.getTime(), CATCH_UP_BATCH, log, metrics);
-      if (swept.made > 0) work.done = true;
+      if (owed.length >= CATCH_UP_BATCH) {
+        busy = true; // the rest on the next pass, after fresher work
+        break;
+      }
+      const swept = await sweep.run(sql, now.getTime(), CATCH_UP_BATCH - owed.length, log, metrics);
+      for (const period of swept.owed) owed.push({ rollupId, period });
       if (swept.more) busy = true;
+    }
+    if (owed.length > 0) {
+      await insertOwed(sql, owed);
+      work.done = true;
     }
     const ctx = {
       sql,
