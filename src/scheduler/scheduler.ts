@@ -32,6 +32,7 @@ export interface SchedulerOptions {
 const TOUCH_BATCH = 5000;
 /** Small enough that a fresh period never waits long behind the transaction in flight. */
 const EVALUATE_BATCH = 200;
+const FRESH_BATCH = 20;
 /** Owed deadline triggers given a row per pass (all rollups together), each rollup's newest first. */
 const CATCH_UP_BATCH = 1000;
 /** Bounded work per pass so a backlog never starves the lease's view of the event loop. */
@@ -174,6 +175,31 @@ export class Scheduler {
     const marking = await this.markNewEvents(signal);
     if (marking.marked) work.done = true;
     if (marking.more) busy = true;
+    const ctx = {
+      sql,
+      rollups: this.byId,
+      fence: this.options.fence,
+      token,
+      log,
+      metrics,
+      idleMs: this.options.leaseTtlMs,
+    };
+    for (let round = 0; round < MAX_ROUNDS && !signal.aborted; round++) {
+      // A small first batch: the newest pending periods (a fresh one among them) are decided and
+      // delivered before the transactions of a backlog.
+      const result = await evaluatePending(ctx, now, round === 0 ? FRESH_BATCH : EVALUATE_BATCH);
+      if (result.evaluated > 0) work.done = true;
+      // Deliver what was just decided before looking at more.
+      if (result.triggered > 0)
+        await deliverDue(sql, this.targets, this.options.dispatchConcurrency, log, metrics, signal);
+      if (!result.more) break;
+      // Fresh events go before the rest of a backlog: mark them and start again from the newest.
+      if (this.woken || round === MAX_ROUNDS - 1) {
+        busy = true;
+        break;
+      }
+    }
+    // Deadline catch-up after the fresh work: its rows are decided on the next pass.
     const owed: Array<{ rollupId: string; period: Period }> = [];
     for (const [rollupId, sweep] of this.sweeps) {
       if (signal.aborted) return 0;
@@ -189,28 +215,7 @@ export class Scheduler {
     if (owed.length > 0) {
       await insertOwed(sql, owed);
       work.done = true;
-    }
-    const ctx = {
-      sql,
-      rollups: this.byId,
-      fence: this.options.fence,
-      token,
-      log,
-      metrics,
-      idleMs: this.options.leaseTtlMs,
-    };
-    for (let round = 0; round < MAX_ROUNDS && !signal.aborted; round++) {
-      const result = await evaluatePending(ctx, now, EVALUATE_BATCH);
-      if (result.evaluated > 0) work.done = true;
-      // Deliver what was just decided before looking at more.
-      if (result.triggered > 0)
-        await deliverDue(sql, this.targets, this.options.dispatchConcurrency, log, metrics, signal);
-      if (!result.more) break;
-      // Fresh events go before the rest of a backlog: mark them and start again from the newest.
-      if (this.woken || round === MAX_ROUNDS - 1) {
-        busy = true;
-        break;
-      }
+      busy = true;
     }
     for (let round = 0; round < MAX_ROUNDS && !signal.aborted; round++) {
       const { more } = await deliverDue(
