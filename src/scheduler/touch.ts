@@ -52,7 +52,7 @@ export async function markTouchedPeriods(
       // ingested_at rounded up to the millisecond: a JS Date drops the microseconds, and settle
       // must not end before `ingested_at + settle` in database time.
       const events = await tx<EventRow[]>`
-        select seq, kind, lo, hi,
+        select seq, case when replay then 'replay_requirement' else 'completion' end as kind, lo, hi,
           date_trunc('milliseconds', ingested_at)
             + case when date_trunc('milliseconds', ingested_at) < ingested_at then interval '1 millisecond' else interval '0' end
             as ingested_at
