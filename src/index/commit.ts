@@ -64,15 +64,25 @@ interface AssetPlan {
  * (A reserved connection with a hand-written BEGIN/COMMIT would save two more, but postgres.js
  * 3.4 does not recover a reserved connection whose backend died; sql.begin does.)
  */
-export async function commitEvents(sql: Sql, events: readonly NormalizedEvent[]): Promise<CommitOutcome[]> {
+export async function commitEvents(
+  sql: Sql,
+  events: readonly NormalizedEvent[],
+  options: CommitOptions = {},
+): Promise<CommitOutcome[]> {
   if (events.length === 0) return [];
+  const at = options.ingestedAt ?? null;
   try {
-    return await sql.begin((tx) => commitOn(tx, events));
+    return await sql.begin((tx) => commitOn(tx, events, at));
   } catch (error) {
     if (!isNoPartition(error)) throw error;
-    await createCurrentPartition(sql);
-    return sql.begin((tx) => commitOn(tx, events));
+    await createCurrentPartition(sql, at ?? undefined);
+    return sql.begin((tx) => commitOn(tx, events, at));
   }
+}
+
+export interface CommitOptions {
+  /** The ingest time to record instead of the transaction's `now()`: for tests and the soak. */
+  readonly ingestedAt?: Date;
 }
 
 /**
@@ -85,7 +95,11 @@ function isNoPartition(error: unknown): boolean {
   return e?.code === '23514' && !e.constraint_name;
 }
 
-async function commitOn(tx: Tx, events: readonly NormalizedEvent[]): Promise<CommitOutcome[]> {
+async function commitOn(
+  tx: Tx,
+  events: readonly NormalizedEvent[],
+  at: Date | null,
+): Promise<CommitOutcome[]> {
   const assets = await lockAssets(
     tx,
     uniqueBy(events, (e) => e.asset).map((e) => ({ name: e.asset, domain: e.domain, zone: e.zone })),
@@ -124,7 +138,7 @@ async function commitOn(tx: Tx, events: readonly NormalizedEvent[]): Promise<Com
   // new events touch that applyChanges leaves as it is. The read runs after the locks, so it
   // sees every committed change to these assets.
   const [inserted, existing] = await Promise.all([
-    insertEvents(tx, plans),
+    insertEvents(tx, plans, at),
     segmentsTouchingMany(
       tx,
       plans.map((p) => ({
@@ -230,7 +244,11 @@ async function commitOn(tx: Tx, events: readonly NormalizedEvent[]): Promise<Com
  * lateral subquery so it stays one index probe per key and partition: as NOT EXISTS the planner
  * may hash-join the batch against a scan of the whole log.
  */
-async function insertEvents(tx: Db, plans: readonly AssetPlan[]): Promise<Map<number, Map<string, number>>> {
+async function insertEvents(
+  tx: Db,
+  plans: readonly AssetPlan[],
+  at: Date | null,
+): Promise<Map<number, Map<string, number>>> {
   const rows = plans.flatMap((p) =>
     p.rows.map(({ event, seq }) => ({
       a: p.asset.id,
@@ -250,8 +268,8 @@ async function insertEvents(tx: Db, plans: readonly AssetPlan[]): Promise<Map<nu
     })),
   );
   const inserted = await tx<{ asset_id: number; key: string; seq: number }[]>`
-    insert into events (asset_id, seq, replay, lo, hi, start_text, end_text, version, event_id, digest, produced_at, extra)
-    select a, q, r, l, h, s, e, v, i, decode(d, 'hex'), p, x::jsonb
+    insert into events (asset_id, seq, replay, lo, hi, start_text, end_text, version, event_id, digest, produced_at, extra, ingested_at)
+    select a, q, r, l, h, s, e, v, i, decode(d, 'hex'), p, x::jsonb, coalesce(${at}::timestamptz, now())
     from json_to_recordset(${JSON.stringify(rows)}::text::json)
       as r(a int8, q int8, k text, r bool, l int8, h int8, s text, e text, v text, i text, d text, p text, x json)
     left join lateral (

@@ -20,6 +20,18 @@ export async function listPartitions(db: Db): Promise<EventPartition[]> {
     .sort((a, b) => a.hi - b.hi);
 }
 
+export function planPartitionsAhead(
+  existing: readonly EventPartition[],
+  widthSeconds: number,
+  aheadSeconds: number,
+  now: Date,
+): Array<[number, number]> {
+  return partitionsToCreate(
+    existing.map((p) => p.hi),
+    { widthSeconds, aheadSeconds, nowSeconds: Math.floor(now.getTime() / 1000) },
+  );
+}
+
 /** Creates what `partitionsToCreate` plans; returns the new partitions' names. */
 export async function createPartitionsAhead(
   sql: Db,
@@ -27,11 +39,7 @@ export async function createPartitionsAhead(
   aheadSeconds: number,
   now: Date,
 ): Promise<string[]> {
-  const existing = await listPartitions(sql);
-  const plan = partitionsToCreate(
-    existing.map((p) => p.hi),
-    { widthSeconds, aheadSeconds, nowSeconds: Math.floor(now.getTime() / 1000) },
-  );
+  const plan = planPartitionsAhead(await listPartitions(sql), widthSeconds, aheadSeconds, now);
   const names: string[] = [];
   for (const [lo, hi] of plan) {
     const [row] = await sql<{ name: string }[]>`select create_event_partition(${lo}, ${hi}) as name`;
@@ -44,13 +52,13 @@ export async function createPartitionsAhead(
  * The partition ingest needs now, when none holds the current time (the daemon made none ahead,
  * e.g. a commit from a tool without the daemon): continues the newest partition's width.
  */
-export async function createCurrentPartition(sql: Sql): Promise<void> {
+export async function createCurrentPartition(sql: Sql, now = new Date()): Promise<void> {
   const newest = (await listPartitions(sql)).at(-1);
   const width = newest && newest.lo > 0 ? newest.hi - newest.lo : 86_400;
   await sql.begin(async (tx) => {
     // Two committers may both find it missing: one creates, the other finds it made.
     await tx`select pg_advisory_xact_lock(hashtext('coverage-rollup.partitions'))`;
-    await createPartitionsAhead(tx, width, 0, new Date());
+    await createPartitionsAhead(tx, width, 0, now);
   });
 }
 
