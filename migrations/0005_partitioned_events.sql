@@ -7,8 +7,9 @@
 -- A unique index on a partitioned table must contain the partition key, so (asset_id, key) can no
 -- longer be a constraint: the commit checks every live partition through events_key (a hash, one
 -- int8 per row) while it holds the asset's row lock, which already serialises writers per asset.
--- Partitions are named events_p<lo>_<hi> (Unix seconds) and made ahead by the daemon; the existing
--- log moves into one first partition that ends two days from now and ages out as a whole.
+-- Partitions are named events_p<lo>_<hi> (Unix seconds) and made ahead by the daemon (a commit
+-- that finds none makes its own); the existing log moves into one first partition, which ends at
+-- the next minute and ages out as a whole.
 CREATE FUNCTION event_key(event_id text, digest bytea) RETURNS text
   LANGUAGE sql IMMUTABLE PARALLEL SAFE
   RETURN CASE WHEN event_id IS NOT NULL THEN 'id:' || event_id ELSE 'sha256:' || encode(digest, 'hex') END;
@@ -50,7 +51,7 @@ END $$;
 
 DO $$
 DECLARE
-  hi timestamptz := date_trunc('day', now(), 'UTC') + interval '2 days';
+  hi timestamptz := date_trunc('minute', now()) + interval '1 minute';
 BEGIN
   EXECUTE format(
     'CREATE TABLE %I PARTITION OF events FOR VALUES FROM (MINVALUE) TO (%L)',

@@ -38,7 +38,8 @@ export interface PruneReport {
   readonly ran: boolean;
   readonly dryRun: boolean;
   readonly created: string[];
-  readonly dropped: Array<{ readonly partition: string; readonly events: number }>;
+  /** With how long the detach and drop took, in ms. */
+  readonly dropped: Array<{ readonly partition: string; readonly events: number; readonly ms: number }>;
   readonly held: Hold[];
   readonly triggersCompacted: number;
   readonly size: LogSize;
@@ -109,8 +110,9 @@ async function prunePass(
       continue;
     }
     const [{ n }] = await sql<[{ n: number }]>`select count(*)::int8 as n from ${sql(partition.name)}`;
+    const started = performance.now();
     if (!dryRun) await dropPartition(sql, partition);
-    dropped.push({ partition: partition.name, events: n });
+    dropped.push({ partition: partition.name, events: n, ms: Math.round(performance.now() - started) });
   }
 
   const triggersCompacted =
