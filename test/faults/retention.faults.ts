@@ -24,7 +24,8 @@ import {
 
 /**
  * Retention soak (npm run soak:retention): one daemon process (ingest, scheduler, retention loop)
- * takes a steady stream for SOAK_SECONDS (default 300) at SOAK_RATE events/s (default 1000) with
+ * takes a steady stream for SOAK_SECONDS (default 300) at SOAK_RATE events/s (default 400, which
+ * this shared 2-core machine sustains: the log's size follows the rate it is fed) with
  * the log kept PT30S in PT10S partitions: ten retention windows, thirty partitions dropped under
  * load, as years of days would be. Checks:
  *   - database size flat (± 10 %) once past the first retention window;
@@ -39,7 +40,7 @@ import {
 
 const procs = processHarness();
 const SECONDS = intFromEnv('SOAK_SECONDS', 300);
-const RATE = intFromEnv('SOAK_RATE', 1000);
+const RATE = intFromEnv('SOAK_RATE', 400);
 const SEED = seedFromEnv('SOAK_SEED');
 const ASSETS = 10;
 const WIDTH = 10;
@@ -253,7 +254,13 @@ describe('retention soak', () => {
     const [counts] = await sql<{ events_in_log: number; accepted: number }[]>`
       select (select count(*)::int from events) as events_in_log,
         (select coalesce(sum(event_count), 0)::int8 from assets where name like 'soak.%') as accepted`;
+    const relations = await sql<{ relation: string; mb: number }[]>`
+      select c.relname as relation, round(pg_total_relation_size(c.oid) / 1048576.0, 2)::float8 as mb
+      from pg_class c where c.relnamespace = 'public'::regnamespace and c.relkind in ('r', 'p')
+        and c.relispartition = false
+      order by pg_total_relation_size(c.oid) desc limit 8`;
     const alive = proc.running;
+    const dropMs = proc.logs('event log partition dropped (past retention)').map((l) => Number(l.ms));
     await producer.close();
     await sql.end({ timeout: 5 });
     const exit = await proc.stop(30_000);
@@ -264,7 +271,11 @@ describe('retention soak', () => {
     const around = probes.filter((p) => near(p.at)).map((p) => p.ms);
     const away = probes.filter((p) => !near(p.at)).map((p) => p.ms);
 
-    const warm = samples.filter((s) => s.t_s >= RETENTION_S + 3 * PARTITION_S);
+    // Steady state: once the migration's first partition (it holds whatever the template's first
+    // minute and the soak's first seconds wrote) is gone, and a retention window after it.
+    const firstDrop = drops.find((d) => !d.partition.startsWith('events_p0_'))?.at.getTime() ?? started;
+    const warmFrom = (firstDrop - started) / 1000 + RETENTION_S;
+    const warm = samples.filter((s) => s.t_s >= warmFrom);
     const q = Math.max(1, Math.floor(warm.length / 4));
     const firstDb = median(warm.slice(0, q).map((s) => s.db_mb));
     const lastDb = median(warm.slice(-q).map((s) => s.db_mb));
@@ -296,6 +307,11 @@ describe('retention soak', () => {
         log_growth: round(lastLog / firstLog, 3),
         log_mb_max_after_warmup: Math.max(...warm.map((s) => s.log_mb)),
       },
+      warm_from_s: round(warmFrom, 1),
+      drop_ms: {
+        median: median(dropMs),
+        max: Math.max(...dropMs),
+      },
       ingest_commit_ms: {
         probes_near_drops: around.length,
         p99_near_drops: round(p99(around), 1),
@@ -303,6 +319,7 @@ describe('retention soak', () => {
         p99_elsewhere: round(p99(away), 1),
         max_elsewhere: round(Math.max(...away), 1),
       },
+      largest_tables_at_end_mb: relations,
       samples,
     };
     report('soak-retention', result);
