@@ -8,8 +8,8 @@
 -- longer be a constraint: the commit checks every live partition through events_key (a hash, one
 -- int8 per row) while it holds the asset's row lock, which already serialises writers per asset.
 -- Partitions are named events_p<lo>_<hi> (Unix seconds) and made ahead by the daemon (a commit
--- that finds none makes its own); the existing log moves into one first partition, which ends at
--- the next minute and ages out as a whole.
+-- that finds none makes its own); the existing log moves into one first partition, which ends with
+-- the migration and ages out as a whole.
 CREATE FUNCTION event_key(event_id text, digest bytea) RETURNS text
   LANGUAGE sql IMMUTABLE PARALLEL SAFE
   RETURN CASE WHEN event_id IS NOT NULL THEN 'id:' || event_id ELSE 'sha256:' || encode(digest, 'hex') END;
@@ -51,7 +51,7 @@ END $$;
 
 DO $$
 DECLARE
-  hi timestamptz := date_trunc('minute', now()) + interval '1 minute';
+  hi timestamptz := date_trunc('second', now()) + interval '1 second';
 BEGIN
   EXECUTE format(
     'CREATE TABLE %I PARTITION OF events FOR VALUES FROM (MINVALUE) TO (%L)',

@@ -1,12 +1,16 @@
 import { describe, expect, it } from 'vitest';
 import { normalizeEvent } from '../../src/core/events.js';
+import { parsePartitionName } from '../../src/core/partitions.js';
 import { commitEvents } from '../../src/index/commit.js';
 import { connect } from '../../src/index/db.js';
 import { migrate, readMigrations } from '../../src/index/migrate.js';
 import { listPartitions } from '../../src/index/partitions.js';
 import { prune, type RetentionOptions } from '../../src/index/retention.js';
 import { createLogger } from '../../src/log.js';
+import { startTestDaemon, testConfig } from '../helpers/daemon.js';
 import { createEmptyDatabase, createTestDatabase } from '../helpers/db.js';
+import { uniqueName } from '../helpers/env.js';
+import { waitFor } from '../helpers/wait.js';
 
 const log = createLogger('silent');
 const HOUR = 3600;
@@ -31,7 +35,7 @@ function options(overrides: Partial<RetentionOptions> = {}): RetentionOptions {
   };
 }
 
-/** A time well past the migration's first partition (it ends a minute after the template was made). */
+/** A time well past the migration's first partition (it ends a second after the template was made). */
 function later(days: number): Date {
   return new Date(Math.ceil(Date.now() / DAY_MS) * DAY_MS + days * DAY_MS);
 }
@@ -246,5 +250,61 @@ describe('migrating a populated event log', () => {
     expect(outcome!.status).toBe('duplicate');
     const [fresh] = await commitEvents(sql, [{ ...resent, id: 'fourth', key: 'id:fourth' }]);
     expect(fresh).toMatchObject({ status: 'committed', seq: 4 });
+  });
+});
+
+describe('the daemon keeps retention', async () => {
+  const db = await createTestDatabase();
+  const config = testConfig(db, uniqueName('ret'), {
+    scheduler: { enabled: false },
+    rollups: [
+      {
+        id: 'never-scheduled',
+        upstream: 'held.asset',
+        every: 100,
+        begin: 0,
+        target: { type: 'queue', queue: 'downstream' },
+      },
+    ],
+    retention: { events: 'PT1S', partition: 'PT1S', prune_every: 'PT1S' },
+  });
+  const daemon = await startTestDaemon(config);
+
+  it('drops what no rollup reads, and says on /readyz and /metrics what a stopped scheduler holds back', async () => {
+    const normalize = (asset: string) =>
+      normalizeEvent({ asset, start: 0, end: 10, id: 'only' }, { maxPayloadBytes: 65_536 });
+    await commitEvents(db.sql, [normalize('held.asset')]);
+    // The unread asset's event goes into a later partition than the held one.
+    const [{ part }] = await db.sql<[{ part: string }]>`select tableoid::regclass::text as part from events`;
+    const heldUntil = parsePartitionName(part)!.hi * 1000;
+    await waitFor(() => Date.now() >= heldUntil, { what: 'the held partition to end' });
+    await commitEvents(db.sql, [normalize('unread.asset')]);
+    const readiness = await waitFor(
+      async () => {
+        const body = (await (await fetch(`${daemon.url}/readyz`)).json()) as {
+          retention: { held_back: boolean; held_by?: Array<Record<string, unknown>> };
+        };
+        return body.retention.held_back ? body : null;
+      },
+      { timeout: 30_000, what: '/readyz to report retention held back' },
+    );
+    expect(readiness.retention.held_by).toEqual([
+      expect.objectContaining({ rollup: 'never-scheduled', asset: 'held.asset', cursor: 0 }),
+    ]);
+    await waitFor(
+      async () => {
+        const [row] = await db.sql<{ n: number }[]>`
+          select count(*)::int as n from events e join assets a on a.id = e.asset_id where a.name = 'unread.asset'`;
+        return row!.n === 0;
+      },
+      { timeout: 30_000, what: 'the unread asset’s partition to be dropped' },
+    );
+    const [held] = await db.sql<{ n: number }[]>`
+      select count(*)::int as n from events e join assets a on a.id = e.asset_id where a.name = 'held.asset'`;
+    expect(held!.n).toBe(1);
+    const metrics = await (await fetch(`${daemon.url}/metrics`)).text();
+    expect(metrics).toMatch(/^coverage_rollup_retention_held_partitions [1-9]/m);
+    expect(metrics).toMatch(/^coverage_rollup_pruned_total\{what="partitions"\} [1-9]/m);
+    expect(metrics).toMatch(/^coverage_rollup_event_log_partitions [1-9]/m);
   });
 });
