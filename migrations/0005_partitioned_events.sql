@@ -5,8 +5,8 @@
 --     content digest as 16 bytes (event_key() rebuilds the text);
 --   * start_text/end_text are null when the producer's text is the canonical form of lo/hi.
 -- A unique index on a partitioned table must contain the partition key, so (asset_id, key) can no
--- longer be a constraint: the commit checks every live partition through events_key (a hash, one
--- int8 per row) while it holds the asset's row lock, which already serialises writers per asset.
+-- longer be a constraint: the commit checks every live partition through events_key (the asset and
+-- a hash of the key) while it holds the asset's row lock, which already serialises writers per asset.
 -- Partitions are named events_p<lo>_<hi> (Unix seconds) and made ahead by the daemon (a commit
 -- that finds none makes its own); the existing log moves into one first partition, which ends with
 -- the migration and ages out as a whole.
@@ -33,7 +33,7 @@ CREATE TABLE events (
 ) PARTITION BY RANGE (ingested_at);
 -- The scheduler follows each asset's log by seq; (asset_id, seq) is unique by the commit's lock.
 CREATE INDEX events_asset_seq ON events (asset_id, seq);
-CREATE INDEX events_key ON events (hashtextextended(event_key(event_id, digest), asset_id));
+CREATE INDEX events_key ON events (asset_id, hashtextextended(event_key(event_id, digest), asset_id));
 
 -- Made ahead by the daemon (src/index/partitions.ts). CREATE TABLE ... PARTITION OF would lock the
 -- whole log ACCESS EXCLUSIVE; a table attached afterwards needs only SHARE UPDATE EXCLUSIVE on it,

@@ -274,8 +274,8 @@ async function insertEvents(
       as r(a int8, q int8, k text, r bool, l int8, h int8, s text, e text, v text, i text, d text, p text, x json)
     left join lateral (
       select true as hit from events o
-      where hashtextextended(event_key(o.event_id, o.digest), o.asset_id) = hashtextextended(r.k, r.a)
-        and o.asset_id = r.a and event_key(o.event_id, o.digest) = r.k
+      where o.asset_id = r.a and hashtextextended(event_key(o.event_id, o.digest), o.asset_id) = hashtextextended(r.k, r.a)
+        and event_key(o.event_id, o.digest) = r.k
       limit 1
     ) as seen on true
     where seen.hit is null
