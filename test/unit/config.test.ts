@@ -47,6 +47,9 @@ describe('configuration', () => {
     [{ log_level: 'loud' }, 'log_level'],
     [{ unknown_key: 1 }, 'Unrecognized key'],
     [{ assets: [{ name: 'a', zone: 'Mars/Olympus' }] }, 'assets.0.zone: expected an IANA time zone'],
+    [{ retention: { events: 'PT0S' } }, 'retention.events: must be longer than zero'],
+    [{ retention: { partition: 'PT1.5S' } }, 'retention.partition: must be a whole number of seconds'],
+    [{ retention: { history: 'forever' } }, 'retention.history: expected an ISO 8601 duration'],
   ])('refuses %j naming the field', (raw, message) => {
     expect(() => parseConfig(raw)).toThrow(ConfigError);
     expect(() => parseConfig(raw)).toThrow(message);
