@@ -58,7 +58,12 @@ const countsOf = async (id: string): Promise<Counts> =>
 describe('sparse periods', () => {
   it('stores nothing for periods nothing happened to, yet lists and counts every one since begin', async () => {
     // The catch-up rollup is the only one that owes decisions at start: wait for them first.
-    await waitFor(async () => (await rows('catchup')) >= 3, { what: 'catch-up triggers' });
+    await waitFor(
+      async () =>
+        (await db.sql`select 1 from triggers where rollup_id = 'catchup'`).length >= 3 &&
+        (await db.sql`select 1 from periods where rollup_id = 'catchup' and dirty`).length === 0,
+      { what: 'catch-up triggers decided' },
+    );
     expect(await rows('long')).toBe(0);
     expect(await rows('misses')).toBe(0);
     const hoursSinceBegin = (begin: string) => Math.floor((Date.now() - Date.parse(begin)) / HOUR) + 1;
