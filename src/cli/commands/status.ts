@@ -1,8 +1,8 @@
 import { maxLags } from '../../config.js';
-import { formatPoint } from '../../core/bounds.js';
-import { freshnessOf } from '../../core/freshness.js';
+import { assetJson } from '../../index/asset-json.js';
 import { listAssets } from '../../index/assets.js';
 import { freshnessFacts } from '../../index/freshness.js';
+import { plural } from '../format.js';
 import { configFrom, type GlobalOptions, withSql } from './shared.js';
 
 interface StatusOptions extends GlobalOptions {
@@ -16,17 +16,7 @@ export async function runStatus(values: StatusOptions): Promise<number> {
     const [rows, facts] = await Promise.all([listAssets(sql), freshnessFacts(sql)]);
     const lags = maxLags(config);
     const now = Date.now();
-    const assets = rows.map((a) => ({
-      asset: a.name,
-      domain: a.domain,
-      events: a.event_count,
-      segments: a.segment_count,
-      extent:
-        a.covered_lo === null || a.covered_hi === null
-          ? null
-          : [formatPoint(a.domain, a.covered_lo), formatPoint(a.domain, a.covered_hi)],
-      ...freshnessOf({ ...facts.get(a.name)!, domain: a.domain, maxLagMs: lags.get(a.name) }, now),
-    }));
+    const assets = rows.map((a) => assetJson(a, facts.get(a.name)!, lags.get(a.name), now));
     const rollups = await sql<
       { id: string; states: Record<string, number>; last: string | null; undelivered: number }[]
     >`
@@ -47,8 +37,12 @@ export async function runStatus(values: StatusOptions): Promise<number> {
     }
     const lines = [`assets (${assets.length}):`];
     for (const a of assets) {
-      const extent = a.extent ? `[${a.extent[0]}, ${a.extent[1]})` : '(nothing covered)';
-      lines.push(`  ${a.asset}  ${a.domain}  ${a.events} events  ${a.segments} segments  ${extent}`);
+      const extent = a.covered_extent
+        ? `[${a.covered_extent.start}, ${a.covered_extent.end})`
+        : '(nothing covered)';
+      lines.push(
+        `  ${a.asset}  ${a.domain}  ${plural(a.event_count, 'event')}  ${plural(a.segment_count, 'segment')}  ${extent}`,
+      );
       const lag = a.lag_seconds === null ? '' : `, lag ${a.lag_seconds} s`;
       const until = a.covered_until === null ? 'nothing complete' : `covered until ${a.covered_until}${lag}`;
       const stale = a.stale
