@@ -293,6 +293,38 @@ describe('coverage-rollup status', () => {
     );
     expect(text).toContain('  cli.single  integer  1 event  1 segment  [5, 9)');
   });
+
+  it('counts every period of each configured rollup by state, as /v1/rollups does', async () => {
+    const hour = 3_600_000;
+    const begin = new Date(Math.floor(Date.now() / hour) * hour - 2 * hour).toISOString();
+    const config = writeConfig('status-rollups.json', {
+      database_url: db.url,
+      redis_url: REDIS_URL,
+      log_level: 'silent',
+      queue: { prefix },
+      rollups: [
+        {
+          id: 'cli_hourly',
+          upstream: ['cli.orders'],
+          every: 'hour',
+          begin,
+          target: { type: 'queue', queue: 'q' },
+        },
+      ],
+    });
+    const run = await cli(['status', '--json'], { config });
+    const [rollup] = JSON.parse(run.stdout).rollups as Array<{ periods: Record<string, number> }>;
+    expect(rollup).toEqual({
+      id: 'cli_hourly',
+      periods: { waiting: expect.any(Number), settling: 0, triggered: 0, rerun_pending: 0, missed: 0 },
+      last_trigger: null,
+      undelivered: 0,
+    });
+    // Nothing is stored for them (periods are sparse), yet each hour since begin is counted.
+    expect(rollup!.periods.waiting).toBeGreaterThanOrEqual(3);
+    const text = (await cli(['status'], { config })).stdout;
+    expect(text).toMatch(/^ {2}cli_hourly {2}\d+ waiting {2}last trigger none {2}undelivered 0$/m);
+  });
 });
 
 describe('help', () => {
