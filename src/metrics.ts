@@ -92,7 +92,12 @@ export function createMetrics() {
     decisionSeconds: new Histogram({
       name: 'coverage_rollup_decision_latency_seconds',
       help: 'From the newest event a decision saw being ingested to the decision committing',
-      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+      // Sub-second for immediate decisions, then settle (seconds to minutes) and deadline (hours)
+      // waits, up to a day: a decision held by a PT30S settle or a PT6H deadline gets a bucket.
+      buckets: [
+        0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600, 7200,
+        14400, 21600, 43200, 86400,
+      ],
       registers,
     }),
     deliveries: new Counter({

@@ -116,11 +116,11 @@ Exit codes: 0 enqueued, 2 invalid events (nothing enqueued), usage errors or Red
 `,
   status: `Usage: coverage-rollup status [--json] [--config FILE]
 
-Assets, rollups (periods by state, last trigger, undelivered) and the scheduler lease, read from
-PostgreSQL.
+Assets, the configured rollups (every period since begin counted by state, as GET /v1/rollups
+counts them; last trigger, undelivered) and the scheduler lease, read from PostgreSQL.
 
 Options:
-  --json              print JSON
+  --json              print JSON (asset fields named as GET /v1/assets names them)
 ${CONFIG_OPTION}
 Exit codes: 0, or 2 on error.
 `,

@@ -35,7 +35,10 @@ export function buildServer(ctx: HttpContext, extraRoutes: readonly RouteRegistr
   // JSON bodies must be UTF-8: fastify's own parser decodes bad bytes to U+FFFD and accepts them,
   // which would turn a corrupted asset name or id into a new, silently different one.
   const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
-  const parseJson = app.getDefaultJsonParser('error', 'error');
+  // Keys named `__proto__` or `constructor` are data (an `extra` field may be called anything):
+  // JSON.parse makes them own properties, and no code merges bodies into prototypes, so they are
+  // parsed like the queue and `emit` parse them, not refused as "not valid JSON".
+  const parseJson = app.getDefaultJsonParser('ignore', 'ignore');
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
     let text: string;

@@ -257,6 +257,74 @@ describe('coverage-rollup status', () => {
       /^ {4}covered until 2025-06-01T12:00:00Z, lag \d+(\.\d+)? s, last event at \d{4}-/m,
     );
   });
+
+  it('names asset fields as /v1/assets does, and counts in words that agree with the number', async () => {
+    await commitEvents(db.sql, [
+      normalizeEvent({ asset: 'cli.single', start: 5, end: 9 }, { maxPayloadBytes: 65_536 }),
+    ]);
+    const run = await cli(['status', '--json']);
+    const assets = JSON.parse(run.stdout).assets as Array<Record<string, unknown>>;
+    const orders = assets.find((a) => a.asset === 'cli.orders')!;
+    expect(Object.keys(orders).sort()).toEqual(
+      [
+        'asset',
+        'domain',
+        'zone',
+        'event_count',
+        'segment_count',
+        'covered_extent',
+        'updated_at',
+        'covered_until',
+        'lag_seconds',
+        'last_event_at',
+        'max_lag',
+        'stale',
+        'stale_reason',
+      ].sort(),
+    );
+    expect(orders).toMatchObject({
+      event_count: 2,
+      segment_count: 2,
+      covered_extent: { start: '2025-06-01T10:00:00Z', end: '2025-06-01T12:00:00Z' },
+    });
+    const text = (await cli(['status'])).stdout;
+    expect(text).toContain(
+      '  cli.orders  time  2 events  2 segments  [2025-06-01T10:00:00Z, 2025-06-01T12:00:00Z)',
+    );
+    expect(text).toContain('  cli.single  integer  1 event  1 segment  [5, 9)');
+  });
+
+  it('counts every period of each configured rollup by state, as /v1/rollups does', async () => {
+    const hour = 3_600_000;
+    const begin = new Date(Math.floor(Date.now() / hour) * hour - 2 * hour).toISOString();
+    const config = writeConfig('status-rollups.json', {
+      database_url: db.url,
+      redis_url: REDIS_URL,
+      log_level: 'silent',
+      queue: { prefix },
+      rollups: [
+        {
+          id: 'cli_hourly',
+          upstream: ['cli.orders'],
+          every: 'hour',
+          begin,
+          target: { type: 'queue', queue: 'q' },
+        },
+      ],
+    });
+    const run = await cli(['status', '--json'], { config });
+    const [rollup] = JSON.parse(run.stdout).rollups as Array<{ periods: Record<string, number> }>;
+    expect(rollup).toEqual({
+      id: 'cli_hourly',
+      periods: { waiting: expect.any(Number), settling: 0, triggered: 0, rerun_pending: 0, missed: 0 },
+      last_trigger: null,
+      undelivered: 0,
+    });
+    // Nothing is stored for them (periods are sparse), yet each hour since begin is counted.
+    expect(rollup!.periods.waiting).toBeGreaterThanOrEqual(3);
+    const text = (await cli(['status'], { config })).stdout;
+    expect(text).toMatch(/^ {2}cli_hourly {2}\d+ waiting {2}last trigger none {2}undelivered 0$/m);
+  });
 });
 
 describe('help', () => {

@@ -186,8 +186,9 @@ describe('listings', () => {
       begin: '2026-11-02T00:00:00+01:00',
       rerun: 'on_update',
       target: { type: 'queue' },
-      policy: { ratio: 0.5 },
     });
+    // Durations as config spells them (ISO 8601), not in ms.
+    expect(hourly!.policy).toEqual({ ratio: 0.5, settle: 'PT0S', on_deadline: 'trigger' });
     expect(daily).toMatchObject({
       id: 'q_daily',
       upstream: ['h.orders', 'h.payments'],

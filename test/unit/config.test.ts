@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { demoConfig } from '../../src/cli/commands/demo.js';
 import { ConfigError, loadConfig, maxLags, parseConfig } from '../../src/config.js';
+import { combineCounts, missedBefore, periodsEnd } from '../../src/core/periods.js';
 import { defineRollups } from '../../src/scheduler/rollups.js';
 
 describe('configuration', () => {
@@ -37,6 +38,26 @@ describe('configuration', () => {
       'orders_daily',
       'clicks_compaction',
     ]);
+  });
+
+  it('the example does not flood a first start: a few days of periods, not years', () => {
+    // A fresh database on the day the example was last dated: every period is derived.
+    const firstStart = Date.parse('2026-12-03T14:00:00Z');
+    const rollups = defineRollups(loadConfig({ path: 'config/example.yaml', env: {} }));
+    const counts = Object.fromEntries(
+      rollups.map(({ rollup: r }) => [
+        r.id,
+        combineCounts(r, r.begin, periodsEnd(r, firstStart, null), missedBefore(r, firstStart), {
+          counts: {},
+          beforeMissed: 0,
+        }),
+      ]),
+    );
+    expect(counts).toMatchObject({
+      orders_hourly: { waiting: 63, missed: 0 },
+      orders_daily: { waiting: 1, missed: 2 },
+      clicks_compaction: { waiting: 0, missed: 0 },
+    });
   });
 
   it.each([

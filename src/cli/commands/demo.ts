@@ -11,6 +11,7 @@ import { connectOnce } from '../../index/db.js';
 import { deleteKeysWithPrefix, redisConnection } from '../../ingest/redis.js';
 import { createLogger } from '../../log.js';
 import { packageRoot } from '../../paths.js';
+import { formatRatio, plural } from '../format.js';
 
 interface DemoOptions {
   readonly config?: string | undefined;
@@ -36,6 +37,7 @@ export async function runDemo(values: DemoOptions): Promise<number> {
   print(`resetting database ${DEMO_DATABASE} and Redis keys ${DEMO_PREFIX}:* (the demo's own)`);
   await resetDemoState(config.database_url, config.redis_url, config.queue.prefix);
   const daemon = await startDaemon(config, log);
+  const statusUrl = `${daemon.url.replace('0.0.0.0', '127.0.0.1')}/`;
   const connection = redisConnection(config.redis_url);
   const producer = new Queue(config.queue.name, { connection, prefix: config.queue.prefix });
   const workerConnection = redisConnection(config.redis_url);
@@ -46,7 +48,7 @@ export async function runDemo(values: DemoOptions): Promise<number> {
       const p = job.data;
       received.push(p);
       const ratios = Object.entries(p.upstreams)
-        .map(([a, u]) => `${a} ${u.ratio}`)
+        .map(([a, u]) => `${a} ${formatRatio(u.ratio)}`)
         .join(', ');
       print(
         `  trigger  ${p.rollup.padEnd(14)} ${p.period.key.padEnd(14)} generation ${p.generation}  ${p.reason.padEnd(7)} (${ratios})`,
@@ -71,7 +73,7 @@ export async function runDemo(values: DemoOptions): Promise<number> {
     print(
       `coverage-rollup demo: one Berlin day (2025-06-01) of 5-minute micro-batches for demo.orders and demo.payments`,
     );
-    print(`  status page: ${daemon.url.replace('0.0.0.0', '127.0.0.1')}/`);
+    if (values.serve) print(`  status page: ${statusUrl}`);
     print(
       `streaming the day hour by hour (the orders slice ${hhmm(HOLE.start)}-${hhmm(HOLE.end)} is held back):`,
     );
@@ -102,13 +104,16 @@ export async function runDemo(values: DemoOptions): Promise<number> {
       );
       const versions = [...new Set(answer.batches.map((b) => b.version))].join(', ');
       print(
-        `  ${name.padEnd(14)} covered ${answer.covered}, ratio ${answer.ratio}, ${asset.event_count} events -> ${asset.segment_count} segments (versions ${versions})`,
+        `  ${name.padEnd(14)} covered ${answer.covered}, ratio ${formatRatio(answer.ratio)}, ${plural(asset.event_count, 'event')} -> ${plural(asset.segment_count, 'segment')} (versions ${versions})`,
       );
     }
     print(`${received.length} triggers delivered to the demo-runs queue.`);
     if (values.serve) {
-      print(`serving: open ${daemon.url.replace('0.0.0.0', '127.0.0.1')}/ (Ctrl-C to stop)`);
-      await new Promise<void>((resolve) => process.once('SIGINT', () => resolve()));
+      print(`serving: open ${statusUrl} (Ctrl-C to stop)`);
+      await new Promise<void>((resolve) => {
+        process.once('SIGINT', () => resolve());
+        process.once('SIGTERM', () => resolve());
+      });
     } else {
       print(`run \`npm run demo -- --serve\` to keep the daemon and its status page up.`);
     }

@@ -1,8 +1,10 @@
 import { maxLags } from '../../config.js';
-import { formatPoint } from '../../core/bounds.js';
-import { freshnessOf } from '../../core/freshness.js';
+import { assetJson } from '../../index/asset-json.js';
 import { listAssets } from '../../index/assets.js';
 import { freshnessFacts } from '../../index/freshness.js';
+import { rollupCounts } from '../../index/periods.js';
+import { defineRollups } from '../../scheduler/rollups.js';
+import { plural } from '../format.js';
 import { configFrom, type GlobalOptions, withSql } from './shared.js';
 
 interface StatusOptions extends GlobalOptions {
@@ -16,26 +18,26 @@ export async function runStatus(values: StatusOptions): Promise<number> {
     const [rows, facts] = await Promise.all([listAssets(sql), freshnessFacts(sql)]);
     const lags = maxLags(config);
     const now = Date.now();
-    const assets = rows.map((a) => ({
-      asset: a.name,
-      domain: a.domain,
-      events: a.event_count,
-      segments: a.segment_count,
-      extent:
-        a.covered_lo === null || a.covered_hi === null
-          ? null
-          : [formatPoint(a.domain, a.covered_lo), formatPoint(a.domain, a.covered_hi)],
-      ...freshnessOf({ ...facts.get(a.name)!, domain: a.domain, maxLagMs: lags.get(a.name) }, now),
+    const assets = rows.map((a) => assetJson(a, facts.get(a.name)!, lags.get(a.name), now));
+    // The configured rollups, with every period since begin counted by state as /v1/rollups
+    // counts them (stored or derived), and their trigger outbox.
+    const defined = defineRollups(config).map((r) => r.rollup);
+    const ids = defined.map((r) => r.id);
+    const [counts, outbox] = await Promise.all([
+      rollupCounts(sql, defined, now),
+      sql<{ id: string; last_trigger: string | null; undelivered: number }[]>`
+        select r.id,
+          (select idempotency_key from triggers where rollup_id = r.id order by decided_at desc limit 1) as last_trigger,
+          (select count(*)::int from triggers where rollup_id = r.id and delivered_at is null and failed_at is null) as undelivered
+        from unnest(${ids}::text[]) as r(id)`,
+    ]);
+    const outboxOf = new Map(outbox.map((o) => [o.id, o]));
+    const rollups = ids.map((id) => ({
+      id,
+      periods: counts.get(id)!,
+      last_trigger: outboxOf.get(id)?.last_trigger ?? null,
+      undelivered: outboxOf.get(id)?.undelivered ?? 0,
     }));
-    const rollups = await sql<
-      { id: string; states: Record<string, number>; last: string | null; undelivered: number }[]
-    >`
-      select r.id,
-        coalesce((select jsonb_object_agg(state, n) from
-          (select state, count(*)::int as n from periods where rollup_id = r.id group by state) s), '{}') as states,
-        (select idempotency_key from triggers where rollup_id = r.id order by decided_at desc limit 1) as last,
-        (select count(*)::int from triggers where rollup_id = r.id and delivered_at is null and failed_at is null) as undelivered
-      from rollups r order by r.id`;
     const leases = await sql<
       { name: string; holder: string | null; token: number; expires_in_s: number | null }[]
     >`
@@ -47,8 +49,12 @@ export async function runStatus(values: StatusOptions): Promise<number> {
     }
     const lines = [`assets (${assets.length}):`];
     for (const a of assets) {
-      const extent = a.extent ? `[${a.extent[0]}, ${a.extent[1]})` : '(nothing covered)';
-      lines.push(`  ${a.asset}  ${a.domain}  ${a.events} events  ${a.segments} segments  ${extent}`);
+      const extent = a.covered_extent
+        ? `[${a.covered_extent.start}, ${a.covered_extent.end})`
+        : '(nothing covered)';
+      lines.push(
+        `  ${a.asset}  ${a.domain}  ${plural(a.event_count, 'event')}  ${plural(a.segment_count, 'segment')}  ${extent}`,
+      );
       const lag = a.lag_seconds === null ? '' : `, lag ${a.lag_seconds} s`;
       const until = a.covered_until === null ? 'nothing complete' : `covered until ${a.covered_until}${lag}`;
       const stale = a.stale
@@ -60,11 +66,12 @@ export async function runStatus(values: StatusOptions): Promise<number> {
     }
     lines.push(`rollups (${rollups.length}):`);
     for (const r of rollups) {
-      const states = Object.entries(r.states)
+      const states = Object.entries(r.periods)
+        .filter(([, n]) => n > 0)
         .map(([s, n]) => `${n} ${s}`)
         .join(', ');
       lines.push(
-        `  ${r.id}  ${states || 'no periods yet'}  last trigger ${r.last ?? 'none'}  undelivered ${r.undelivered}`,
+        `  ${r.id}  ${states || 'no periods yet'}  last trigger ${r.last_trigger ?? 'none'}  undelivered ${r.undelivered}`,
       );
     }
     lines.push('scheduler lease:');

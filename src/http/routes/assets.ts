@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { maxLags } from '../../config.js';
-import { formatPoint, parseBound } from '../../core/bounds.js';
+import { parseBound } from '../../core/bounds.js';
 import {
   DEFAULT_LIMIT,
   DEFAULT_ORDERS,
@@ -9,7 +9,7 @@ import {
   toCoverageAnswer,
 } from '../../core/coverage-answer.js';
 import { BadInputError } from '../../core/errors.js';
-import { freshnessOf } from '../../core/freshness.js';
+import { assetJson } from '../../index/asset-json.js';
 import { findAsset, listAssets } from '../../index/assets.js';
 import { type AssetFacts, queryCoverage } from '../../index/coverage-query.js';
 import { freshnessFacts } from '../../index/freshness.js';
@@ -40,19 +40,7 @@ export function registerAssetRoutes(app: FastifyInstance, ctx: HttpContext): voi
     const [rows, facts] = await Promise.all([listAssets(ctx.sql), freshnessFacts(ctx.sql)]);
     const now = Date.now();
     return {
-      assets: rows.map((a) => ({
-        asset: a.name,
-        domain: a.domain,
-        zone: a.zone,
-        event_count: a.event_count,
-        segment_count: a.segment_count,
-        covered_extent:
-          a.covered_lo === null || a.covered_hi === null
-            ? null
-            : { start: formatPoint(a.domain, a.covered_lo), end: formatPoint(a.domain, a.covered_hi) },
-        updated_at: a.updated_at.toISOString(),
-        ...freshnessOf({ ...facts.get(a.name)!, domain: a.domain, maxLagMs: lags.get(a.name) }, now),
-      })),
+      assets: rows.map((a) => assetJson(a, facts.get(a.name)!, lags.get(a.name), now)),
     };
   });
 

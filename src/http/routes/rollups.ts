@@ -9,6 +9,7 @@ import { coveredHiOf, rollupCounts } from '../../index/periods.js';
 import type { RollupRuntime } from '../../scheduler/rollups.js';
 import type { HttpContext } from '../context.js';
 import { HttpError } from '../errors.js';
+import { policyJson } from '../policy-json.js';
 import type { RouteRegistrar } from '../server.js';
 import { badRequest } from './assets.js';
 import { decodeCursor, encodeCursor, pageLimit } from './paging.js';
@@ -59,7 +60,7 @@ export function registerRollupRoutes(rollups: readonly RollupRuntime[]): RouteRe
           every: config.every,
           timezone: config.timezone,
           begin: rollup.calendar.formatPoint(rollup.begin),
-          policy: config.policy,
+          policy: policyJson(config.policy, rollup.domain),
           rerun: config.rerun,
           target: { type: config.target.type },
           periods: counts.get(rollup.id),
