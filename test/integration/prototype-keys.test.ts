@@ -94,10 +94,10 @@ describe('prototype-named keys', () => {
     });
     expect(response.status).toBe(202);
     const row = await waitFor(
-      async () => (await db.sql`select kind from events where event_id = 'http-req'`)[0],
+      async () => (await db.sql`select replay from events where event_id = 'http-req'`)[0],
       { what: 'the requirement in the log' },
     );
-    expect(row.kind).toBe('replay_requirement');
+    expect(row.replay).toBe(true);
     expectNoPollution();
   });
 
