@@ -62,6 +62,8 @@ function connectTo(url: string, options: RedisOptions, clusterOptions: ClusterOp
  * since managed services may refuse CONFIG.
  */
 export async function warnUnlessNoEviction(redis: RedisClient, log: Logger): Promise<void> {
+  // A Cluster client knows its nodes once ready (a standalone client queues the command instead).
+  if (redis instanceof Cluster && redis.status !== 'ready') await new Promise((r) => redis.once('ready', r));
   const nodes: Redis[] = redis instanceof Cluster ? redis.nodes('all') : [redis];
   await Promise.all(
     nodes.map(async (node) => {
