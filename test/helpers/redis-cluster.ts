@@ -16,6 +16,11 @@ export interface ClusterNode {
   readonly pid: number | undefined;
   /** SIGKILL, and wait until the process is gone. */
   kill(): Promise<void>;
+  /**
+   * Starts a killed node again on its port and directory: its nodes.conf (kept, unlike the data,
+   * which is not persisted) makes it rejoin the Cluster, as a replica once it was failed over.
+   */
+  restart(): Promise<void>;
 }
 
 export interface LocalRedisCluster {
@@ -92,6 +97,7 @@ export async function startRedisCluster({
 
 async function launchNode(dir: string, nodeTimeoutMs: number) {
   const [port, busPort] = [await freePort(), await freePort()];
+  mkdirSync(dir, { recursive: true });
   // biome-ignore format: flag/value pairs read best one pair per line
   const args = [
     '--port', String(port), '--cluster-port', String(busPort), '--bind', '127.0.0.1',
@@ -99,25 +105,39 @@ async function launchNode(dir: string, nodeTimeoutMs: number) {
     '--cluster-node-timeout', String(nodeTimeoutMs), '--dir', dir,
     '--save', '', '--appendonly', 'no', '--daemonize', 'no',
   ];
-  mkdirSync(dir, { recursive: true });
-  const child = spawn('redis-server', args, { stdio: 'ignore' });
-  live.add(child);
-  const exited = new Promise<void>((resolve) =>
-    child.once('exit', () => {
-      live.delete(child);
-      resolve();
-    }),
-  );
-  return {
+  let child: ChildProcess;
+  let exited: Promise<void>;
+  const spawnChild = () => {
+    child = spawn('redis-server', args, { stdio: 'ignore' });
+    live.add(child);
+    const self = child;
+    exited = new Promise<void>((resolve) =>
+      self.once('exit', () => {
+        live.delete(self);
+        resolve();
+      }),
+    );
+  };
+  spawnChild();
+  const node = {
     port,
     address: `127.0.0.1:${port}`,
-    pid: child.pid,
-    child,
+    get pid() {
+      return child.pid;
+    },
+    get child() {
+      return child;
+    },
     async kill() {
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
       await exited;
     },
+    async restart() {
+      spawnChild();
+      await answersPing(node);
+    },
   };
+  return node;
 }
 
 /** One short-lived plain connection to a node (not a Cluster client: it asks that node only). */
