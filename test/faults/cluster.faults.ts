@@ -241,6 +241,11 @@ describe('queue groups on a Redis Cluster whose master is killed during a stream
       .map(([k]) => inLog.get(k))
       .filter((t): t is number => t !== undefined);
     const resumeMs = group0After.length > 0 ? Math.min(...group0After) - killedAt : Number.NaN;
+    // The producer's share of that: its first group-0 acknowledgement after the kill.
+    const group0AckedAfter = [...producer.ackedAt]
+      .filter(([k, at]) => at > killedAt && groupOf(k.split('\u0000')[0]!, GROUPS) === 0)
+      .map(([, at]) => at - killedAt);
+    const producerResumedMs = group0AckedAfter.length > 0 ? Math.min(...group0AckedAfter) : Number.NaN;
     const mismatched = await sql`
       with ev as (
         select asset_id, range_agg(int8range(lo, hi)) as m from events
@@ -293,6 +298,7 @@ describe('queue groups on a Redis Cluster whose master is killed during a stream
         progress: progressAtKill,
         failover_ms: failoverMs,
         restarted_after_ms: rejoinedMs,
+        group0_producer_acked_again_ms: producerResumedMs,
         group0_ingest_resumed_ms: resumeMs,
       },
       checks,
