@@ -147,7 +147,14 @@ async function main(): Promise<void> {
   };
 
   // Fresh hours: one rollup at a time, both upstreams covering the last complete hour.
-  const fresh: Array<{ ms: number; sent_s: number }> = [];
+  const fresh: Array<{
+    ms: number;
+    sent_s: number;
+    key: string;
+    sentAt: number;
+    assets: string[];
+    hour: number;
+  }> = [];
   const fanIn: number[] = [];
   const missing: string[] = [];
   const endAt = startedAt + MINUTES * 60_000;
@@ -161,10 +168,19 @@ async function main(): Promise<void> {
     const key = `h${i}@${compact(hour)}#1`;
     await producer.add('e', slice(asset(2 * i)).data);
     const sent = performance.now();
+    const sentAt = Date.now();
     await producer.add('e', slice(asset(2 * i + 1)).data);
     const at = await arrival(key, 30_000);
     if (at === null) missing.push(key);
-    else fresh.push({ ms: at - sent, sent_s: round((sent - startedAt) / 1000, 1) });
+    else
+      fresh.push({
+        ms: at - sent,
+        sent_s: round((sent - startedAt) / 1000, 1),
+        key,
+        sentAt,
+        assets: [asset(2 * i), asset(2 * i + 1)],
+        hour,
+      });
   };
   const feedDay = async (daysBack: number) => {
     const day = Math.floor(Date.now() / DAY) * DAY - daysBack * DAY;
@@ -250,6 +266,21 @@ async function main(): Promise<void> {
       (select count(*) from triggers where reason = 'deadline')::int as deadline,
       (select count(*) from periods where state = 'missed')::int as missed_rows`;
   const firstMinute = fresh.filter((f) => f.sent_s <= 60).map((f) => f.ms);
+  // Where the slowest fresh triggers spent their time: to the commit, to the decision, to the queue.
+  const slowest = [...fresh].sort((a, b) => b.ms - a.ms).slice(0, 5);
+  const stages = [];
+  for (const f of slowest) {
+    const [row] = await db.sql<{ ingested: Date; decided: Date }[]>`
+      select (select max(e.ingested_at) from events e join assets a on a.id = e.asset_id
+              where a.name = any(${f.assets}::text[]) and e.lo = ${f.hour * 1000}) as ingested,
+             (select decided_at from triggers where idempotency_key = ${f.key}) as decided`;
+    stages.push({
+      sent_s: f.sent_s,
+      total_ms: round(f.ms, 0),
+      to_committed_ms: row!.ingested.getTime() - f.sentAt,
+      to_decided_ms: row!.decided.getTime() - row!.ingested.getTime(),
+    });
+  }
   const running = fresh.filter((f) => f.sent_s > 60).map((f) => f.ms);
   process.stdout.write(
     `${JSON.stringify({
@@ -262,6 +293,7 @@ async function main(): Promise<void> {
       periods_table: { half: samples.half, end },
       trigger_latency_ms: {
         fresh_first_minute: stats(firstMinute),
+        slowest_stages: stages,
         fresh_running: stats(running),
         fresh_all: stats(fresh.map((f) => f.ms)),
         fan_in_100: stats(fanIn),

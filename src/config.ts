@@ -19,6 +19,8 @@ const isoDuration = z
   })
   .transform((s) => Duration.fromISO(s).toMillis());
 
+const DAY_MS = 86_400_000;
+
 const zone = z
   .string()
   .refine(isValidZone, { message: 'expected an IANA time zone such as UTC or Europe/Berlin' });
@@ -227,6 +229,20 @@ const configSchema = z
         dispatch_concurrency: z.number().int().min(1).default(16),
       })
       .default({ enabled: true, dispatch_concurrency: 16 }),
+    retention: z
+      .strictObject({
+        // How long the event log is kept; see README "Operations: retention".
+        events: isoDuration
+          .refine((ms) => ms > 0, 'must be longer than zero (e.g. P30D)')
+          .default(30 * DAY_MS),
+        // Delivered triggers older than this lose their stored payload and target; null keeps all.
+        history: isoDuration.nullable().default(null),
+        partition: isoDuration
+          .refine((ms) => ms >= 1000 && ms % 1000 === 0, 'must be a whole number of seconds, at least PT1S')
+          .default(DAY_MS),
+        prune_every: isoDuration.refine((ms) => ms >= 1000, 'must be at least PT1S').default(5 * 60_000),
+      })
+      .default({ events: 30 * DAY_MS, history: null, partition: DAY_MS, prune_every: 5 * 60_000 }),
     shutdown_timeout: isoDuration.default(30_000),
     rollups: z.array(rollupSchema).default([]),
   })

@@ -7,6 +7,7 @@ import { buildServer } from './http/server.js';
 import { registerDeclaredAssets } from './index/assets.js';
 import { connect, ensureDatabase, type Sql } from './index/db.js';
 import { migrate } from './index/migrate.js';
+import { RetentionLoop } from './index/retention-loop.js';
 import { EventQueues } from './ingest/event-queues.js';
 import { isClusterUrl, redisConnection, warnUnlessNoEviction } from './ingest/redis.js';
 import { connectIngest, type IngestWorker, startIngestWorker } from './ingest/worker.js';
@@ -69,6 +70,11 @@ export async function startDaemon(config: Config, log: Logger): Promise<Daemon> 
     // The ingest worker's handler logs this connection's errors; here only so none goes unhandled.
     eventsQueue.on('error', (error) => log.debug({ err: error }, 'events queue connection error'));
     closers.unshift(() => eventsQueue.close());
+
+    // Before ingest: its first pass makes the partitions ingest writes into.
+    const retention = new RetentionLoop(sql, config, log.child({ component: 'retention' }), metrics);
+    await retention.start();
+    closers.unshift(() => retention.stop());
 
     const ingestSql = connectIngest(config);
     closers.unshift(() => ingestSql.end({ timeout: 5 }));
@@ -147,6 +153,7 @@ export async function startDaemon(config: Config, log: Logger): Promise<Daemon> 
         auth: new TokenAuth(config.api_tokens, config.read_tokens),
         now: Date.now,
         ...(schedulerStatus ? { schedulerStatus } : {}),
+        retentionStatus: () => retention.status(),
       },
       [registerRollupRoutes(rollups), registerStatusPage(rollups)],
     );

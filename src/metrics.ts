@@ -139,6 +139,32 @@ export function createMetrics() {
       help: 'Times this instance stepped down from the lease',
       registers,
     }),
+    eventLogBytes: new Gauge({
+      name: 'coverage_rollup_event_log_bytes',
+      help: 'Size of the event log on disk (every partition, with indexes), as of the last retention pass',
+      registers,
+    }),
+    eventLogPartitions: new Gauge({
+      name: 'coverage_rollup_event_log_partitions',
+      help: 'Partitions of the event log, as of the last retention pass',
+      registers,
+    }),
+    eventLogOldestSeconds: new Gauge({
+      name: 'coverage_rollup_event_log_oldest_seconds',
+      help: 'Age of the oldest partition holding events (the oldest event is at most one partition width younger)',
+      registers,
+    }),
+    retentionHeld: new Gauge({
+      name: 'coverage_rollup_retention_held_partitions',
+      help: 'Partitions past retention kept because a scheduler cursor has not passed their events',
+      registers,
+    }),
+    pruned: new Counter({
+      name: 'coverage_rollup_pruned_total',
+      help: 'What retention removed: partitions and the events in them, and compacted triggers',
+      labelNames: ['what'] as const,
+      registers,
+    }),
   };
 }
 

@@ -22,6 +22,8 @@ Commands:
                              enqueue one event on the events queue
   emit --file F              enqueue events from a JSON-lines file (- for stdin), one per line
   status [--json]            assets, rollups and the scheduler lease at a glance
+  prune [--dry-run] [--json] one retention pass now: drop event-log partitions past
+                             retention.events, compact old delivered triggers
   demo [--serve]             a one-minute tour on a fresh demo database (config/demo.yaml)
 
 Options:
@@ -121,6 +123,19 @@ Options:
   --json              print JSON
 ${CONFIG_OPTION}
 Exit codes: 0, or 2 on error.
+`,
+  prune: `Usage: coverage-rollup prune [--dry-run] [--json] [--config FILE]
+
+One retention pass, as the daemon runs every retention.prune_every: makes event-log partitions
+ahead, drops each partition older than retention.events once every rollup's cursor has passed its
+events, and compacts delivered triggers older than retention.history. One instance at a time.
+
+Options:
+  --dry-run           report what it would create, drop and compact; change nothing
+  --json              print the report as JSON
+${CONFIG_OPTION}
+Exit codes: 0 done, 1 something past retention was held back by a scheduler cursor (or another
+instance was pruning), 2 error.
 `,
   demo: `Usage: coverage-rollup demo [--serve] [--config FILE]
 

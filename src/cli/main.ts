@@ -5,6 +5,7 @@ import { runCheck } from './commands/check.js';
 import { runDemo } from './commands/demo.js';
 import { runEmit } from './commands/emit.js';
 import { runMigrate } from './commands/migrate.js';
+import { runPrune } from './commands/prune.js';
 import { runStart } from './commands/start.js';
 import { runStatus } from './commands/status.js';
 import { COMMAND_HELP, HELP, version } from './help.js';
@@ -33,6 +34,7 @@ async function main(argv: string[]): Promise<number> {
       order: { type: 'string' },
       'max-lag': { type: 'string' },
       'require-known': { type: 'boolean' },
+      'dry-run': { type: 'boolean' },
     },
   });
   const [command, ...rest] = positionals;
@@ -70,6 +72,8 @@ async function main(argv: string[]): Promise<number> {
       return runStatus(values);
     case 'demo':
       return runDemo(values);
+    case 'prune':
+      return runPrune(values);
     default:
       process.stderr.write(`coverage-rollup: unknown command "${command}"; see coverage-rollup --help\n`);
       return 2;

@@ -19,4 +19,6 @@ export interface HttpContext {
   readonly now: () => number;
   /** Role and lease facts for /readyz; absent when this instance runs no scheduler. */
   readonly schedulerStatus?: () => Record<string, unknown>;
+  /** The last retention pass, for /readyz. */
+  readonly retentionStatus?: () => Record<string, unknown>;
 }

@@ -1,9 +1,11 @@
+import { type Bound, formatTime } from '../core/bounds.js';
 import type { BadInputError } from '../core/errors.js';
 import { domainMismatch, type NormalizedEvent } from '../core/events.js';
 import { applyChanges } from '../core/segments.js';
-import type { Change, Segment } from '../core/types.js';
+import type { Change, Domain, Segment } from '../core/types.js';
 import { type AssetRow, lockAssets } from './assets.js';
 import type { Db, Sql, Tx } from './db.js';
+import { createCurrentPartition } from './partitions.js';
 import { insertSegments, removeSegments, segmentsTouchingMany } from './segments-sql.js';
 
 /** Per event, in input order: accepted now, seen before (same key), or refused by the index. */
@@ -62,12 +64,42 @@ interface AssetPlan {
  * (A reserved connection with a hand-written BEGIN/COMMIT would save two more, but postgres.js
  * 3.4 does not recover a reserved connection whose backend died; sql.begin does.)
  */
-export async function commitEvents(sql: Sql, events: readonly NormalizedEvent[]): Promise<CommitOutcome[]> {
+export async function commitEvents(
+  sql: Sql,
+  events: readonly NormalizedEvent[],
+  options: CommitOptions = {},
+): Promise<CommitOutcome[]> {
   if (events.length === 0) return [];
-  return sql.begin((tx) => commitOn(tx, events));
+  const at = options.ingestedAt ?? null;
+  try {
+    return await sql.begin((tx) => commitOn(tx, events, at));
+  } catch (error) {
+    if (!isNoPartition(error)) throw error;
+    await createCurrentPartition(sql, at ?? undefined);
+    return sql.begin((tx) => commitOn(tx, events, at));
+  }
 }
 
-async function commitOn(tx: Tx, events: readonly NormalizedEvent[]): Promise<CommitOutcome[]> {
+export interface CommitOptions {
+  /** The ingest time to record instead of the transaction's `now()`: for tests and the soak. */
+  readonly ingestedAt?: Date;
+}
+
+/**
+ * "No partition of relation events found for row": the daemon makes partitions ahead, but a
+ * commit must not fail for want of one (a tool committing without the daemon, a long stop).
+ * A check violation without a constraint name is this one: the log's own checks all have names.
+ */
+function isNoPartition(error: unknown): boolean {
+  const e = error as { code?: string; constraint_name?: string } | null;
+  return e?.code === '23514' && !e.constraint_name;
+}
+
+async function commitOn(
+  tx: Tx,
+  events: readonly NormalizedEvent[],
+  at: Date | null,
+): Promise<CommitOutcome[]> {
   const assets = await lockAssets(
     tx,
     uniqueBy(events, (e) => e.asset).map((e) => ({ name: e.asset, domain: e.domain, zone: e.zone })),
@@ -106,7 +138,7 @@ async function commitOn(tx: Tx, events: readonly NormalizedEvent[]): Promise<Com
   // new events touch that applyChanges leaves as it is. The read runs after the locks, so it
   // sees every committed change to these assets.
   const [inserted, existing] = await Promise.all([
-    insertEvents(tx, plans),
+    insertEvents(tx, plans, at),
     segmentsTouchingMany(
       tx,
       plans.map((p) => ({
@@ -205,31 +237,49 @@ async function commitOn(tx: Tx, events: readonly NormalizedEvent[]): Promise<Com
  * rows travel as one JSON document: JSON.stringify is far cheaper on the event loop than
  * serialising a dozen parameter arrays element by element. It is sent as json text, not jsonb:
  * PostgreSQL reads each field once, so building the binary form first is wasted work.
+ *
+ * A key already in any live partition is a duplicate. No unique index can say so across
+ * partitions (it would have to contain ingest time); the check is race-free because the caller
+ * holds the row lock of every asset in the batch, which serialises its writers. The lookup is a
+ * lateral subquery so it stays one index probe per key and partition: as NOT EXISTS the planner
+ * may hash-join the batch against a scan of the whole log.
  */
-async function insertEvents(tx: Db, plans: readonly AssetPlan[]): Promise<Map<number, Map<string, number>>> {
+async function insertEvents(
+  tx: Db,
+  plans: readonly AssetPlan[],
+  at: Date | null,
+): Promise<Map<number, Map<string, number>>> {
   const rows = plans.flatMap((p) =>
     p.rows.map(({ event, seq }) => ({
       a: p.asset.id,
       q: seq,
       k: event.key,
-      t: event.kind,
+      r: event.kind === 'replay_requirement',
       l: event.start.value,
       h: event.end.value,
-      s: event.start.text,
-      e: event.end.text,
+      s: textUnlessCanonical(event.domain, event.start),
+      e: textUnlessCanonical(event.domain, event.end),
       v: event.version,
       i: event.id,
+      // The content digest, when the key is one (no producer id): 16 bytes instead of 39 chars.
+      d: event.id === null ? event.key.slice(CONTENT_KEY_PREFIX.length) : null,
       p: event.producedAt,
-      x: event.extra,
+      x: Object.keys(event.extra).length > 0 ? event.extra : null,
     })),
   );
   const inserted = await tx<{ asset_id: number; key: string; seq: number }[]>`
-    insert into events (asset_id, seq, key, kind, lo, hi, start_text, end_text, version, event_id, produced_at, extra)
-    select a, q, k, t, l, h, s, e, v, i, p, coalesce(x::jsonb, '{}')
+    insert into events (asset_id, seq, replay, lo, hi, start_text, end_text, version, event_id, digest, produced_at, extra, ingested_at)
+    select a, q, r, l, h, s, e, v, i, decode(d, 'hex'), p, x::jsonb, coalesce(${at}::timestamptz, now())
     from json_to_recordset(${JSON.stringify(rows)}::text::json)
-      as r(a int8, q int8, k text, t text, l int8, h int8, s text, e text, v text, i text, p text, x json)
-    on conflict (asset_id, key) do nothing
-    returning asset_id, key, seq`.execute();
+      as r(a int8, q int8, k text, r bool, l int8, h int8, s text, e text, v text, i text, d text, p text, x json)
+    left join lateral (
+      select true as hit from events o
+      where o.asset_id = r.a and hashtextextended(event_key(o.event_id, o.digest), o.asset_id) = hashtextextended(r.k, r.a)
+        and event_key(o.event_id, o.digest) = r.k
+      limit 1
+    ) as seen on true
+    where seen.hit is null
+    returning asset_id, event_key(event_id, digest) as key, seq`.execute();
   const out = new Map<number, Map<string, number>>();
   for (const r of inserted) {
     const m = out.get(r.asset_id) ?? new Map<string, number>();
@@ -237,6 +287,14 @@ async function insertEvents(tx: Db, plans: readonly AssetPlan[]): Promise<Map<nu
     m.set(r.key, r.seq);
   }
   return out;
+}
+
+const CONTENT_KEY_PREFIX = 'sha256:';
+
+/** The producer's spelling of a bound, or null when it is the canonical one (most events). */
+function textUnlessCanonical(domain: Domain, bound: Bound): string | null {
+  const canonical = domain === 'time' ? formatTime(bound.value) : String(bound.value);
+  return bound.text === canonical ? null : bound.text;
 }
 
 function uniqueBy<T>(items: readonly T[], key: (item: T) => string): T[] {

@@ -36,11 +36,20 @@ export class DeadlineSweep {
     return this.backlog.length > 0 ? Number.NEGATIVE_INFINITY : this.nextAtMs;
   }
 
-  /** Handles what is due at `nowMs`; returns how many rows it made and whether more are owed. */
-  async run(sql: Sql, nowMs: number, batch: number, log: Logger, metrics: Metrics) {
+  /**
+   * Handles what is due at `nowMs`: returns the periods owed a row now (the caller inserts every
+   * rollup's in one statement, `insertOwed`) and whether more are owed after them.
+   */
+  async run(
+    sql: Sql,
+    nowMs: number,
+    batch: number,
+    log: Logger,
+    metrics: Metrics,
+  ): Promise<{ owed: Period[]; more: boolean }> {
     const { rollup } = this;
     const { deadlineMs, onDeadline } = rollup.policy;
-    if (deadlineMs === undefined || nowMs < this.wakeAt) return { made: 0, more: false };
+    if (deadlineMs === undefined || nowMs < this.wakeAt) return { owed: [], more: false };
     const passed = passedBefore(rollup, nowMs, deadlineMs);
     const missedAt = missedBefore(rollup, nowMs) ?? rollup.begin;
     // First pass of a lease: owed triggers are those within catch-up; older misses are history.
@@ -52,17 +61,9 @@ export class DeadlineSweep {
       this.frontier = passed;
     }
     this.nextAtMs = nextPassAt(rollup, nowMs, deadlineMs);
-    if (onDeadline !== 'trigger') return { made: 0, more: false };
+    if (onDeadline !== 'trigger') return { owed: [], more: false };
     const owed = this.takeNewest(missedAt, batch);
-    if (owed.length > 0) {
-      await sql`
-        insert into periods (rollup_id, lo, hi, key)
-        select ${rollup.id}, * from unnest(
-          ${owed.map((p) => p.start)}::int8[], ${owed.map((p) => p.end)}::int8[], ${owed.map((p) => p.key)}::text[]
-        )
-        on conflict do nothing`;
-    }
-    return { made: owed.length, more: this.backlog.length > 0 };
+    return { owed, more: this.backlog.length > 0 };
   }
 
   /** Up to `max` owed periods, newest first; what fell behind the catch-up window is dropped. */
@@ -99,4 +100,19 @@ export class DeadlineSweep {
         'periods missed their deadline',
       );
   }
+}
+
+/** Gives the owed periods of every rollup their (dirty) rows in one statement; existing rows stay. */
+export async function insertOwed(
+  sql: Sql,
+  owed: ReadonlyArray<{ rollupId: string; period: Period }>,
+): Promise<void> {
+  if (owed.length === 0) return;
+  await sql`
+    insert into periods (rollup_id, lo, hi, key)
+    select * from unnest(
+      ${owed.map((o) => o.rollupId)}::text[], ${owed.map((o) => o.period.start)}::int8[],
+      ${owed.map((o) => o.period.end)}::int8[], ${owed.map((o) => o.period.key)}::text[]
+    )
+    on conflict do nothing`;
 }

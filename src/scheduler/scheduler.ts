@@ -1,9 +1,10 @@
+import type { Period } from '../core/calendar.js';
 import { concernsAny, EVENTS_CHANNEL } from '../index/commit.js';
 import type { Sql } from '../index/db.js';
 import type { RedisClient } from '../ingest/redis.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
-import { DeadlineSweep } from './deadline-sweep.js';
+import { DeadlineSweep, insertOwed } from './deadline-sweep.js';
 import { deliverDue, nextDeliverySql } from './dispatch.js';
 import { evaluatePending } from './evaluate.js';
 import type { Fence } from './fence.js';
@@ -29,9 +30,11 @@ export interface SchedulerOptions {
 }
 
 const TOUCH_BATCH = 5000;
-const EVALUATE_BATCH = 500;
-/** Owed deadline triggers given a row per rollup and pass, newest first. */
-const CATCH_UP_BATCH = 500;
+/** Small enough that a fresh period never waits long behind the transaction in flight. */
+const EVALUATE_BATCH = 200;
+const FRESH_BATCH = 20;
+/** Owed deadline triggers given a row per pass (all rollups together), each rollup's newest first. */
+const CATCH_UP_BATCH = 1000;
 /** Bounded work per pass so a backlog never starves the lease's view of the event loop. */
 const MAX_ROUNDS = 20;
 const SKIPPED_RETRY_MS = 1000;
@@ -172,13 +175,6 @@ export class Scheduler {
     const marking = await this.markNewEvents(signal);
     if (marking.marked) work.done = true;
     if (marking.more) busy = true;
-    for (const sweep of this.sweeps.values()) {
-      if (signal.aborted) return 0;
-      if (sweep.wakeAt > now.getTime()) continue;
-      const swept = await sweep.run(sql, now.getTime(), CATCH_UP_BATCH, log, metrics);
-      if (swept.made > 0) work.done = true;
-      if (swept.more) busy = true;
-    }
     const ctx = {
       sql,
       rollups: this.byId,
@@ -189,7 +185,9 @@ export class Scheduler {
       idleMs: this.options.leaseTtlMs,
     };
     for (let round = 0; round < MAX_ROUNDS && !signal.aborted; round++) {
-      const result = await evaluatePending(ctx, now, EVALUATE_BATCH);
+      // A small first batch: the newest pending periods (a fresh one among them) are decided and
+      // delivered before the transactions of a backlog.
+      const result = await evaluatePending(ctx, now, round === 0 ? FRESH_BATCH : EVALUATE_BATCH);
       if (result.evaluated > 0) work.done = true;
       // Deliver what was just decided before looking at more.
       if (result.triggered > 0)
@@ -200,6 +198,24 @@ export class Scheduler {
         busy = true;
         break;
       }
+    }
+    // Deadline catch-up after the fresh work: its rows are decided on the next pass.
+    const owed: Array<{ rollupId: string; period: Period }> = [];
+    for (const [rollupId, sweep] of this.sweeps) {
+      if (signal.aborted) return 0;
+      if (sweep.wakeAt > now.getTime()) continue;
+      if (owed.length >= CATCH_UP_BATCH) {
+        busy = true; // the rest on the next pass, after fresher work
+        break;
+      }
+      const swept = await sweep.run(sql, now.getTime(), CATCH_UP_BATCH - owed.length, log, metrics);
+      for (const period of swept.owed) owed.push({ rollupId, period });
+      if (swept.more) busy = true;
+    }
+    if (owed.length > 0) {
+      await insertOwed(sql, owed);
+      work.done = true;
+      busy = true;
     }
     for (let round = 0; round < MAX_ROUNDS && !signal.aborted; round++) {
       const { more } = await deliverDue(

@@ -65,13 +65,13 @@ export async function markTouchedPeriods(
     // ingested_at rounded up to the millisecond: a JS Date drops the microseconds, and settle
     // must not end before `ingested_at + settle` in database time.
     const events = await tx<(EventRow & { asset_id: number })[]>`
-      select u.asset_id, e.seq, e.kind, e.lo, e.hi,
+      select u.asset_id, e.seq, case when e.replay then 'replay_requirement' else 'completion' end as kind, e.lo, e.hi,
         date_trunc('milliseconds', e.ingested_at)
           + case when date_trunc('milliseconds', e.ingested_at) < e.ingested_at then interval '1 millisecond' else interval '0' end
           as ingested_at
       from unnest(${behind.map((b) => b.id)}::int8[], ${behind.map((b) => b.seq)}::int8[]) as u(asset_id, seq)
       cross join lateral (
-        select seq, kind, lo, hi, ingested_at from events
+        select seq, replay, lo, hi, ingested_at from events
         where asset_id = u.asset_id and seq > u.seq order by seq limit ${batch}
       ) e
       order by u.asset_id, e.seq`;

@@ -701,7 +701,7 @@ describe('hostile input', () => {
       with idx as (select asset_id, range_agg(span) as m from segments group by asset_id)
       select
         (select count(*)::int from events e left join idx on idx.asset_id = e.asset_id
-          where e.kind = 'completion' and e.hi > e.lo and not coalesce(idx.m @> int8range(e.lo, e.hi), false)) as outside,
+          where not e.replay and e.hi > e.lo and not coalesce(idx.m @> int8range(e.lo, e.hi), false)) as outside,
         (select count(*)::int from events) as events,
         (select count(*)::int from segments) as segments,
         (select count(*)::int from assets) as assets`;

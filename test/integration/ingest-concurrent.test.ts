@@ -74,7 +74,8 @@ function events(asset: string, n: number, seed: number, versioned: boolean, span
 
 async function logChanges(asset: string): Promise<Change[]> {
   const rows = await db.sql<{ kind: Change['kind']; lo: number; hi: number; version: string | null }[]>`
-    select e.kind, e.lo, e.hi, e.version from events e join assets a on a.id = e.asset_id
+    select case when e.replay then 'replay_requirement' else 'completion' end as kind, e.lo, e.hi, e.version
+    from events e join assets a on a.id = e.asset_id
     where a.name = ${asset} order by e.seq`;
   return rows.map((r) => ({ kind: r.kind, start: r.lo, end: r.hi, version: r.version }));
 }

@@ -122,7 +122,7 @@ export async function logCoverage(sql: Sql, asset: string): Promise<Interval[]> 
     from (
       select unnest(range_agg(int8range(e.lo, e.hi))) as r
       from events e join assets a on a.id = e.asset_id
-      where a.name = ${asset} and e.kind = 'completion'
+      where a.name = ${asset} and not e.replay
     ) t order by lo`;
   return rows.map((r) => ({ start: r.lo, end: r.hi }));
 }

@@ -17,7 +17,8 @@ async function schemaOf(sql: Sql): Promise<string[]> {
     from pg_constraint where connamespace = 'public'::regnamespace order by 1`;
   const indexes = await sql<{ d: string }[]>`
     select indexdef as d from pg_indexes where schemaname = 'public' order by 1`;
-  return [...columns, ...constraints, ...indexes].map((r) => r.d);
+  // Event-log partitions are named by their bounds, which depend on when the migration ran.
+  return [...columns, ...constraints, ...indexes].map((r) => r.d.replace(/events_p\d+_\d+/g, 'events_p*'));
 }
 
 describe('migrations', () => {

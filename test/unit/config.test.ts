@@ -56,6 +56,9 @@ describe('configuration', () => {
       'assets.0.freshness.max_lag: expected a duration longer',
     ],
     [{ assets: [{ name: 'a', freshness: { maxlag: 'PT5M' } }] }, 'assets.0.freshness: Unrecognized key'],
+    [{ retention: { events: 'PT0S' } }, 'retention.events: must be longer than zero'],
+    [{ retention: { partition: 'PT1.5S' } }, 'retention.partition: must be a whole number of seconds'],
+    [{ retention: { history: 'forever' } }, 'retention.history: expected an ISO 8601 duration'],
   ])('refuses %j naming the field', (raw, message) => {
     expect(() => parseConfig(raw)).toThrow(ConfigError);
     expect(() => parseConfig(raw)).toThrow(message);

@@ -46,6 +46,7 @@ export function registerHealthRoutes(app: FastifyInstance, ctx: HttpContext): vo
       ready = false;
     }
     if (ctx.schedulerStatus) checks.scheduler = ctx.schedulerStatus();
+    if (ctx.retentionStatus) checks.retention = ctx.retentionStatus();
     return reply.status(ready ? 200 : 503).send({ status: ready ? 'ready' : 'not_ready', ...checks });
   });
 

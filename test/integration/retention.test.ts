@@ -1,0 +1,310 @@
+import { describe, expect, it } from 'vitest';
+import { normalizeEvent } from '../../src/core/events.js';
+import { parsePartitionName } from '../../src/core/partitions.js';
+import { commitEvents } from '../../src/index/commit.js';
+import { connect } from '../../src/index/db.js';
+import { migrate, readMigrations } from '../../src/index/migrate.js';
+import { listPartitions } from '../../src/index/partitions.js';
+import { prune, type RetentionOptions } from '../../src/index/retention.js';
+import { createLogger } from '../../src/log.js';
+import { startTestDaemon, testConfig } from '../helpers/daemon.js';
+import { createEmptyDatabase, createTestDatabase } from '../helpers/db.js';
+import { uniqueName } from '../helpers/env.js';
+import { waitFor } from '../helpers/wait.js';
+
+const log = createLogger('silent');
+const HOUR = 3600;
+const DAY_MS = 86_400_000;
+
+function event(asset: string, startMinute: number, id?: string) {
+  const at = (m: number) => new Date(Date.UTC(2025, 5, 1) + m * 60_000).toISOString();
+  return normalizeEvent(
+    { asset, start: at(startMinute), end: at(startMinute + 5), version: 'v1', ...(id ? { id } : {}) },
+    { maxPayloadBytes: 65_536 },
+  );
+}
+
+function options(overrides: Partial<RetentionOptions> = {}): RetentionOptions {
+  return {
+    eventsMs: DAY_MS,
+    historyMs: null,
+    partitionSeconds: HOUR,
+    aheadSeconds: 2 * HOUR,
+    readers: [{ rollup: 'hourly', asset: 'read.by.rollup' }],
+    ...overrides,
+  };
+}
+
+/** A time well past the migration's first partition (it ends a second after the template was made). */
+function later(days: number): Date {
+  return new Date(Math.ceil(Date.now() / DAY_MS) * DAY_MS + days * DAY_MS);
+}
+
+describe('event log partitions and retention', async () => {
+  const db = await createTestDatabase();
+  const { sql } = db;
+  await sql`
+    insert into rollups (id, definition, calendar_hash, definition_hash)
+    values ('hourly', '{}', 'h', 'd')`;
+
+  const segmentsOf = (asset: string) => sql`
+    select lower(s.span) as lo, upper(s.span) as hi, s.version, s.state
+    from segments s join assets a on a.id = s.asset_id where a.name = ${asset} order by lo`;
+
+  it('makes partitions ahead, and events land in the one for their ingest time', async () => {
+    const t = later(5);
+    const report = await prune(sql, options(), t);
+    expect(report.ran).toBe(true);
+    const partitions = await listPartitions(sql);
+    const newest = partitions.at(-1)!;
+    expect(newest.hi).toBeGreaterThan(t.getTime() / 1000 + 2 * HOUR);
+    // On the hourly grid beyond the catch-up partition.
+    expect(newest.hi % HOUR).toBe(0);
+    expect(newest.hi - newest.lo).toBe(HOUR);
+    expect(report.created).toContain(newest.name);
+
+    const at = new Date(t.getTime() + 90 * 60_000);
+    await commitEvents(sql, [event('read.by.rollup', 0, 'ahead-1')], { ingestedAt: at });
+    const [row] = await sql<{ part: string }[]>`
+      select tableoid::regclass::text as part from events where event_id = 'ahead-1'`;
+    const home = partitions.find((p) => p.name === row!.part)!;
+    expect(home.lo * 1000).toBeLessThanOrEqual(at.getTime());
+    expect(home.hi * 1000).toBeGreaterThan(at.getTime());
+  });
+
+  it('a commit with no partition for its time makes one rather than fail', async () => {
+    const at = later(40);
+    const [outcome] = await commitEvents(sql, [event('unread.asset', 0, 'far-1')], { ingestedAt: at });
+    expect(outcome!.status).toBe('committed');
+  });
+
+  it('a cursor that has not passed a partition holds it back; once passed it is dropped and answers do not change', async () => {
+    const t = later(60);
+    await prune(sql, options(), t);
+    await commitEvents(
+      sql,
+      [
+        event('read.by.rollup', 10, 'held-1'),
+        event('read.by.rollup', 15, 'held-2'),
+        event('unread.asset', 10),
+      ],
+      { ingestedAt: t },
+    );
+    const [{ part }] = await sql<[{ part: string }]>`
+      select tableoid::regclass::text as part from events where event_id = 'held-1'`;
+    const before = await segmentsOf('read.by.rollup');
+    const [asset] = await sql<
+      [{ last_seq: number }]
+    >`select last_seq from assets where name = 'read.by.rollup'`;
+
+    const afterRetention = new Date(t.getTime() + DAY_MS + 2 * HOUR * 1000);
+    // No cursor yet (the scheduler never ran): held.
+    const held = await prune(sql, options(), afterRetention);
+    expect(held.dropped.map((d) => d.partition)).not.toContain(part);
+    expect(held.held).toContainEqual({
+      partition: part,
+      rollup: 'hourly',
+      asset: 'read.by.rollup',
+      cursor: 0,
+      newest: asset.last_seq,
+    });
+    // A cursor short of the newest event still holds it.
+    await sql`insert into rollup_cursors (rollup_id, asset_name, seq) values ('hourly', 'read.by.rollup', ${asset.last_seq - 1})`;
+    expect((await prune(sql, options(), afterRetention)).held.map((h) => h.partition)).toContain(part);
+
+    // Re-sent inside the window: a duplicate.
+    const [dup] = await commitEvents(sql, [event('read.by.rollup', 10, 'held-1')], { ingestedAt: t });
+    expect(dup!.status).toBe('duplicate');
+
+    await sql`update rollup_cursors set seq = ${asset.last_seq} where rollup_id = 'hourly'`;
+    const dry = await prune(sql, { ...options(), dryRun: true }, afterRetention);
+    expect(dry.dropped.map((d) => d.partition)).toContain(part);
+    expect((await listPartitions(sql)).map((p) => p.name)).toContain(part);
+
+    const done = await prune(sql, options(), afterRetention);
+    expect(done.held).toEqual([]);
+    expect(done.dropped).toContainEqual({ partition: part, events: 3, ms: expect.any(Number) });
+    expect((await listPartitions(sql)).map((p) => p.name)).not.toContain(part);
+    expect(await sql`select to_regclass(${part}) as t`).toEqual([{ t: null }]);
+    expect(await segmentsOf('read.by.rollup')).toEqual(before);
+
+    // Re-sent after its original was dropped: a new completion with a new seq; the index is unchanged.
+    const [again] = await commitEvents(sql, [event('read.by.rollup', 10, 'held-1')], {
+      ingestedAt: afterRetention,
+    });
+    expect(again).toMatchObject({ status: 'committed', seq: asset.last_seq + 1 });
+    expect(await segmentsOf('read.by.rollup')).toEqual(before);
+  });
+
+  it('one instance prunes at a time', async () => {
+    const other = connect(db.url, { max: 1 });
+    try {
+      await other`select pg_advisory_lock(hashtext('coverage-rollup.prune'))`;
+      const report = await prune(sql, options(), later(61));
+      expect(report.ran).toBe(false);
+      expect(report.created).toEqual([]);
+    } finally {
+      await other.end();
+    }
+  });
+
+  it('history retention compacts old delivered triggers and leaves the rest whole', async () => {
+    await sql`insert into periods (rollup_id, lo, hi, key, state, generation) values
+      ('hourly', 0, 10, 'p0', 'triggered', 1), ('hourly', 10, 20, 'p1', 'triggered', 1), ('hourly', 20, 30, 'p2', 'settling', 1)`;
+    const payload = { rollup: 'hourly', period: { key: 'p' }, upstreams: { a: { ratio: 1, missing: [] } } };
+    const target = { type: 'webhook', url: 'http://x.invalid/', headers: { authorization: 'secret' } };
+    await sql`insert into triggers (rollup_id, period_lo, generation, idempotency_key, reason, lease_token, target, payload, decided_at, delivered_at)
+      values
+        ('hourly', 0, 1, 'old-delivered', 'covered', 1, ${sql.json(target)}, ${sql.json(payload)}, now() - interval '40 days', now() - interval '40 days'),
+        ('hourly', 10, 1, 'new-delivered', 'covered', 1, ${sql.json(target)}, ${sql.json(payload)}, now(), now()),
+        ('hourly', 20, 1, 'old-undelivered', 'covered', 1, ${sql.json(target)}, ${sql.json(payload)}, now() - interval '40 days', null)`;
+    const periodsBefore = await sql`select * from periods where rollup_id = 'hourly' order by lo`;
+
+    const dry = await prune(sql, { ...options(), historyMs: 30 * DAY_MS, dryRun: true });
+    expect(dry.triggersCompacted).toBe(1);
+    const report = await prune(sql, { ...options(), historyMs: 30 * DAY_MS });
+    expect(report.triggersCompacted).toBe(1);
+    const rows = await sql<
+      { key: string; payload: Record<string, unknown>; target: Record<string, unknown> }[]
+    >`
+      select idempotency_key as key, payload, target from triggers order by key`;
+    expect(rows).toEqual([
+      { key: 'new-delivered', payload, target },
+      {
+        key: 'old-delivered',
+        payload: { rollup: 'hourly', period: { key: 'p' } },
+        target: { type: 'webhook' },
+      },
+      { key: 'old-undelivered', payload, target },
+    ]);
+    expect(await sql`select * from periods where rollup_id = 'hourly' order by lo`).toEqual(periodsBefore);
+    expect((await prune(sql, { ...options(), historyMs: 30 * DAY_MS })).triggersCompacted).toBe(0);
+  });
+});
+
+describe('migrating a populated event log', () => {
+  const migrations = readMigrations();
+  const PARTITIONED = migrations.findIndex((m) => m.name === 'partitioned_events') + 1;
+
+  it('moves every event into the partitioned log, keys and all, and keeps idempotency', async () => {
+    const db = await createEmptyDatabase();
+    const { sql } = db;
+    await migrate(sql, log, migrations.slice(0, PARTITIONED - 1));
+    await sql`insert into assets (name, domain, last_seq, event_count) values ('old.asset', 'time', 3, 3)`;
+    await sql`
+      insert into events (asset_id, seq, key, kind, lo, hi, start_text, end_text, version, event_id, produced_at, extra)
+      values
+        (1, 1, 'id:first', 'completion', 0, 10, '1970-01-01T00:00:00Z', 'x', 'v1', 'first', null, '{}'),
+        (1, 2, 'sha256:00112233445566778899aabbccddeeff', 'completion', 10, 20, 'a', 'b', null, null, 'p', '{"k": 1}'),
+        (1, 3, 'id:third', 'replay_requirement', 0, 20, 'c', 'd', 'v2', 'third', null, '{}')`;
+    await migrate(sql, log);
+
+    const rows = await sql`
+      select seq, event_key(event_id, digest) as key, replay, lo, hi, start_text, end_text, version, produced_at, extra
+      from events order by seq`;
+    expect(rows).toEqual([
+      {
+        seq: 1,
+        key: 'id:first',
+        replay: false,
+        lo: 0,
+        hi: 10,
+        start_text: '1970-01-01T00:00:00Z',
+        end_text: 'x',
+        version: 'v1',
+        produced_at: null,
+        extra: null,
+      },
+      {
+        seq: 2,
+        key: 'sha256:00112233445566778899aabbccddeeff',
+        replay: false,
+        lo: 10,
+        hi: 20,
+        start_text: 'a',
+        end_text: 'b',
+        version: null,
+        produced_at: 'p',
+        extra: { k: 1 },
+      },
+      {
+        seq: 3,
+        key: 'id:third',
+        replay: true,
+        lo: 0,
+        hi: 20,
+        start_text: 'c',
+        end_text: 'd',
+        version: 'v2',
+        produced_at: null,
+        extra: null,
+      },
+    ]);
+    expect((await listPartitions(sql)).map((p) => p.lo)).toEqual([0]);
+
+    const resent = normalizeEvent(
+      { asset: 'old.asset', start: '1970-01-01T00:00:00Z', end: '1970-01-01T00:00:00.00001Z', id: 'first' },
+      { maxPayloadBytes: 65_536 },
+    );
+    const [outcome] = await commitEvents(sql, [resent]);
+    expect(outcome!.status).toBe('duplicate');
+    const [fresh] = await commitEvents(sql, [{ ...resent, id: 'fourth', key: 'id:fourth' }]);
+    expect(fresh).toMatchObject({ status: 'committed', seq: 4 });
+  });
+});
+
+describe('the daemon keeps retention', async () => {
+  const db = await createTestDatabase();
+  const config = testConfig(db, uniqueName('ret'), {
+    scheduler: { enabled: false },
+    rollups: [
+      {
+        id: 'never-scheduled',
+        upstream: 'held.asset',
+        every: 100,
+        begin: 0,
+        target: { type: 'queue', queue: 'downstream' },
+      },
+    ],
+    retention: { events: 'PT1S', partition: 'PT1S', prune_every: 'PT1S' },
+  });
+  const daemon = await startTestDaemon(config);
+
+  it('drops what no rollup reads, and says on /readyz and /metrics what a stopped scheduler holds back', async () => {
+    const normalize = (asset: string) =>
+      normalizeEvent({ asset, start: 0, end: 10, id: 'only' }, { maxPayloadBytes: 65_536 });
+    await commitEvents(db.sql, [normalize('held.asset')]);
+    // The unread asset's event goes into a later partition than the held one.
+    const [{ part }] = await db.sql<[{ part: string }]>`select tableoid::regclass::text as part from events`;
+    const heldUntil = parsePartitionName(part)!.hi * 1000;
+    await waitFor(() => Date.now() >= heldUntil, { what: 'the held partition to end' });
+    await commitEvents(db.sql, [normalize('unread.asset')]);
+    const readiness = await waitFor(
+      async () => {
+        const body = (await (await fetch(`${daemon.url}/readyz`)).json()) as {
+          retention: { held_back: boolean; held_by?: Array<Record<string, unknown>> };
+        };
+        return body.retention.held_back ? body : null;
+      },
+      { timeout: 30_000, what: '/readyz to report retention held back' },
+    );
+    expect(readiness.retention.held_by).toEqual([
+      expect.objectContaining({ rollup: 'never-scheduled', asset: 'held.asset', cursor: 0 }),
+    ]);
+    await waitFor(
+      async () => {
+        const [row] = await db.sql<{ n: number }[]>`
+          select count(*)::int as n from events e join assets a on a.id = e.asset_id where a.name = 'unread.asset'`;
+        return row!.n === 0;
+      },
+      { timeout: 30_000, what: 'the unread asset’s partition to be dropped' },
+    );
+    const [held] = await db.sql<{ n: number }[]>`
+      select count(*)::int as n from events e join assets a on a.id = e.asset_id where a.name = 'held.asset'`;
+    expect(held!.n).toBe(1);
+    const metrics = await (await fetch(`${daemon.url}/metrics`)).text();
+    expect(metrics).toMatch(/^coverage_rollup_retention_held_partitions [1-9]/m);
+    expect(metrics).toMatch(/^coverage_rollup_pruned_total\{what="partitions"\} [1-9]/m);
+    expect(metrics).toMatch(/^coverage_rollup_event_log_partitions [1-9]/m);
+  });
+});
