@@ -179,7 +179,7 @@ async function main(): Promise<void> {
         events.length,
         (cb) => {
           ingest = startIngestWorker(config, db.sql, log, metrics);
-          ingest.worker.on('completed', cb);
+          for (const w of ingest.workers) w.on('completed', cb);
         },
         () => {},
       );

@@ -8,11 +8,26 @@ import asyncio
 from bullmq import Queue
 from pyspark.sql import DataFrame, functions as F
 
-QUEUE = Queue("asset-events", {"connection": "redis://redis:6379"})
+ASSET = "warehouse.orders"
+GROUPS = 1  # the daemon's queue.groups
+PREFIX = "bull"  # the daemon's queue.prefix
+
+
+def fnv1a32(text: str) -> int:
+    """FNV-1a, 32 bits, over the UTF-8 bytes (the daemon's routing rule, README "Queue groups")."""
+    h = 0x811C9DC5
+    for byte in text.encode("utf-8"):
+        h = ((h ^ byte) * 0x01000193) & 0xFFFFFFFF
+    return h
+
+
+# With queue.groups > 1 the asset's events go to its group's queue, under "{<prefix>-<group>}".
+GROUP_PREFIX = PREFIX if GROUPS == 1 else "{%s-%d}" % (PREFIX, fnv1a32(ASSET) % GROUPS)
+QUEUE = Queue("asset-events", {"connection": "redis://redis:6379", "prefix": GROUP_PREFIX})
 
 
 def announce(batch: DataFrame, batch_id: int) -> None:
-    batch.write.mode("append").format("iceberg").save("warehouse.orders")
+    batch.write.mode("append").format("iceberg").save(ASSET)
     bounds = batch.agg(F.min("event_time").alias("lo"), F.max("event_time").alias("hi")).first()
     if bounds is None or bounds.lo is None:
         return
@@ -22,7 +37,7 @@ def announce(batch: DataFrame, batch_id: int) -> None:
         QUEUE.add(
             "event",
             {
-                "asset": "warehouse.orders",
+                "asset": ASSET,
                 "start": bounds.lo.isoformat(),
                 "end": end.isoformat(),
                 "version": "v3",

@@ -3,6 +3,8 @@ import { Duration } from 'luxon';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { isValidZone } from './core/bounds.js';
+import { hasHashTag } from './ingest/groups.js';
+import { isClusterUrl, redisUrls } from './ingest/redis.js';
 
 /**
  * One schema, one defaults object. Precedence (lowest first): defaults, the YAML file
@@ -159,8 +161,13 @@ const configSchema = z
       .string()
       .regex(/^postgres(ql)?:\/\//, 'expected a postgres:// or postgresql:// URL')
       .default('postgres://127.0.0.1:5432/coverage_rollup'),
+    // Several comma-separated URLs are the seed nodes of a Redis Cluster.
     redis_url: z
-      .url({ protocol: /^rediss?$/, error: 'expected a redis:// or rediss:// URL' })
+      .string()
+      .refine((v) => redisUrls(v).every((u) => /^rediss?:\/\/./.test(u) && URL.canParse(u)), {
+        message:
+          'expected a redis:// or rediss:// URL, or several comma-separated ones for Redis Cluster seed nodes',
+      })
       .default('redis://127.0.0.1:6379'),
     log_level: z
       .preprocess(
@@ -182,6 +189,9 @@ const configSchema = z
         name: nonEmpty.default('asset-events'),
         dead_letter: nonEmpty.default('asset-events-dead'),
         prefix: nonEmpty.default('bull'),
+        // The events queue spread over this many queues, one hash-tagged prefix each (ingest/groups.ts).
+        groups: z.number().int().min(1).max(1024).default(1),
+        consume: z.array(z.number().int().min(0)).min(1).optional(),
         concurrency: z.number().int().min(1).max(10_000).default(1000),
         max_payload_bytes: z.number().int().min(256).default(65_536),
         batch_size: z.number().int().min(1).max(10_000).default(500),
@@ -196,6 +206,7 @@ const configSchema = z
         name: 'asset-events',
         dead_letter: 'asset-events-dead',
         prefix: 'bull',
+        groups: 1,
         concurrency: 1000,
         max_payload_bytes: 65_536,
         batch_size: 500,
@@ -250,6 +261,7 @@ const configSchema = z
         ctx.addIssue({ code: 'custom', path: ['rollups', i, 'id'], message: `duplicate id ${r.id}` });
       seen.add(r.id);
     });
+    checkQueueGroups(config, ctx);
     const names = new Set<string>();
     config.assets.forEach((a, i) => {
       if (names.has(a.name))
@@ -259,6 +271,49 @@ const configSchema = z
   });
 
 export type Config = z.output<typeof configSchema>;
+
+/** Groups and Cluster: mistakes that would otherwise surface as CROSSSLOT errors or idle queues. */
+function checkQueueGroups(config: Config, ctx: z.RefinementCtx): void {
+  const { groups, consume, prefix } = config.queue;
+  consume?.forEach((index, i) => {
+    if (index >= groups) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['queue', 'consume', i],
+        message: `group ${index} does not exist: groups are 0 to ${groups - 1} (queue.groups: ${groups})`,
+      });
+    } else if (consume.indexOf(index) !== i) {
+      ctx.addIssue({ code: 'custom', path: ['queue', 'consume', i], message: `group ${index} listed twice` });
+    }
+  });
+  if (groups > 1 && /[{}]/.test(prefix)) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['queue', 'prefix'],
+      message: `with queue.groups > 1 the prefix must not contain braces: each group's prefix is {${prefix}-<group>}`,
+    });
+  }
+  if (!isClusterUrl(config.redis_url)) return;
+  // Every key of one BullMQ queue must live in one slot, which only a hash tag in the prefix ensures.
+  if (groups === 1 && !hasHashTag(prefix)) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['queue', 'prefix'],
+      message: `on Redis Cluster the prefix needs a hash tag, e.g. "{${prefix}}" (or set queue.groups > 1)`,
+    });
+  }
+  config.rollups.forEach((r, i) => {
+    if (r.target.type !== 'queue') return;
+    const targetPrefix = r.target.prefix ?? prefix;
+    if (!hasHashTag(targetPrefix)) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['rollups', i, 'target', 'prefix'],
+        message: `on Redis Cluster a queue target's prefix needs a hash tag, e.g. "{${targetPrefix.replace(/[{}]/g, '')}}"`,
+      });
+    }
+  });
+}
 export type RollupConfig = Config['rollups'][number];
 export type TargetConfig = RollupConfig['target'];
 export type Secret = z.output<typeof secret>;

@@ -1,4 +1,3 @@
-import { Queue } from 'bullmq';
 import type { FastifyInstance } from 'fastify';
 import type { Config } from './config.js';
 import { TokenAuth } from './http/auth.js';
@@ -9,7 +8,8 @@ import { registerDeclaredAssets } from './index/assets.js';
 import { connect, ensureDatabase, type Sql } from './index/db.js';
 import { migrate } from './index/migrate.js';
 import { RetentionLoop } from './index/retention-loop.js';
-import { redisConnection } from './ingest/redis.js';
+import { EventQueues } from './ingest/event-queues.js';
+import { isClusterUrl, redisConnection, warnUnlessNoEviction } from './ingest/redis.js';
 import { connectIngest, type IngestWorker, startIngestWorker } from './ingest/worker.js';
 import { type Logger, redactUrl } from './log.js';
 import { createMetrics, type Metrics } from './metrics.js';
@@ -35,6 +35,9 @@ export async function startDaemon(config: Config, log: Logger): Promise<Daemon> 
       database: redactUrl(config.database_url),
       redis: redactUrl(config.redis_url),
       queue: config.queue.name,
+      redis_cluster: isClusterUrl(config.redis_url),
+      queue_groups: config.queue.groups,
+      consumed_groups: config.queue.consume ?? 'all',
     },
     'starting coverage-rollup',
   );
@@ -61,7 +64,9 @@ export async function startDaemon(config: Config, log: Logger): Promise<Daemon> 
       );
     const redis = redisConnection(config.redis_url);
     closers.unshift(async () => void redis.disconnect());
-    const eventsQueue = new Queue(config.queue.name, { connection: redis, prefix: config.queue.prefix });
+    // Not awaited: a Redis still coming up must not hold the start; the warning follows when it answers.
+    void warnUnlessNoEviction(redis, log);
+    const eventsQueue = new EventQueues(redis, config.queue);
     // The ingest worker's handler logs this connection's errors; here only so none goes unhandled.
     eventsQueue.on('error', (error) => log.debug({ err: error }, 'events queue connection error'));
     closers.unshift(() => eventsQueue.close());

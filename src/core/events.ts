@@ -120,7 +120,7 @@ function kindOf(type: unknown): NormalizedEvent['kind'] {
 }
 
 /** `asset`, else Airflow's `name` or `uri` (AssetEvent JSON), else Airflow 2's `dataset_uri`. */
-function assetOf(data: Record<string, unknown>): string {
+export function assetOf(data: Record<string, unknown>): string {
   const raw = data.asset ?? data.name ?? data.uri ?? data.asset_uri ?? data.dataset_uri;
   if (raw === undefined || raw === null || raw === '') {
     throw new BadInputError(

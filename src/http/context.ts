@@ -1,7 +1,7 @@
-import type { Queue } from 'bullmq';
-import type { Redis } from 'ioredis';
 import type { Config } from '../config.js';
 import type { Sql } from '../index/db.js';
+import type { EventQueues } from '../ingest/event-queues.js';
+import type { RedisClient } from '../ingest/redis.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
 import type { TokenAuth } from './auth.js';
@@ -10,8 +10,8 @@ import type { TokenAuth } from './auth.js';
 export interface HttpContext {
   readonly config: Config;
   readonly sql: Sql;
-  readonly eventsQueue: Queue;
-  readonly redis: Redis;
+  readonly eventsQueue: EventQueues;
+  readonly redis: RedisClient;
   readonly log: Logger;
   readonly metrics: Metrics;
   readonly auth: TokenAuth;

@@ -9,6 +9,7 @@ import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
 import { deadLetter } from './dead-letter.js';
 import { GroupCommitter } from './group-commit.js';
+import { consumedGroups, type QueueGroup } from './groups.js';
 import { probePostgres, StallGuard } from './pg-stall.js';
 import { redisConnection } from './redis.js';
 
@@ -18,7 +19,8 @@ export type IngestResult =
   | { status: 'dead_lettered'; reason: string };
 
 export interface IngestWorker {
-  readonly worker: Worker;
+  /** One BullMQ worker per consumed queue group. */
+  readonly workers: readonly Worker[];
   /** Stops taking jobs, lets in-flight commits finish (bounded), then closes connections. */
   close(timeoutMs: number): Promise<void>;
 }
@@ -54,7 +56,9 @@ export function normalizeOptions(config: Config) {
 }
 
 /**
- * The events queue consumer. Bad input is dead-lettered and the job completes (never retried);
+ * The events queue consumer: one BullMQ worker per consumed group, sharing the commit lanes (an
+ * asset's events all travel through one group, so lanes see them in their queue's order).
+ * Bad input is dead-lettered in its group and the job completes (never retried);
  * good events join a group commit and their job completes only once the event is committed.
  * An instance cut off from PostgreSQL pauses and gives its jobs back (see StallGuard); a job given
  * back returns to the head of the queue without counting as an attempt.
@@ -63,9 +67,6 @@ export function startIngestWorker(config: Config, sql: Sql, log: Logger, metrics
   const { queue } = config;
   const options = normalizeOptions(config);
   const connection = redisConnection(config.redis_url);
-  const dlq = new Queue(queue.dead_letter, { connection, prefix: queue.prefix });
-  // The same connection's errors reach the worker's handler below; here only so none goes unhandled.
-  dlq.on('error', (error) => log.debug({ err: error }, 'dead-letter queue connection error'));
   // Commit lanes: each asset always goes to the same lane, and each lane runs one transaction at
   // a time. Lanes never wait on each other's asset locks, so their commits overlap; within a lane
   // an asset's events commit in the order this worker took them.
@@ -97,7 +98,7 @@ export function startIngestWorker(config: Config, sql: Sql, log: Logger, metrics
     });
   }
 
-  const reject = async (job: Job, error: BadInputError): Promise<IngestResult> => {
+  const reject = async (dlq: Queue, job: Job, error: BadInputError): Promise<IngestResult> => {
     await deadLetter(dlq, error, job);
     metrics.eventsRejected.inc({ reason: error.reason });
     log.warn({ job_id: job.id, reason: error.reason, message: error.message }, 'event dead-lettered');
@@ -117,46 +118,56 @@ export function startIngestWorker(config: Config, sql: Sql, log: Logger, metrics
     throw new WaitingError(); // tells BullMQ the job left active on purpose: neither completed nor failed
   };
 
-  const worker = new Worker<unknown, IngestResult>(
-    queue.name,
-    async (job, token) => {
-      let event: NormalizedEvent;
-      try {
-        event = normalizeEvent(job.data, options);
-      } catch (error) {
-        if (error instanceof BadInputError) return reject(job, error);
-        throw error;
-      }
-      // A fetch already under way when ingest paused may still hand over a job.
-      if (guard.paused) return giveBack(job, token);
-      const hold = new AbortController();
-      held.add(hold);
-      let outcome: CommitOutcome;
-      try {
-        outcome = await committer.add(event, hold.signal);
-      } catch (error) {
-        if (hold.signal.aborted) return giveBack(job, token);
-        throw error;
-      } finally {
-        held.delete(hold);
-      }
-      if (outcome.status === 'rejected') return reject(job, outcome.error);
-      metrics.eventsIngested.inc({ status: outcome.status });
-      return outcome.status === 'committed'
-        ? { status: 'committed', asset: event.asset, seq: outcome.seq }
-        : { status: 'duplicate', asset: event.asset };
-    },
-    {
-      connection,
-      prefix: queue.prefix,
-      concurrency: queue.concurrency,
-      maxStalledCount: queue.max_stalled_count,
-      removeOnComplete: { count: 1000 },
-      removeOnFail: { count: 10_000 },
-    },
-  );
-  worker.on('error', (error) => log.error({ err: error }, 'events worker error'));
-  worker.on('failed', (job, error) => log.error({ job_id: job?.id, err: error }, 'event job failed'));
+  const consume = (group: QueueGroup) => {
+    const dlq = new Queue(group.deadLetter, { connection, prefix: group.prefix });
+    // The same connection's errors reach the worker's handler below; here only so none goes unhandled.
+    dlq.on('error', (error) => log.debug({ err: error }, 'dead-letter queue connection error'));
+    const worker = new Worker<unknown, IngestResult>(
+      group.name,
+      async (job, token) => {
+        let event: NormalizedEvent;
+        try {
+          event = normalizeEvent(job.data, options);
+        } catch (error) {
+          if (error instanceof BadInputError) return reject(dlq, job, error);
+          throw error;
+        }
+        // A fetch already under way when ingest paused may still hand over a job.
+        if (guard.paused) return giveBack(job, token);
+        const hold = new AbortController();
+        held.add(hold);
+        let outcome: CommitOutcome;
+        try {
+          outcome = await committer.add(event, hold.signal);
+        } catch (error) {
+          if (hold.signal.aborted) return giveBack(job, token);
+          throw error;
+        } finally {
+          held.delete(hold);
+        }
+        if (outcome.status === 'rejected') return reject(dlq, job, outcome.error);
+        metrics.eventsIngested.inc({ status: outcome.status });
+        return outcome.status === 'committed'
+          ? { status: 'committed', asset: event.asset, seq: outcome.seq }
+          : { status: 'duplicate', asset: event.asset };
+      },
+      {
+        connection,
+        prefix: group.prefix,
+        concurrency: queue.concurrency,
+        maxStalledCount: queue.max_stalled_count,
+        removeOnComplete: { count: 1000 },
+        removeOnFail: { count: 10_000 },
+      },
+    );
+    worker.on('error', (error) => log.error({ err: error, group: group.index }, 'events worker error'));
+    worker.on('failed', (job, error) =>
+      log.error({ job_id: job?.id, group: group.index, err: error }, 'event job failed'),
+    );
+    return { worker, dlq };
+  };
+  const consumers = consumedGroups(queue).map(consume);
+  const workers = consumers.map((c) => c.worker);
 
   const guard = new StallGuard({
     boundMs: queue.pg_stall_timeout,
@@ -164,13 +175,13 @@ export function startIngestWorker(config: Config, sql: Sql, log: Logger, metrics
     probe: (timeoutMs) => probePostgres(config.database_url, timeoutMs),
     pause: async () => {
       metrics.ingestPausedForPostgres.set(1);
-      await worker.pause(true);
+      await Promise.all(workers.map((w) => w.pause(true)));
       const returning = [...held];
       for (const hold of returning) hold.abort(new Error('PostgreSQL does not answer'));
       return returning.length;
     },
     resume: async () => {
-      await worker.resume();
+      await Promise.all(workers.map((w) => w.resume()));
       metrics.ingestPausedForPostgres.set(0);
     },
     log,
@@ -178,11 +189,11 @@ export function startIngestWorker(config: Config, sql: Sql, log: Logger, metrics
   guard.start();
 
   return {
-    worker,
+    workers,
     async close(timeoutMs) {
       await guard.stop();
       const drained = (async () => {
-        await worker.pause(true);
+        await Promise.all(workers.map((w) => w.pause(true)));
         await committer.drain();
       })();
       const timedOut = await Promise.race([
@@ -197,8 +208,8 @@ export function startIngestWorker(config: Config, sql: Sql, log: Logger, metrics
       }
       // Force when Redis is unreachable: a graceful close sends QUIT, which waits for a connection
       // that may never come back. The commits have drained (or been abandoned) either way.
-      await worker.close(timedOut || connection.status !== 'ready');
-      await dlq.close();
+      await Promise.all(workers.map((w) => w.close(timedOut || connection.status !== 'ready')));
+      await Promise.all(consumers.map((c) => c.dlq.close()));
       connection.disconnect();
     },
   };

@@ -1,7 +1,7 @@
-import type { Redis } from 'ioredis';
 import type { Period } from '../core/calendar.js';
 import { concernsAny, EVENTS_CHANNEL } from '../index/commit.js';
 import type { Sql } from '../index/db.js';
+import type { RedisClient } from '../ingest/redis.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
 import { DeadlineSweep, insertOwed } from './deadline-sweep.js';
@@ -16,7 +16,7 @@ import { markTouchedPeriods } from './touch.js';
 
 export interface SchedulerOptions {
   readonly sql: Sql;
-  readonly redis: Redis;
+  readonly redis: RedisClient;
   readonly queuePrefix: string;
   readonly rollups: readonly RollupRuntime[];
   readonly fence: Fence;

@@ -1,6 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Queue } from 'bullmq';
@@ -8,6 +7,7 @@ import { Redis } from 'ioredis';
 import { connectOnce } from '../../src/index/db.js';
 import { packageRoot } from '../../src/paths.js';
 import { ADMIN_URL } from '../helpers/env.js';
+import { freePort } from '../helpers/ports.js';
 import type { DaemonProcess, LogLine } from '../helpers/process.js';
 import { waitFor } from '../helpers/wait.js';
 
@@ -17,20 +17,9 @@ import { waitFor } from '../helpers/wait.js';
  * probes, and the JSON report every suite prints.
  */
 
-export const TOKEN = 'faults-token-0123456789abcdef';
+export { freePort };
 
-/** A port nothing listens on right now (the kernel's choice), on 127.0.0.1. */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      const port = typeof address === 'object' && address ? address.port : 0;
-      server.close(() => resolve(port));
-    });
-  });
-}
+export const TOKEN = 'faults-token-0123456789abcdef';
 
 const liveRedis = new Set<ChildProcess>();
 process.once('exit', () => {

@@ -1,8 +1,8 @@
 import { readFileSync } from 'node:fs';
-import { Queue } from 'bullmq';
 import type { Config } from '../../config.js';
 import type { Domain } from '../../core/types.js';
 import { domainsOf } from '../../index/assets.js';
+import { EventQueues } from '../../ingest/event-queues.js';
 import { precheckEvents } from '../../ingest/precheck.js';
 import { oneShotConnection } from '../../ingest/redis.js';
 import { normalizeOptions } from '../../ingest/worker.js';
@@ -45,12 +45,12 @@ export async function runEmit(args: string[], values: EmitOptions): Promise<numb
     return 2;
   }
   const connection = oneShotConnection(config.redis_url);
-  const queue = new Queue(config.queue.name, { connection, prefix: config.queue.prefix });
+  const queue = new EventQueues(connection, config.queue);
   queue.on('error', () => {}); // reported below, through the failed addBulk
   let sent = 0;
   try {
     for (; sent < events.length; sent += CHUNK) {
-      await queue.addBulk(events.slice(sent, sent + CHUNK).map((data) => ({ name: 'event', data })));
+      await queue.addBulk(events.slice(sent, sent + CHUNK));
     }
   } catch (error) {
     process.stderr.write(
@@ -61,7 +61,8 @@ export async function runEmit(args: string[], values: EmitOptions): Promise<numb
     await queue.close();
     connection.disconnect();
   }
-  process.stdout.write(`enqueued ${events.length} event(s) on ${config.queue.name}\n`);
+  const groups = config.queue.groups > 1 ? ` (${config.queue.groups} groups)` : '';
+  process.stdout.write(`enqueued ${events.length} event(s) on ${config.queue.name}${groups}\n`);
   return 0;
 }
 

@@ -32,7 +32,7 @@ export function registerEventRoutes(app: FastifyInstance, ctx: HttpContext): voi
         },
       );
     }
-    const jobs = await ctx.eventsQueue.addBulk(items.map((data) => ({ name: 'event', data })));
+    const jobs = await ctx.eventsQueue.addBulk(items);
     return { accepted: jobs.length, ids: jobs.map((j) => j.id) };
   };
 

@@ -1,6 +1,6 @@
-import type { Redis } from 'ioredis';
 import type { TargetConfig } from '../../config.js';
 import type { TriggerPayload } from '../../core/trigger.js';
+import type { RedisClient } from '../../ingest/redis.js';
 import { airflowTarget } from './airflow.js';
 import { queueTarget } from './queue.js';
 import {
@@ -26,7 +26,7 @@ export class Targets {
   private readonly cache = new Map<string, Target>();
 
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly defaultPrefix: string,
     private readonly live: readonly TargetConfig[],
     private readonly env: NodeJS.ProcessEnv = process.env,
@@ -61,7 +61,7 @@ export class Targets {
   }
 }
 
-function build(config: ResolvedTarget, redis: Redis, defaultPrefix: string): Target {
+function build(config: ResolvedTarget, redis: RedisClient, defaultPrefix: string): Target {
   switch (config.type) {
     case 'queue':
       return queueTarget(redis, config.queue, config.prefix ?? defaultPrefix);

@@ -1,10 +1,10 @@
 import { Queue } from 'bullmq';
-import type { Redis } from 'ioredis';
 import type { TriggerPayload } from '../../core/trigger.js';
+import type { RedisClient } from '../../ingest/redis.js';
 import type { DeliveryResult, Target } from './target.js';
 
 /** A BullMQ job whose jobId is the idempotency key: adding it twice leaves one job. */
-export function queueTarget(connection: Redis, name: string, prefix: string): Target {
+export function queueTarget(connection: RedisClient, name: string, prefix: string): Target {
   const queue = new Queue(name, { connection, prefix });
   return {
     async deliver(payload: TriggerPayload): Promise<DeliveryResult> {
