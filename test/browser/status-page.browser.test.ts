@@ -81,9 +81,14 @@ async function setUp(): Promise<{ daemon: Daemon; browser: Browser; page: Page }
       select state, generation from periods where rollup_id = ${rollup} and key = ${key}`;
     return rows[0];
   };
-  await waitFor(async () => (await period('orders_hourly', '2025-06-02T16'))?.state === 'triggered', {
-    what: 'orders_hourly triggered',
-  });
+  // Newest periods are decided first: wait for the last hour and for every older one to be decided,
+  // so the rerun below is the latest decision.
+  await waitFor(
+    async () =>
+      (await period('orders_hourly', '2025-06-02T16'))?.state === 'triggered' &&
+      (await db.sql`select 1 from periods where rollup_id = 'orders_hourly' and dirty`).length === 0,
+    { what: 'orders_hourly triggered' },
+  );
   // Reprocessing: hours 15 and 16 must be rebuilt at v2; hour 15 is, hour 16 waits.
   const requirement = { type: 'replay_requirement', asset: 'warehouse.orders', version: 'v2' };
   await producer.add('r', { ...requirement, start: day(2, '15:00'), end: day(2, '17:00') });
