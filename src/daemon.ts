@@ -14,7 +14,7 @@ import { connectIngest, type IngestWorker, startIngestWorker } from './ingest/wo
 import { type Logger, redactUrl } from './log.js';
 import { createMetrics, type Metrics } from './metrics.js';
 import { SchedulerLease } from './scheduler/lease.js';
-import { periodGauges } from './scheduler/period-gauges.js';
+import { periodGaugeSource } from './scheduler/period-gauges.js';
 import { checkSecretEnv, defineRollups } from './scheduler/rollups.js';
 import { Scheduler } from './scheduler/scheduler.js';
 
@@ -55,13 +55,7 @@ export async function startDaemon(config: Config, log: Logger): Promise<Daemon> 
       );
     }
     const metrics = createMetrics();
-    // A scrape while PostgreSQL is away keeps the last counts rather than failing /metrics.
-    if (rollups.length > 0)
-      metrics.setPeriodSource((gauge) =>
-        periodGauges(sql, rollups, Date.now(), gauge).catch((err) =>
-          log.debug({ err }, 'period gauges not refreshed'),
-        ),
-      );
+    if (rollups.length > 0) metrics.setPeriodSource(periodGaugeSource(sql, rollups, log));
     const redis = redisConnection(config.redis_url);
     closers.unshift(async () => void redis.disconnect());
     // Not awaited: a Redis still coming up must not hold the start; the warning follows when it answers.
