@@ -29,7 +29,7 @@ export interface Run {
 
 export type StateCounts = Record<PeriodState, number>;
 
-export const zeroCounts = (): StateCounts =>
+const zeroCounts = (): StateCounts =>
   Object.fromEntries(PERIOD_STATES.map((s) => [s, 0])) as StateCounts;
 
 /**
