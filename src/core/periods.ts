@@ -29,8 +29,7 @@ export interface Run {
 
 export type StateCounts = Record<PeriodState, number>;
 
-const zeroCounts = (): StateCounts =>
-  Object.fromEntries(PERIOD_STATES.map((s) => [s, 0])) as StateCounts;
+const zeroCounts = (): StateCounts => Object.fromEntries(PERIOD_STATES.map((s) => [s, 0])) as StateCounts;
 
 /**
  * The end of the last period that exists: time periods exist up to the one holding now, integer
