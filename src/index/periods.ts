@@ -3,6 +3,8 @@
  * the periods something happened to (SPEC §10); src/core/periods.ts derives the others. Every read
  * here is an index range on (rollup_id, lo) or the small period_counts table.
  */
+
+import { groupBy } from '../core/group-by.js';
 import {
   combineCounts,
   missedBefore,
@@ -101,11 +103,13 @@ export async function storedCountsOf(
           select u.id as rollup_id, (select count(*) from periods p where p.rollup_id = u.id and p.lo >= u.at)::int8 as n
           from unnest(${withMiss.map((r) => r.id)}::text[], ${withMiss.map((r) => r.missedAt!)}::int8[]) as u(id, at)`,
   ]);
+  const countsOf = groupBy(counts, (c) => c.rollup_id);
+  const recentOf = new Map(after.map((a) => [a.rollup_id, Number(a.n)]));
   const out = new Map<string, StoredCounts>();
   for (const id of ids) {
-    const mine = counts.filter((c) => c.rollup_id === id);
+    const mine = countsOf.get(id) ?? [];
     const total = mine.reduce((sum, c) => sum + Number(c.n), 0);
-    const recent = Number(after.find((a) => a.rollup_id === id)?.n ?? total);
+    const recent = recentOf.get(id) ?? total;
     out.set(id, {
       counts: Object.fromEntries(mine.map((c) => [c.state, Number(c.n)])),
       beforeMissed: total - recent,

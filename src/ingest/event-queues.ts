@@ -2,6 +2,7 @@ import { type Job, type JobType, Queue } from 'bullmq';
 import type { Config } from '../config.js';
 import { BadInputError } from '../core/errors.js';
 import { assetOf } from '../core/events.js';
+import { groupBy } from '../core/group-by.js';
 import { groupOf } from '../core/routing.js';
 import { queueGroups } from './groups.js';
 import type { RedisClient } from './redis.js';
@@ -23,11 +24,7 @@ export class EventQueues {
 
   /** Adds the events, each on its asset's group; the jobs come back in the order of `items`. */
   async addBulk(items: readonly unknown[]): Promise<Job[]> {
-    const byGroup = new Map<number, number[]>();
-    items.forEach((data, i) => {
-      const group = this.groupOfEvent(data);
-      byGroup.set(group, [...(byGroup.get(group) ?? []), i]);
-    });
+    const byGroup = groupBy(items.keys(), (i) => this.groupOfEvent(items[i]));
     const jobs: Job[] = new Array(items.length);
     await Promise.all(
       [...byGroup].map(async ([group, indexes]) => {

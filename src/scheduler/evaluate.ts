@@ -1,3 +1,4 @@
+import { groupBy } from '../core/group-by.js';
 import { decide, type PeriodState } from '../core/policy.js';
 import { buildPayload } from '../core/trigger.js';
 import type { Sql } from '../index/db.js';
@@ -80,8 +81,7 @@ export async function evaluatePending(ctx: EvaluationContext, now: Date, limit: 
     ]);
     const periods = claims.flat();
     if (periods.length === 0) return { evaluated: 0, triggered: 0, more: false };
-    const byRollup = new Map<string, PeriodRow[]>();
-    for (const p of periods) byRollup.set(p.rollup_id, [...(byRollup.get(p.rollup_id) ?? []), p]);
+    const byRollup = groupBy(periods, (p) => p.rollup_id);
     const groups = [...byRollup].map(([id, rows]) => ({ runtime: ctx.rollups.get(id)!, rows }));
     const loaded = await Promise.all(
       groups.map((g) =>

@@ -1,4 +1,5 @@
 import type { Period } from '../core/calendar.js';
+import { groupBy } from '../core/group-by.js';
 import { concernsAny, EVENTS_CHANNEL } from '../index/commit.js';
 import type { Sql } from '../index/db.js';
 import type { RedisClient } from '../ingest/redis.js';
@@ -12,7 +13,7 @@ import { syncRollups } from './rollup-store.js';
 import type { RollupRuntime } from './rollups.js';
 import { Targets } from './targets/index.js';
 import { redactTarget } from './targets/secrets.js';
-import { markTouchedPeriods } from './touch.js';
+import { markTouchedPeriods, rollupsWithNewEvents } from './touch.js';
 
 export interface SchedulerOptions {
   readonly sql: Sql;
@@ -51,7 +52,7 @@ const FULL_CHECK_MS = 60_000;
 export class Scheduler {
   private readonly targets: Targets;
   private readonly byId: ReadonlyMap<string, RollupRuntime>;
-  private readonly byUpstream = new Map<string, RollupRuntime[]>();
+  private readonly byUpstream: ReadonlyMap<string, RollupRuntime[]>;
   private running = false;
   private wake: (() => void) | undefined;
   private woken = false;
@@ -70,9 +71,10 @@ export class Scheduler {
       options.rollups.map((r) => r.config.target),
     );
     this.byId = new Map(options.rollups.map((r) => [r.rollup.id, r]));
-    for (const r of options.rollups)
-      for (const asset of r.rollup.upstream)
-        this.byUpstream.set(asset, [...(this.byUpstream.get(asset) ?? []), r]);
+    const pairs = options.rollups.flatMap((r) => r.rollup.upstream.map((asset) => ({ asset, r })));
+    this.byUpstream = new Map(
+      [...groupBy(pairs, (p) => p.asset)].map(([asset, ps]) => [asset, ps.map((p) => p.r)]),
+    );
   }
 
   async start(): Promise<void> {
@@ -296,19 +298,4 @@ export class Scheduler {
       this.wake = done;
     });
   }
-}
-
-/**
- * Rollups with an upstream whose event log has moved past the rollup's cursor, or that has no
- * cursor yet for an upstream with data to seed from. A declared asset with no data yet needs none.
- */
-async function rollupsWithNewEvents(sql: Sql, rollups: readonly RollupRuntime[]): Promise<Set<string>> {
-  const pairs = rollups.flatMap(({ rollup }) => rollup.upstream.map((asset) => [rollup.id, asset] as const));
-  const rows = await sql<{ rollup_id: string }[]>`
-    select distinct u.rollup_id
-    from unnest(${pairs.map((p) => p[0])}::text[], ${pairs.map((p) => p[1])}::text[]) as u(rollup_id, asset)
-    join assets a on a.name = u.asset
-    left join rollup_cursors c on c.rollup_id = u.rollup_id and c.asset_name = u.asset
-    where a.last_seq > coalesce(c.seq, 0) or (c.seq is null and a.segment_count > 0)`;
-  return new Set(rows.map((r) => r.rollup_id));
 }

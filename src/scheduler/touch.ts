@@ -1,6 +1,8 @@
+import { groupBy } from '../core/group-by.js';
 import { derivedState } from '../core/periods.js';
 import type { Rollup } from '../core/rollup.js';
 import type { Sql, Tx } from '../index/db.js';
+import type { RollupRuntime } from './rollups.js';
 import { limitTransaction } from './transaction-limits.js';
 
 interface EventRow {
@@ -75,8 +77,7 @@ export async function markTouchedPeriods(
         where asset_id = u.asset_id and seq > u.seq order by seq limit ${batch}
       ) e
       order by u.asset_id, e.seq`;
-    const byAsset = new Map<number, EventRow[]>();
-    for (const e of events) byAsset.set(e.asset_id, [...(byAsset.get(e.asset_id) ?? []), e]);
+    const byAsset: Map<number, EventRow[]> = groupBy(events, (e) => e.asset_id);
     const moved = behind.filter((b) => byAsset.has(b.id));
     await Promise.all([
       ...moved.map((b) => {
@@ -203,3 +204,21 @@ function* periodsOf(rollup: Rollup, start: number, end: number) {
 }
 
 const PAGE = 10_000;
+
+/**
+ * Rollups with an upstream whose event log has moved past the rollup's cursor, or that has no
+ * cursor yet for an upstream with data to seed from. A declared asset with no data yet needs none.
+ */
+export async function rollupsWithNewEvents(
+  sql: Sql,
+  rollups: readonly RollupRuntime[],
+): Promise<Set<string>> {
+  const pairs = rollups.flatMap(({ rollup }) => rollup.upstream.map((asset) => [rollup.id, asset] as const));
+  const rows = await sql<{ rollup_id: string }[]>`
+    select distinct u.rollup_id
+    from unnest(${pairs.map((p) => p[0])}::text[], ${pairs.map((p) => p[1])}::text[]) as u(rollup_id, asset)
+    join assets a on a.name = u.asset
+    left join rollup_cursors c on c.rollup_id = u.rollup_id and c.asset_name = u.asset
+    where a.last_seq > coalesce(c.seq, 0) or (c.seq is null and a.segment_count > 0)`;
+  return new Set(rows.map((r) => r.rollup_id));
+}
