@@ -236,7 +236,7 @@ export interface CoverageAnswer extends FreshnessJson {
   truncated: boolean;
   /**
    * Present only when a read replica answered: the instant (ISO 8601) of the primary's state the
-   * answer reflects. The answer is the one the primary would have given then.
+   * answer reflects at least: it is the primary's answer at some instant between then and the read.
    */
   as_of?: string;
 }
