@@ -1,9 +1,10 @@
 /**
  * How far a streaming replica is behind its primary, measured by WAL position rather than by
  * `now() - pg_last_xact_replay_timestamp()` (which grows while the primary is idle, though the
- * replica then lacks nothing). The daemon samples the primary's `pg_current_wal_lsn()`, each
+ * replica then lacks nothing). The daemon samples the primary's `pg_current_wal_insert_lsn()`, each
  * sample stamped with the daemon's clock read just BEFORE asking: every transaction the primary had
- * acknowledged by then lies below that position. So once the replica has replayed past a sample's
+ * acknowledged by then lies below that position, even one committed with synchronous_commit off
+ * (acknowledged before its WAL is written, so possibly past `pg_current_wal_lsn()`). So once the replica has replayed past a sample's
  * position, it reflects the primary as of that sample's time at least: that time is the replica's
  * `as_of`, and now − as_of its lag. The lag is overstated by up to one sampling interval, never
  * understated. Pure: times are parameters.
@@ -20,6 +21,22 @@ export function parseLsn(text: string): bigint {
   const match = /^([0-9A-Fa-f]{1,8})\/([0-9A-Fa-f]{1,8})$/.exec(text);
   if (!match) throw new Error(`not a WAL position: ${JSON.stringify(text)}`);
   return (BigInt(`0x${match[1]}`) << 32n) | BigInt(`0x${match[2]}`);
+}
+
+/** Sizes of the WAL page headers on 64-bit builds: a segment's first page has the long one. */
+const SHORT_PAGE_HEADER = 24n;
+const LONG_PAGE_HEADER = 40n;
+
+/**
+ * The insert position as a replay position can reach it. Right after a page (or segment) boundary
+ * the insert position points past the new page's header, while a replica that has replayed every
+ * record stops at the boundary (an idle primary after pg_switch_wal() shows X/4000028 against the
+ * replica's X/4000000); no record data lies in between, so the boundary is the same point.
+ */
+export function recordBoundary(insertLsn: bigint, blockSize: bigint, segmentSize: bigint): bigint {
+  if (insertLsn % segmentSize === LONG_PAGE_HEADER) return insertLsn - LONG_PAGE_HEADER;
+  if (insertLsn % blockSize === SHORT_PAGE_HEADER) return insertLsn - SHORT_PAGE_HEADER;
+  return insertLsn;
 }
 
 export interface ReplicaPosition {

@@ -1,5 +1,5 @@
 import { formatIsoDuration } from '../core/freshness.js';
-import { parseLsn, type ReplicaState, readState, WalHistory } from '../core/replica-lag.js';
+import { parseLsn, type ReplicaState, readState, recordBoundary, WalHistory } from '../core/replica-lag.js';
 import type { Logger } from '../log.js';
 import type { Sql } from './db.js';
 import { appliedVersion, latestVersion } from './migrate.js';
@@ -12,7 +12,7 @@ export interface ReadHandle {
 }
 
 export interface ReplicaOptions {
-  /** The primary: only `pg_current_wal_lsn()` is asked of it. */
+  /** The primary: only its WAL position (and page sizes) is asked of it. */
   readonly primary: Sql;
   /** A read-only pool on the replica (connect(..., {readOnly: true})). */
   readonly replica: Sql;
@@ -43,6 +43,7 @@ export class ReadReplica {
   private lagBytes: bigint | null = null;
   private error: string | undefined;
   private schemaCurrent = false;
+  private walSizes: { block: bigint; segment: bigint } | undefined;
   /** Whether reads went to the replica after the last probe; undefined before the first. */
   private serving: boolean | undefined;
   private timer: NodeJS.Timeout | undefined;
@@ -103,9 +104,12 @@ export class ReadReplica {
     const { primary, replica } = this.options;
     let asking = 'primary';
     try {
+      this.walSizes ??= await within(walSizes(primary));
       const at = Date.now(); // before asking: what the primary acknowledged by now is below its answer
-      const [{ lsn }] = await within(primary<[{ lsn: string }]>`select pg_current_wal_lsn()::text as lsn`);
-      const primaryLsn = parseLsn(lsn);
+      const [{ lsn }] = await within(
+        primary<[{ lsn: string }]>`select pg_current_wal_insert_lsn()::text as lsn`,
+      );
+      const primaryLsn = recordBoundary(parseLsn(lsn), this.walSizes.block, this.walSizes.segment);
       this.history.add({ at, lsn: primaryLsn });
       asking = 'replica';
       const [row] = await within(
@@ -153,6 +157,13 @@ export class ReadReplica {
     this.serving = serving;
     this.options.onLag?.(lagMs / 1000, serving);
   }
+}
+
+async function walSizes(primary: Sql): Promise<{ block: bigint; segment: bigint }> {
+  const [row] = await primary<[{ block: string; segment: string }]>`
+    select current_setting('wal_block_size') as block,
+      pg_size_bytes(current_setting('wal_segment_size'))::text as segment`;
+  return { block: BigInt(row.block), segment: BigInt(row.segment) };
 }
 
 function within<T>(work: Promise<T>): Promise<T> {

@@ -103,6 +103,20 @@ describe.skipIf(!hasPostgresServer)('a PostgreSQL streaming replica for reads', 
     expect(metrics).toMatch(/^coverage_rollup_replica_serving_reads 1$/m);
   });
 
+  it('keeps the replica current across a WAL segment switch on an idle primary', async () => {
+    // The primary's insert position then sits past the new segment's page header, a point the
+    // replica's replay position never reaches while nothing is written: as_of must advance anyway.
+    await primary`select pg_switch_wal()`;
+    const switched = Date.now();
+    await waitFor(
+      async () => {
+        const state = await readyz();
+        return state.status === 'ok' && Date.parse(state.as_of as string) > switched + 1000;
+      },
+      { timeout: 10_000, what: 'as_of to advance past the switch' },
+    );
+  });
+
   it('serves the lagging answer while replay is paused, then the primary once past the maximum lag', async () => {
     await pair.pauseReplay();
     try {

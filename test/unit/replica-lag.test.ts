@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parseLsn, readState, WalHistory } from '../../src/core/replica-lag.js';
+import { parseLsn, readState, recordBoundary, WalHistory } from '../../src/core/replica-lag.js';
 
 describe('replica lag from WAL positions', () => {
   it('parses pg_lsn text, refusing anything else', () => {
@@ -7,6 +7,15 @@ describe('replica lag from WAL positions', () => {
     expect(parseLsn('16/B374D848')).toBe((0x16n << 32n) | 0xb374d848n);
     expect(() => parseLsn('3000000')).toThrow('not a WAL position');
     expect(() => parseLsn('0/123456789')).toThrow('not a WAL position');
+  });
+
+  it('takes a WAL position just past a page header as the page boundary a replica stops at', () => {
+    const block = 8192n;
+    const segment = 16n * 1024n * 1024n;
+    expect(recordBoundary(parseLsn('0/4000028'), block, segment)).toBe(parseLsn('0/4000000'));
+    expect(recordBoundary(parseLsn('0/4002018'), block, segment)).toBe(parseLsn('0/4002000'));
+    expect(recordBoundary(parseLsn('0/3441988'), block, segment)).toBe(parseLsn('0/3441988'));
+    expect(recordBoundary(parseLsn('0/4002028'), block, segment)).toBe(parseLsn('0/4002028'));
   });
 
   it('dates the replica by the newest primary sample it has replayed past', () => {
