@@ -161,7 +161,7 @@ const configSchema = z
   .strictObject({
     database_url: postgresUrl.default('postgres://127.0.0.1:5432/coverage_rollup'),
     // A streaming replica of database_url that serves coverage answers, listings and the status
-    // page (README "Operations: a read replica"); unset, every read goes to database_url.
+    // page (README "A read replica"); unset, every read goes to database_url.
     database_read_url: postgresUrl.optional(),
     // Reads go back to the primary while the replica lags more than this (or cannot say how much).
     database_read_max_lag: isoDuration

@@ -30,7 +30,7 @@ const HISTORY_MS = 10 * 60_000;
 
 /**
  * Routes reads to a streaming replica while it is healthy and at most `maxLagMs` behind, and to
- * the primary otherwise (README "Operations: a read replica"). A probe every `probeEveryMs` samples
+ * the primary otherwise (README "A read replica"). A probe every `probeEveryMs` samples
  * the primary's WAL position and the replica's replay position (core/replica-lag.ts). The replica
  * pool is only ever read: migrations, writes, the lease and the scheduler use the primary's pools.
  */
@@ -39,7 +39,6 @@ export class ReadReplica {
   private readonly probeEveryMs: number;
   private probed: Exclude<ReplicaState, 'lagging'> = 'starting';
   private asOf: number | null = null;
-  private lagMs = 0;
   private lagBytes: bigint | null = null;
   private error: string | undefined;
   private schemaCurrent = false;
@@ -146,7 +145,9 @@ export class ReadReplica {
     lagMs: number,
     lagBytes: bigint | null,
   ): void {
-    Object.assign(this, { probed, asOf, lagMs, lagBytes });
+    this.probed = probed;
+    this.asOf = asOf;
+    this.lagBytes = lagBytes;
     const state = readState(probed, asOf, Date.now(), this.options.maxLagMs);
     const serving = state === 'ok';
     if (serving !== this.serving) {
