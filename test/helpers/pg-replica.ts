@@ -87,7 +87,9 @@ function settings(port: number, socketDir: string): string {
 
 export async function startReplicaPair(): Promise<LocalReplicaPair> {
   if (!hasPostgresServer) throw new Error('no PostgreSQL server binaries (set PG_BIN)');
-  const dir = mkdtempSync(join(tmpdir(), 'coverage-rollup-replica-'));
+  // As root the servers run as postgres, who must reach the directory: /tmp is open to all, a
+  // TMPDIR under /root would not be.
+  const dir = mkdtempSync(join(asRoot ? '/tmp' : tmpdir(), 'coverage-rollup-replica-'));
   if (asRoot) {
     const id = (flag: string) => Number(execFileSync('id', [flag, 'postgres'], { encoding: 'utf8' }));
     chownSync(dir, id('-u'), id('-g'));
