@@ -119,7 +119,15 @@ export interface DaemonProcess {
 }
 
 /** Environment that would override the config file (SPEC §9): never inherited. */
-const OVERRIDES = ['DATABASE_URL', 'REDIS_URL', 'PORT', 'LOG_LEVEL', 'API_TOKENS', 'COVERAGE_ROLLUP_CONFIG'];
+const OVERRIDES = [
+  'DATABASE_URL',
+  'DATABASE_READ_URL',
+  'REDIS_URL',
+  'PORT',
+  'LOG_LEVEL',
+  'API_TOKENS',
+  'COVERAGE_ROLLUP_CONFIG',
+];
 
 /**
  * The daemon as it runs in production, in a process of its own, so the benchmark's client and

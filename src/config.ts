@@ -8,8 +8,8 @@ import { isClusterUrl, redisUrls } from './ingest/redis.js';
 
 /**
  * One schema, one defaults object. Precedence (lowest first): defaults, the YAML file
- * (--config or COVERAGE_ROLLUP_CONFIG), environment overrides (DATABASE_URL, REDIS_URL, PORT,
- * LOG_LEVEL, API_TOKENS). A bad value is an error naming the field, never a silent fallback.
+ * (--config or COVERAGE_ROLLUP_CONFIG), environment overrides (DATABASE_URL, DATABASE_READ_URL,
+ * REDIS_URL, PORT, LOG_LEVEL, API_TOKENS). A bad value is an error naming the field, never a silent fallback.
  */
 
 const isoDuration = z
@@ -153,14 +153,20 @@ const rollupSchema = z.strictObject({
   target: targetSchema,
 });
 
+// Only the scheme: postgres.js also takes what WHATWG URLs do not, such as several hosts
+// (postgres://db1:5432,db2:5432/app), and reports anything else it cannot parse itself.
+const postgresUrl = z.string().regex(/^postgres(ql)?:\/\//, 'expected a postgres:// or postgresql:// URL');
+
 const configSchema = z
   .strictObject({
-    // Only the scheme: postgres.js also takes what WHATWG URLs do not, such as several hosts
-    // (postgres://db1:5432,db2:5432/app), and reports anything else it cannot parse itself.
-    database_url: z
-      .string()
-      .regex(/^postgres(ql)?:\/\//, 'expected a postgres:// or postgresql:// URL')
-      .default('postgres://127.0.0.1:5432/coverage_rollup'),
+    database_url: postgresUrl.default('postgres://127.0.0.1:5432/coverage_rollup'),
+    // A streaming replica of database_url that serves coverage answers, listings and the status
+    // page (README "A read replica"); unset, every read goes to database_url.
+    database_read_url: postgresUrl.optional(),
+    // Reads go back to the primary while the replica lags more than this (or cannot say how much).
+    database_read_max_lag: isoDuration
+      .refine((ms) => ms >= 1000, 'must be at least PT1S (the lag is measured every 250 ms)')
+      .default(5_000),
     // Several comma-separated URLs are the seed nodes of a Redis Cluster.
     redis_url: z
       .string()
@@ -344,6 +350,7 @@ export function loadConfig({ path, env = process.env }: ConfigSource = {}): Conf
 /** Config fields an environment variable overrides, for errors that name where a value came from. */
 const ENV_FIELDS: Record<string, string> = {
   database_url: 'DATABASE_URL',
+  database_read_url: 'DATABASE_READ_URL',
   redis_url: 'REDIS_URL',
   log_level: 'LOG_LEVEL',
   api_tokens: 'API_TOKENS',
@@ -384,6 +391,7 @@ function applyEnv(raw: unknown, env: NodeJS.ProcessEnv): unknown {
   const out: Record<string, unknown> = { ...(raw as Record<string, unknown>) };
   // An empty variable counts as unset, as compose files' `PORT=${PORT}` leave it.
   if (env.DATABASE_URL) out.database_url = env.DATABASE_URL;
+  if (env.DATABASE_READ_URL) out.database_read_url = env.DATABASE_READ_URL;
   if (env.REDIS_URL) out.redis_url = env.REDIS_URL;
   if (env.LOG_LEVEL) out.log_level = env.LOG_LEVEL;
   if (env.API_TOKENS) {

@@ -7,6 +7,7 @@ import { buildServer } from './http/server.js';
 import { registerDeclaredAssets } from './index/assets.js';
 import { connect, ensureDatabase, type Sql } from './index/db.js';
 import { migrate } from './index/migrate.js';
+import { type ReadHandle, ReadReplica } from './index/read-replica.js';
 import { RetentionLoop } from './index/retention-loop.js';
 import { EventQueues } from './ingest/event-queues.js';
 import { isClusterUrl, redisConnection, warnUnlessNoEviction } from './ingest/redis.js';
@@ -33,6 +34,7 @@ export async function startDaemon(config: Config, log: Logger): Promise<Daemon> 
   log.info(
     {
       database: redactUrl(config.database_url),
+      ...(config.database_read_url ? { read_replica: redactUrl(config.database_read_url) } : {}),
       redis: redactUrl(config.redis_url),
       queue: config.queue.name,
       redis_cluster: isClusterUrl(config.redis_url),
@@ -136,10 +138,15 @@ export async function startDaemon(config: Config, log: Logger): Promise<Daemon> 
       };
     }
 
+    const replica = await startReadReplica(config, sql, log, metrics);
+    if (replica) closers.push(...replica.closers);
+
     const http = buildServer(
       {
         config,
         sql,
+        read: replica?.read ?? (() => ({ sql, asOf: null })),
+        ...(replica ? { replicaStatus: replica.status } : {}),
         eventsQueue,
         redis,
         log,
@@ -166,6 +173,37 @@ export async function startDaemon(config: Config, log: Logger): Promise<Daemon> 
     await closeAll(closers, log);
     throw error;
   }
+}
+
+/**
+ * The read replica, when database_read_url is set: a pool of its own, read-only, never migrated,
+ * and its lag probe. Closed after HTTP (closers run in order), so no request outlives the pool.
+ */
+async function startReadReplica(config: Config, sql: Sql, log: Logger, metrics: Metrics) {
+  if (!config.database_read_url) return undefined;
+  const replicaSql = connect(config.database_read_url, {
+    max: 20,
+    applicationName: 'coverage-rollup-read',
+    readOnly: true,
+  });
+  metrics.useReplicaGauges();
+  const replica = new ReadReplica({
+    primary: sql,
+    replica: replicaSql,
+    maxLagMs: config.database_read_max_lag,
+    log: log.child({ component: 'read-replica' }),
+    onLag: (seconds, serving) => {
+      metrics.replicaLagSeconds.set(seconds);
+      metrics.replicaServingReads.set(serving ? 1 : 0);
+    },
+  });
+  // A replica down at start is no reason to refuse to start: reads use the primary until it answers.
+  await replica.start();
+  return {
+    read: (): ReadHandle => replica.read(),
+    status: () => replica.status(),
+    closers: [() => replica.stop(), () => replicaSql.end({ timeout: 5 })],
+  };
 }
 
 /** Resolves true when `work` settles within `ms`, false otherwise (work is left to finish alone). */

@@ -170,6 +170,21 @@ export function createMetrics() {
       labelNames: ['what'] as const,
       registers,
     }),
+    // Registered by useReplicaGauges only: without a replica, a lag of 0 would be a false reading.
+    replicaLagSeconds: new Gauge({
+      name: 'coverage_rollup_replica_lag_seconds',
+      help: 'How far the read replica is behind the primary (now minus as_of, measured every 250 ms; a lower bound when the replica is behind every kept sample)',
+      registers: [],
+    }),
+    replicaServingReads: new Gauge({
+      name: 'coverage_rollup_replica_serving_reads',
+      help: '1 while the read replica serves coverage answers and listings, 0 while they go to the primary',
+      registers: [],
+    }),
+    useReplicaGauges() {
+      registry.registerMetric(this.replicaLagSeconds);
+      registry.registerMetric(this.replicaServingReads);
+    },
   };
 }
 

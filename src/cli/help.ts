@@ -32,11 +32,12 @@ Options:
   -v, --version              print the version
 
 Environment (overrides the config file):
-  DATABASE_URL   PostgreSQL URL        (default postgres://127.0.0.1:5432/coverage_rollup)
-  REDIS_URL      Redis URL             (default redis://127.0.0.1:6379)
-  PORT           HTTP port             (default 8080)
-  LOG_LEVEL      fatal..trace, silent  (default info)
-  API_TOKENS     comma-separated bearer tokens allowed to write over HTTP
+  DATABASE_URL       PostgreSQL URL        (default postgres://127.0.0.1:5432/coverage_rollup)
+  DATABASE_READ_URL  PostgreSQL replica for coverage reads and listings (default none)
+  REDIS_URL          Redis URL             (default redis://127.0.0.1:6379)
+  PORT               HTTP port             (default 8080)
+  LOG_LEVEL          fatal..trace, silent  (default info)
+  API_TOKENS         comma-separated bearer tokens allowed to write over HTTP
 
 Examples:
   coverage-rollup start --config config/example.yaml

@@ -234,6 +234,11 @@ export interface CoverageAnswer extends FreshnessJson {
   known_gaps_count: number;
   replay_required_count: number;
   truncated: boolean;
+  /**
+   * Present only when a read replica answered: the instant (ISO 8601) of the primary's state the
+   * answer reflects at least: it is the primary's answer at some instant between then and the read.
+   */
+  as_of?: string;
 }
 
 export interface AnswerInput {
@@ -244,6 +249,8 @@ export interface AnswerInput {
   readonly coveredUntil: number | null;
   readonly lastEventAt: number | null;
   readonly maxLagMs?: number | undefined;
+  /** Epoch ms of the primary's state a replica's answer reflects; null or absent from the primary. */
+  readonly asOf?: number | null | undefined;
 }
 
 export function toCoverageAnswer(input: AnswerInput, nowMs: number): CoverageAnswer {
@@ -271,5 +278,6 @@ export function toCoverageAnswer(input: AnswerInput, nowMs: number): CoverageAns
     replay_required_count: coverage.replayRequiredCount,
     truncated: coverage.truncated,
     ...freshnessOf(input, nowMs),
+    ...(input.asOf == null ? {} : { as_of: new Date(input.asOf).toISOString() }),
   };
 }

@@ -1,5 +1,6 @@
 import type { Config } from '../config.js';
 import type { Sql } from '../index/db.js';
+import type { ReadHandle } from '../index/read-replica.js';
 import type { EventQueues } from '../ingest/event-queues.js';
 import type { RedisClient } from '../ingest/redis.js';
 import type { Logger } from '../log.js';
@@ -9,7 +10,13 @@ import type { TokenAuth } from './auth.js';
 /** What routes may use; every field is owned and closed by the daemon, not by the routes. */
 export interface HttpContext {
   readonly config: Config;
+  /** The primary: every write, and reads that decide (the lease and the scheduler have their own). */
   readonly sql: Sql;
+  /**
+   * Where coverage answers, listings and the status page read: the replica while it is healthy and
+   * within database_read_max_lag (asOf says how old its data is), else the primary (asOf null).
+   */
+  readonly read: () => ReadHandle;
   readonly eventsQueue: EventQueues;
   readonly redis: RedisClient;
   readonly log: Logger;
@@ -19,6 +26,8 @@ export interface HttpContext {
   readonly now: () => number;
   /** Role and lease facts for /readyz; absent when this instance runs no scheduler. */
   readonly schedulerStatus?: () => Record<string, unknown>;
+  /** The read replica's state, for /readyz; absent without database_read_url. */
+  readonly replicaStatus?: () => Record<string, unknown>;
   /** The last retention pass, for /readyz. */
   readonly retentionStatus?: () => Record<string, unknown>;
 }

@@ -14,6 +14,8 @@ export interface ConnectOptions {
   readonly connectTimeout?: number;
   /** The server ends a transaction left idle this long (idle_in_transaction_session_timeout). */
   readonly idleInTransactionTimeoutMs?: number;
+  /** Every transaction read-only (default_transaction_read_only): the replica pool never writes. */
+  readonly readOnly?: boolean;
 }
 
 export function connect(
@@ -23,6 +25,7 @@ export function connect(
     applicationName = 'coverage-rollup',
     connectTimeout,
     idleInTransactionTimeoutMs,
+    readOnly = false,
   }: ConnectOptions = {},
 ): Sql {
   const [target, socket] = withSocket(url);
@@ -36,6 +39,7 @@ export function connect(
       ...(idleInTransactionTimeoutMs === undefined
         ? {}
         : { idle_in_transaction_session_timeout: Math.round(idleInTransactionTimeoutMs) }),
+      ...(readOnly ? { default_transaction_read_only: true } : {}),
     },
     // int8 as JS numbers: every value we store is a safe integer (see core/types.ts).
     types: {

@@ -26,7 +26,15 @@ export const DAEMON_ENTRY = join(ROOT, 'dist', 'src', 'cli', 'main.js');
 /** Each process's stdout and stderr, for reading after a failure. */
 const ARTIFACTS = join(ROOT, 'test-artifacts', 'processes');
 /** Environment that would override the config file (SPEC §9): never inherited. */
-const OVERRIDES = ['DATABASE_URL', 'REDIS_URL', 'PORT', 'LOG_LEVEL', 'API_TOKENS', 'COVERAGE_ROLLUP_CONFIG'];
+const OVERRIDES = [
+  'DATABASE_URL',
+  'DATABASE_READ_URL',
+  'REDIS_URL',
+  'PORT',
+  'LOG_LEVEL',
+  'API_TOKENS',
+  'COVERAGE_ROLLUP_CONFIG',
+];
 
 /** One pino line: level (30 info, 40 warn, 50 error, 60 fatal), time (ISO), pid, msg, and fields. */
 export interface LogLine {

@@ -24,7 +24,15 @@ let configPath: string;
 let producer: ReturnType<typeof testProducer>;
 
 /** Environment that would override the config file (SPEC §9): never inherited. */
-const OVERRIDES = ['DATABASE_URL', 'REDIS_URL', 'PORT', 'LOG_LEVEL', 'API_TOKENS', 'COVERAGE_ROLLUP_CONFIG'];
+const OVERRIDES = [
+  'DATABASE_URL',
+  'DATABASE_READ_URL',
+  'REDIS_URL',
+  'PORT',
+  'LOG_LEVEL',
+  'API_TOKENS',
+  'COVERAGE_ROLLUP_CONFIG',
+];
 
 function writeConfig(name: string, config: Record<string, unknown>): string {
   const path = join(dir, name);

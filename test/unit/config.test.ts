@@ -18,6 +18,7 @@ describe('configuration', () => {
       path: 'config/example.yaml',
       env: {
         DATABASE_URL: 'postgres://db/x',
+        DATABASE_READ_URL: 'postgres://replica/x',
         REDIS_URL: 'redis://r:1',
         PORT: '9999',
         LOG_LEVEL: 'warn',
@@ -25,10 +26,21 @@ describe('configuration', () => {
       },
     });
     expect(config.database_url).toBe('postgres://db/x');
+    expect(config.database_read_url).toBe('postgres://replica/x');
     expect(config.redis_url).toBe('redis://r:1');
     expect(config.http.port).toBe(9999);
     expect(config.log_level).toBe('warn');
     expect(config.api_tokens).toEqual(['aaaaaaaaaaaaaaaa', 'bbbbbbbbbbbbbbbb']);
+  });
+
+  it('reads from the primary unless a replica is configured, refusing a max lag under a second', () => {
+    const config = loadConfig({ env: {} });
+    expect(config.database_read_url).toBeUndefined();
+    expect(config.database_read_max_lag).toBe(5_000);
+    expect(parseConfig({ database_read_max_lag: 'PT30S' }).database_read_max_lag).toBe(30_000);
+    expect(() => parseConfig({ database_read_max_lag: 'PT0.5S' })).toThrow(
+      'database_read_max_lag: must be at least PT1S',
+    );
   });
 
   it('accepts the example file and every rollup in it', () => {
@@ -95,6 +107,9 @@ describe('configuration', () => {
     expect(() => loadConfig({ env: { PORT: '-1' } })).toThrow(/http\.port \(from PORT\): Too small/);
     expect(() => loadConfig({ env: { DATABASE_URL: 'notaurl' } })).toThrow(
       'database_url (from DATABASE_URL): expected a postgres:// or postgresql:// URL',
+    );
+    expect(() => loadConfig({ env: { DATABASE_READ_URL: 'replica:5432' } })).toThrow(
+      'database_read_url (from DATABASE_READ_URL): expected a postgres:// or postgresql:// URL',
     );
     expect(() => loadConfig({ env: { REDIS_URL: 'http://cache' } })).toThrow('redis_url (from REDIS_URL)');
     // Empty counts as unset (compose's PORT=${PORT}); several hosts are postgres.js's to parse.

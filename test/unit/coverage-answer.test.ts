@@ -165,4 +165,20 @@ describe('toCoverageAnswer', () => {
       { start: '1970-01-01T00:00:00.00002Z', end: '1970-01-01T00:00:00.00003Z' },
     ]);
   });
+
+  it('says as_of only for an answer read from a replica', () => {
+    const input = {
+      asset: 't',
+      domain: 'time' as const,
+      window: w,
+      coverage,
+      coveredUntil: 60,
+      lastEventAt: null,
+    };
+    expect(toCoverageAnswer({ ...input, asOf: Date.UTC(2025, 5, 1, 10) }, 0).as_of).toBe(
+      '2025-06-01T10:00:00.000Z',
+    );
+    expect(toCoverageAnswer({ ...input, asOf: null }, 0)).not.toHaveProperty('as_of');
+    expect(toCoverageAnswer(input, 0)).not.toHaveProperty('as_of');
+  });
 });

@@ -25,7 +25,7 @@ export function registerAssetRoutes(app: FastifyInstance, ctx: HttpContext): voi
   const facts = async (name: string): Promise<AssetFacts> => {
     const cached = known.get(name);
     if (cached) return cached;
-    const row = await findAsset(ctx.sql, name);
+    const row = await findAsset(ctx.read().sql, name);
     if (!row) throw new HttpError(404, 'unknown_asset', `no asset named ${name} has been seen`);
     if (known.size >= MAX_CACHED_ASSETS) known.clear();
     const fact = { id: row.id, name: row.name, domain: row.domain, zone: row.zone };
@@ -37,7 +37,8 @@ export function registerAssetRoutes(app: FastifyInstance, ctx: HttpContext): voi
 
   app.get('/v1/assets', async (request) => {
     ctx.auth.requireRead(request);
-    const [rows, facts] = await Promise.all([listAssets(ctx.sql), freshnessFacts(ctx.sql)]);
+    const { sql } = ctx.read();
+    const [rows, facts] = await Promise.all([listAssets(sql), freshnessFacts(sql)]);
     const now = Date.now();
     return {
       assets: rows.map((a) => assetJson(a, facts.get(a.name)!, lags.get(a.name), now)),
@@ -62,7 +63,8 @@ export function registerAssetRoutes(app: FastifyInstance, ctx: HttpContext): voi
       });
       const n = parseLimit(limit);
       const orders = parseOrder(order);
-      const coverage = await queryCoverage(ctx.sql, asset, { window, limit: n, orders });
+      const read = ctx.read();
+      const coverage = await queryCoverage(read.sql, asset, { window, limit: n, orders });
       return toCoverageAnswer(
         {
           asset: asset.name,
@@ -71,6 +73,7 @@ export function registerAssetRoutes(app: FastifyInstance, ctx: HttpContext): voi
           coverage,
           ...coverage,
           maxLagMs: lags.get(asset.name),
+          asOf: read.asOf,
         },
         Date.now(),
       );

@@ -46,6 +46,8 @@ export function registerHealthRoutes(app: FastifyInstance, ctx: HttpContext): vo
       ready = false;
     }
     if (ctx.schedulerStatus) checks.scheduler = ctx.schedulerStatus();
+    // A replica that cannot serve sends reads to the primary: reported, never a reason to be unready.
+    if (ctx.replicaStatus) checks.replica = ctx.replicaStatus();
     if (ctx.retentionStatus) checks.retention = ctx.retentionStatus();
     return reply.status(ready ? 200 : 503).send({ status: ready ? 'ready' : 'not_ready', ...checks });
   });

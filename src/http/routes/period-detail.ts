@@ -58,15 +58,16 @@ export function registerPeriodDetail(find: (id: string) => RollupRuntime) {
           `rollup ${rollup.id} has no period ${request.params.key} (yet)`,
         );
       }
+      const { sql } = ctx.read();
       const [[row], triggers, upstreams] = await Promise.all([
-        ctx.sql<StoredRow[]>`
+        sql<StoredRow[]>`
           select state, generation, ratio, satisfied_since, last_change_at, rerun, manual_requested, reason,
             triggered_at, due_at
           from periods where rollup_id = ${rollup.id} and lo = ${period.start}`,
-        ctx.sql<TriggerRow[]>`
+        sql<TriggerRow[]>`
           select generation, reason, idempotency_key, lease_token, decided_at, delivered_at, failed_at, attempts, last_error
           from triggers where rollup_id = ${rollup.id} and period_lo = ${period.start} order by generation`,
-        loadUpstreams(ctx.sql, rollup, [period]),
+        loadUpstreams(sql, rollup, [period]),
       ]);
       const { facts, coverages } = upstreamFacts(rollup, { lo: period.start, hi: period.end }, upstreams);
       const periodFacts: PeriodFacts = row

@@ -49,7 +49,7 @@ export function registerRollupRoutes(rollups: readonly RollupRuntime[]): RouteRe
       );
       const page = matching.slice(offset, offset + limit);
       const counts = await rollupCounts(
-        ctx.sql,
+        ctx.read().sql,
         page.map((r) => r.rollup),
         ctx.now(),
       );
@@ -79,7 +79,8 @@ export function registerRollupRoutes(rollups: readonly RollupRuntime[]): RouteRe
         throw new HttpError(400, 'invalid_state', `state must be one of ${PERIOD_STATES.join(', ')}`);
       }
       const nowMs = ctx.now();
-      const covered = await coveredHiOf(ctx.sql, [rollup]);
+      const { sql } = ctx.read();
+      const covered = await coveredHiOf(sql, [rollup]);
       const window = periodWindow(rollup, query, nowMs, covered.get(rollup.id) ?? null);
       const limit = pageLimit(query.limit, DEFAULT_PERIODS, MAX_PERIODS);
       // A closed window is read from its start; an open one from its latest periods (as before paging).
@@ -91,13 +92,13 @@ export function registerRollupRoutes(rollups: readonly RollupRuntime[]): RouteRe
       const wantSummary = query.summary === 'true' || query.summary === '1';
       const [page, counts, runs] = await Promise.all([
         listPeriods(
-          ctx.sql,
+          sql,
           rollup,
           { ...window, order, at, limit, state: state as PeriodState | undefined },
           nowMs,
         ),
-        countPeriods(ctx.sql, rollup, window.from, window.to, nowMs),
-        wantSummary ? summarizePeriods(ctx.sql, rollup, window.from, window.to, nowMs) : undefined,
+        countPeriods(sql, rollup, window.from, window.to, nowMs),
+        wantSummary ? summarizePeriods(sql, rollup, window.from, window.to, nowMs) : undefined,
       ]);
       const point = (p: number) => rollup.calendar.formatPoint(p);
       return {

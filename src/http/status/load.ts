@@ -5,6 +5,7 @@
  * cards of the page are drawn.
  */
 import { type AssetRow, countAssets, findAsset, pageAssets } from '../../index/assets.js';
+import type { Sql } from '../../index/db.js';
 import { rollupCounts } from '../../index/periods.js';
 import type { RollupRuntime } from '../../scheduler/rollups.js';
 import type { HttpContext } from '../context.js';
@@ -37,6 +38,7 @@ export async function loadPage(
   pq: PageQuery,
 ): Promise<{ page: PageView; found: boolean }> {
   const now = ctx.now() * 1000;
+  const { sql } = ctx.read();
   const notes: string[] = [];
   let shownRollups = rollups;
   let assetNames: readonly string[] | undefined;
@@ -45,7 +47,7 @@ export async function loadPage(
     if (shownRollups.length === 0) notes.push(`No rollup named ${pq.rollup} is configured.`);
     assetNames = shownRollups.flatMap((r) => r.rollup.upstream);
   } else if (pq.asset !== undefined) {
-    if (!(await findAsset(ctx.sql, pq.asset))) notes.push(`No asset named ${pq.asset} has been seen.`);
+    if (!(await findAsset(sql, pq.asset))) notes.push(`No asset named ${pq.asset} has been seen.`);
     assetNames = [pq.asset];
     shownRollups = rollups.filter((r) => r.rollup.upstream.includes(pq.asset!));
   }
@@ -57,14 +59,14 @@ export async function loadPage(
   }
   const focused = pq.rollup !== undefined || pq.asset !== undefined;
   const [assetCount, { ranked, counts }] = await Promise.all([
-    focused ? Promise.resolve(null) : countAssets(ctx.sql, pq.q),
-    worstFirst(ctx, shownRollups, now / 1000),
+    focused ? Promise.resolve(null) : countAssets(sql, pq.q),
+    worstFirst(sql, shownRollups, now / 1000),
   ]);
   // A large installation gets one row per asset and rollup; the cards are for focused pages.
   const overview = !focused && ((assetCount ?? 0) > CARDS_UP_TO || ranked.length > CARDS_UP_TO);
   const size = overview ? OVERVIEW_PAGE_SIZE : PAGE_SIZE;
   const offset = (pq.page - 1) * size;
-  const assetPage = await pageAssets(ctx.sql, { names: assetNames, q: pq.q, offset, limit: size });
+  const assetPage = await pageAssets(sql, { names: assetNames, q: pq.q, offset, limit: size });
   const rollupPage = ranked.slice(offset, offset + size);
   const paging = {
     q: pq.q,
@@ -99,11 +101,11 @@ export async function loadPage(
   }
   // Upstream extents for the rollups' windows, read for just this page's rollups.
   const upstreams = new Set(rollupPage.flatMap((r) => r.rollup.upstream));
-  const upstreamRows = await pageAssets(ctx.sql, { names: [...upstreams], offset: 0, limit: upstreams.size });
+  const upstreamRows = await pageAssets(sql, { names: [...upstreams], offset: 0, limit: upstreams.size });
   const byName = new Map<string, AssetRow>(upstreamRows.rows.map((a) => [a.name, a]));
   const [assetViews, rollupViews] = await Promise.all([
-    Promise.all(assetPage.rows.map((a) => loadAsset(ctx.sql, a, query, now))),
-    Promise.all(rollupPage.map((r) => loadRollup(ctx.sql, r, byName, query, now))),
+    Promise.all(assetPage.rows.map((a) => loadAsset(sql, a, query, now))),
+    Promise.all(rollupPage.map((r) => loadRollup(sql, r, byName, query, now))),
   ]);
   const page: PageView = {
     generatedAt: new Date(now / 1000),
@@ -126,9 +128,9 @@ export async function loadPage(
 }
 
 /** Most missed, then most owed reruns, then most waiting periods first; then by id. */
-async function worstFirst(ctx: HttpContext, rollups: readonly RollupRuntime[], nowMs: number) {
+async function worstFirst(sql: Sql, rollups: readonly RollupRuntime[], nowMs: number) {
   const counts = await rollupCounts(
-    ctx.sql,
+    sql,
     rollups.map((r) => r.rollup),
     nowMs,
   );
