@@ -9,6 +9,7 @@ import { HttpError } from './errors.js';
 import { registerAssetRoutes } from './routes/assets.js';
 import { registerEventRoutes } from './routes/events.js';
 import { registerHealthRoutes } from './routes/health.js';
+import { registerOpenApiRoute } from './routes/openapi.js';
 
 export type RouteRegistrar = (app: FastifyInstance, ctx: HttpContext) => void;
 
@@ -70,7 +71,13 @@ export function buildServer(ctx: HttpContext, extraRoutes: readonly RouteRegistr
       .status(404)
       .send({ code: 'not_found', message: `no route ${request.method} ${request.url.split('?')[0]}` }),
   );
-  for (const register of [registerHealthRoutes, registerAssetRoutes, registerEventRoutes, ...extraRoutes]) {
+  for (const register of [
+    registerHealthRoutes,
+    registerOpenApiRoute,
+    registerAssetRoutes,
+    registerEventRoutes,
+    ...extraRoutes,
+  ]) {
     register(app, ctx);
   }
   return app;

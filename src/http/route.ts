@@ -1,0 +1,47 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { z } from 'zod';
+import type { HttpContext } from './context.js';
+import { HttpError } from './errors.js';
+import type { AnswerOf, Operation, RequestOf } from './operation.js';
+import { fieldErrors } from './schemas/common.js';
+
+/**
+ * Registers `op`: checks its access rule, validates its path parameters, query and body through
+ * its schemas, and answers its first success status unless the handler sets another.
+ */
+export function route<O extends Operation>(
+  app: FastifyInstance,
+  ctx: HttpContext,
+  op: O,
+  handler: (input: RequestOf<O>, request: FastifyRequest, reply: FastifyReply) => Promise<AnswerOf<O>>,
+): void {
+  const status = Number(Object.keys(op.answers)[0]);
+  app.route({
+    method: op.method,
+    url: op.path.replace(/\{(\w+)\}/g, ':$1'),
+    handler: async (request, reply) => {
+      if (op.access === 'read') ctx.auth.requireRead(request);
+      if (op.access === 'write') ctx.auth.requireWrite(request);
+      const input = {
+        params: op.params && validate(op.params, request.params, 'path'),
+        query: op.query && validate(op.query, request.query, 'query'),
+        body: op.body && validate(op.body.schema, request.body, 'body'),
+      } as RequestOf<O>;
+      reply.status(status);
+      return handler(input, request, reply);
+    },
+  });
+}
+
+/** The first failure answers 400 with the failing field's registered code and message. */
+function validate(schema: z.ZodType, value: unknown, part: string): unknown {
+  const result = schema.safeParse(value);
+  if (result.success) return result.data;
+  const issue = result.error.issues[0]!;
+  const key = issue.path[0];
+  const field = schema instanceof z.ZodObject && typeof key === 'string' ? schema.shape[key] : undefined;
+  const known = (field && fieldErrors.get(field)) ?? fieldErrors.get(schema);
+  if (known) throw new HttpError(400, known.code, known.message);
+  const where = key === undefined ? part : `${part} field ${String(key)}`;
+  throw new HttpError(400, 'invalid_request', `${where}: ${issue.message}`);
+}
