@@ -40,6 +40,11 @@ export interface Operation {
   readonly errorBody?: z.ZodType;
 }
 
+/** The path as fastify's router spells it: `/v1/assets/:asset/coverage`. */
+export function routeUrl(op: Operation): string {
+  return op.path.replace(/\{(\w+)\}/g, ':$1');
+}
+
 /** Keeps the literal types of `op`, so handlers are typed by its schemas. */
 export function defineOperation<const O extends Operation>(op: O): O {
   return op;

@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import type { HttpContext } from './context.js';
 import { HttpError } from './errors.js';
-import type { AnswerOf, Operation, RequestOf } from './operation.js';
+import { type AnswerOf, type Operation, type RequestOf, routeUrl } from './operation.js';
 import { fieldErrors } from './schemas/common.js';
 
 /**
@@ -18,15 +18,16 @@ export function route<O extends Operation>(
   const status = Number(Object.keys(op.answers)[0]);
   app.route({
     method: op.method,
-    url: op.path.replace(/\{(\w+)\}/g, ':$1'),
+    url: routeUrl(op),
     handler: async (request, reply) => {
       if (op.access === 'read') ctx.auth.requireRead(request);
       if (op.access === 'write') ctx.auth.requireWrite(request);
-      const input = {
-        params: op.params && validate(op.params, request.params, 'path'),
-        query: op.query && validate(op.query, request.query, 'query'),
-        body: op.body && validate(op.body.schema, request.body, 'body'),
-      } as RequestOf<O>;
+      const params = op.params && validate(op.params, request.params, 'path');
+      const query = op.query && validate(op.query, request.query, 'query');
+      // Checked, then passed on as sent: a parse rebuilds objects and drops keys named
+      // `__proto__`, which are data here (README "Events"); body schemas transform nothing.
+      if (op.body) validate(op.body.schema, request.body, 'body');
+      const input = { params, query, body: request.body } as RequestOf<O>;
       reply.status(status);
       return handler(input, request, reply);
     },

@@ -6,6 +6,8 @@ import Fastify, {
 } from 'fastify';
 import type { HttpContext } from './context.js';
 import { HttpError } from './errors.js';
+import { routeUrl } from './operation.js';
+import { OPERATIONS } from './operations.js';
 import { registerAssetRoutes } from './routes/assets.js';
 import { registerEventRoutes } from './routes/events.js';
 import { registerHealthRoutes } from './routes/health.js';
@@ -71,6 +73,15 @@ export function buildServer(ctx: HttpContext, extraRoutes: readonly RouteRegistr
       .status(404)
       .send({ code: 'not_found', message: `no route ${request.method} ${request.url.split('?')[0]}` }),
   );
+  // The description lists every operation (./operations.ts); a /v1 route outside it would be
+  // served but undescribed, so it fails the start instead.
+  const described = new Set(OPERATIONS.map((op) => `${op.method} ${routeUrl(op)}`));
+  app.addHook('onRoute', ({ method, url }) => {
+    const methods = [method].flat().filter((m) => m !== 'HEAD');
+    if (url.startsWith('/v1/') && methods.some((m) => !described.has(`${m} ${url}`))) {
+      throw new Error(`${methods.join(', ')} ${url} is not described: add it to src/http/operations.ts`);
+    }
+  });
   for (const register of [
     registerHealthRoutes,
     registerOpenApiRoute,

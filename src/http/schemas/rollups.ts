@@ -25,8 +25,15 @@ const cursor = coded(
   cursorError,
 );
 
+const count = z.int();
+
 /** Periods per state; every state is present. */
-export const StateCounts = z.record(PeriodState, z.int());
+export const StateCounts = z.object(
+  Object.fromEntries(PERIOD_STATES.map((state) => [state, count])) as Record<
+    (typeof PERIOD_STATES)[number],
+    typeof count
+  >,
+);
 
 export const RollupListQuery = z.object({
   q: coded(
