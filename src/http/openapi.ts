@@ -60,7 +60,7 @@ const ACCESS_ERRORS = {
 
 const BODY_ERRORS = {
   413: 'fst_err_ctp_body_too_large: a body over http.body_limit',
-  415: 'fst_err_ctp_invalid_media_type: a body that is not application/json',
+  415: 'fst_err_ctp_invalid_media_type: a body of a media type the server does not read (send application/json)',
 };
 
 const SECURITY = {

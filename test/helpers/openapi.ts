@@ -3,7 +3,8 @@ import { Ajv2020 } from 'ajv/dist/2020.js';
 
 type Json = Record<string, unknown>;
 
-const pointer = (...parts: string[]) => parts.map((p) => p.replaceAll('~', '~0').replaceAll('/', '~1')).join('/');
+const pointer = (...parts: string[]) =>
+  parts.map((p) => p.replaceAll('~', '~0').replaceAll('/', '~1')).join('/');
 
 /** Every `$ref` in `document` that does not point at something in it. */
 export function unresolvedRefs(document: unknown): string[] {
@@ -45,9 +46,18 @@ export function answerChecker(document: Json) {
   ajv.addVocabulary(['openapi', 'info', 'servers', 'paths', 'components']);
   ajv.addSchema(document, 'openapi.json');
   return (method: string, path: string, status: number, body: unknown, contentType = 'application/json') => {
-    const at = pointer('paths', path, method.toLowerCase(), 'responses', String(status), 'content', contentType);
+    const at = pointer(
+      'paths',
+      path,
+      method.toLowerCase(),
+      'responses',
+      String(status),
+      'content',
+      contentType,
+    );
     const validate = ajv.getSchema(`openapi.json#/${at}/schema`);
-    if (!validate) throw new Error(`the document has no ${contentType} answer ${status} for ${method} ${path}`);
+    if (!validate)
+      throw new Error(`the document has no ${contentType} answer ${status} for ${method} ${path}`);
     const ok = validate(body);
     return { errors: ok ? null : ajv.errorsText(validate.errors) } satisfies Checked;
   };

@@ -3,16 +3,17 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { parseConfig } from '../../src/config.js';
 import { normalizeEvent } from '../../src/core/events.js';
-import { createLogger } from '../../src/log.js';
 import type { HttpContext } from '../../src/http/context.js';
 import { openApiDocument } from '../../src/http/openapi.js';
 import { OPERATIONS } from '../../src/http/operations.js';
 import { CoverageQuery } from '../../src/http/schemas/assets.js';
 import { EventItem, ReplayRequirementBody } from '../../src/http/schemas/events.js';
 import { buildServer } from '../../src/http/server.js';
+import { createLogger } from '../../src/log.js';
 import { packageVersion } from '../../src/paths.js';
 import { answerChecker, unresolvedRefs } from '../helpers/openapi.js';
 
+// biome-ignore lint/suspicious/noExplicitAny: the document is read as untyped JSON
 type Json = Record<string, any>;
 const document = openApiDocument(OPERATIONS, packageVersion()) as Json;
 const operations = Object.entries(document.paths as Json).flatMap(([path, item]) =>
@@ -33,11 +34,17 @@ describe('the OpenAPI document', () => {
     expect(new Set(operations.map(({ op }) => op.operationId)).size).toBe(operations.length);
     for (const { path, op } of operations) {
       const statuses = Object.keys(op.responses).map(Number);
-      expect(statuses.some((s) => s >= 200 && s < 300), path).toBe(true);
+      expect(
+        statuses.some((s) => s >= 200 && s < 300),
+        path,
+      ).toBe(true);
       expect(statuses, path).toContain(500);
       const inPath = [...path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]);
       const declared = (op.parameters as Json[]).filter((p) => p.in === 'path');
-      expect(declared.map((p) => p.name), path).toEqual(inPath);
+      expect(
+        declared.map((p) => p.name),
+        path,
+      ).toEqual(inPath);
       expect(declared.every((p) => p.required)).toBe(true);
     }
   });

@@ -48,7 +48,7 @@ export const metrics = defineOperation({
     200: {
       description: 'the Prometheus text exposition format',
       schema: z.string(),
-      contentType: 'text/plain; version=0.0.4; charset=utf-8',
+      contentType: 'text/plain',
     },
   },
   errors: {},
