@@ -76,6 +76,9 @@ async function answer({ method = 'GET', path, url, headers, body, payload, statu
   return parsed;
 }
 
+/** A read's body, unchecked: for waiting on a condition. */
+const json = async (url: string) => (await daemon.http.inject({ url, headers: reader })).json() as Json;
+
 describe('/openapi.json', () => {
   it('is an OpenAPI 3.1 document whose references all resolve', async () => {
     expect(documentResponse.statusCode).toBe(200);
@@ -138,18 +141,15 @@ describe('answers conform to the document', () => {
   });
 
   it('GET /v1/assets/{asset}/coverage', async () => {
-    const covered = await waitFor(
-      async () => {
-        const body = await answer({
-          path: coveragePath,
-          url: coverageUrl('api.orders', window),
-          headers: reader,
-          status: 200,
-        });
-        return body.replay_required.length > 0 ? body : undefined;
-      },
-      { what: 'the events and the replay requirement ingested' },
-    );
+    await waitFor(async () => (await json(coverageUrl('api.orders', window))).replay_required?.length, {
+      what: 'the events and the replay requirement ingested',
+    });
+    const covered = await answer({
+      path: coveragePath,
+      url: coverageUrl('api.orders', window),
+      headers: reader,
+      status: 200,
+    });
     expect(covered).toMatchObject({ covered: false, missing_count: 1, replay_required_count: 1 });
     await answer({
       path: coveragePath,
@@ -219,13 +219,10 @@ describe('answers conform to the document', () => {
   it('GET /v1/rollups/{id}/periods and /v1/rollups/{id}/periods/{key}', async () => {
     const path = '/v1/rollups/{id}/periods';
     const url = `/v1/rollups/api_hourly/periods?start=${hour.start}&end=${day}T03:00:00Z&summary=true`;
-    const listing = await waitFor(
-      async () => {
-        const body = await answer({ path, url, headers: reader, status: 200 });
-        return body.periods[0].state === 'triggered' ? body : undefined;
-      },
-      { what: 'the covered hour triggered' },
-    );
+    await waitFor(async () => (await json(url)).periods?.[0]?.state === 'triggered', {
+      what: 'the covered hour triggered',
+    });
+    const listing = await answer({ path, url, headers: reader, status: 200 });
     expect(listing.summary.length).toBeGreaterThan(0);
     await answer({ path, url: `${url}&state=bogus`, headers: reader, status: 400 });
     await answer({ path, url: `${url}&summary=maybe`, headers: reader, status: 400 });
