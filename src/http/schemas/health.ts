@@ -16,7 +16,7 @@ export const healthz = defineOperation({
 export const Readiness = z.looseObject({
   status: z.enum(['ready', 'not_ready']),
   postgres: z.string().optional().meta({ description: 'ok, or error: why' }),
-  migrations: z.object({ applied: z.int().nullable(), expected: z.int(), current: z.boolean() }).optional(),
+  migrations: z.object({ applied: z.int(), expected: z.int(), current: z.boolean() }).optional(),
   redis: z.string().optional().meta({ description: 'ok, or error: why' }),
   scheduler: z
     .looseObject({})

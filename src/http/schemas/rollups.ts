@@ -96,7 +96,7 @@ export const PeriodListQuery = z.object({
     'invalid_bound',
     once('start'),
   ),
-  end: coded(z.string().optional(), 'invalid_bound', once('end')),
+  end: coded(z.string().optional().meta({ description: 'exclusive' }), 'invalid_bound', once('end')),
   state: coded(PeriodState.optional(), 'invalid_state', `state must be one of ${PERIOD_STATES.join(', ')}`),
   limit: limit(DEFAULT_PERIODS, MAX_PERIODS),
   order: coded(
