@@ -1,10 +1,7 @@
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { packageRoot } from '../paths.js';
+import { packageVersion } from '../paths.js';
 
 export function version(): string {
-  const pkg = JSON.parse(readFileSync(join(packageRoot(), 'package.json'), 'utf8')) as { version: string };
-  return `coverage-rollup ${pkg.version}`;
+  return `coverage-rollup ${packageVersion()}`;
 }
 
 export const HELP = `coverage-rollup: coverage-based triggers over streaming interval events

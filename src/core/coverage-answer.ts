@@ -2,7 +2,7 @@ import { formatPoint } from './bounds.js';
 import { piecesOf, type ReplayRequiredPiece } from './coverage.js';
 import { type FreshnessJson, freshnessOf } from './freshness.js';
 import { intersect } from './intervals.js';
-import type { Domain, Interval, Piece, Segment } from './types.js';
+import type { Domain, Interval, Piece, PieceState, Segment } from './types.js';
 
 /** A span in the asset's own form: ISO 8601 for time, JSON numbers for integers. */
 export interface SpanJson {
@@ -227,7 +227,7 @@ export interface CoverageAnswer extends FreshnessJson {
   missing: SpanJson[];
   replay_required: ReplayRequiredJson[];
   known_gaps: SpanJson[];
-  batches: Array<SpanJson & { state: string; version: string | null }>;
+  batches: Array<SpanJson & { state: PieceState; version: string | null }>;
   missing_count: number;
   /** Seconds for time assets, values for integer assets. */
   missing_total: number;

@@ -6,9 +6,12 @@ import Fastify, {
 } from 'fastify';
 import type { HttpContext } from './context.js';
 import { HttpError } from './errors.js';
+import { routeUrl } from './operation.js';
+import { OPERATIONS } from './operations.js';
 import { registerAssetRoutes } from './routes/assets.js';
 import { registerEventRoutes } from './routes/events.js';
 import { registerHealthRoutes } from './routes/health.js';
+import { registerOpenApiRoute } from './routes/openapi.js';
 
 export type RouteRegistrar = (app: FastifyInstance, ctx: HttpContext) => void;
 
@@ -70,7 +73,22 @@ export function buildServer(ctx: HttpContext, extraRoutes: readonly RouteRegistr
       .status(404)
       .send({ code: 'not_found', message: `no route ${request.method} ${request.url.split('?')[0]}` }),
   );
-  for (const register of [registerHealthRoutes, registerAssetRoutes, registerEventRoutes, ...extraRoutes]) {
+  // The description lists every operation (./operations.ts); a /v1 route outside it would be
+  // served but undescribed, so it fails the start instead.
+  const described = new Set(OPERATIONS.map((op) => `${op.method} ${routeUrl(op)}`));
+  app.addHook('onRoute', ({ method, url }) => {
+    const methods = [method].flat().filter((m) => m !== 'HEAD');
+    if (url.startsWith('/v1/') && methods.some((m) => !described.has(`${m} ${url}`))) {
+      throw new Error(`${methods.join(', ')} ${url} is not described: add it to src/http/operations.ts`);
+    }
+  });
+  for (const register of [
+    registerHealthRoutes,
+    registerOpenApiRoute,
+    registerAssetRoutes,
+    registerEventRoutes,
+    ...extraRoutes,
+  ]) {
     register(app, ctx);
   }
   return app;

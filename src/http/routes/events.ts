@@ -4,8 +4,8 @@ import { precheckEvents } from '../../ingest/precheck.js';
 import { normalizeOptions } from '../../ingest/worker.js';
 import type { HttpContext } from '../context.js';
 import { HttpError } from '../errors.js';
-
-const MAX_EVENTS_PER_REQUEST = 1000;
+import { route } from '../route.js';
+import { postEvents, postReplayRequirement } from '../schemas/events.js';
 
 /**
  * Writes go through the same queue as every producer's events, validated here with the same code
@@ -33,32 +33,12 @@ export function registerEventRoutes(app: FastifyInstance, ctx: HttpContext): voi
       );
     }
     const jobs = await ctx.eventsQueue.addBulk(items);
-    return { accepted: jobs.length, ids: jobs.map((j) => j.id) };
+    return { accepted: jobs.length, ids: jobs.map((j) => j.id ?? null) };
   };
 
-  app.post('/v1/events', async (request, reply) => {
-    ctx.auth.requireWrite(request);
-    const body = request.body;
-    const items = Array.isArray(body) ? body : [body];
-    if (body === undefined || body === null)
-      throw new HttpError(400, 'invalid_payload', 'send an event object or an array of them');
-    if (items.length === 0 || items.length > MAX_EVENTS_PER_REQUEST) {
-      throw new HttpError(400, 'invalid_payload', `send 1 to ${MAX_EVENTS_PER_REQUEST} events per request`);
-    }
-    return reply.status(202).send(await enqueue(items));
-  });
+  route(app, ctx, postEvents, async ({ body }) => enqueue(Array.isArray(body) ? body : [body]));
 
-  app.post<{ Params: { asset: string } }>('/v1/assets/:asset/replay-requirements', async (request, reply) => {
-    ctx.auth.requireWrite(request);
-    const body = request.body;
-    if (body === null || typeof body !== 'object' || Array.isArray(body)) {
-      throw new HttpError(400, 'invalid_payload', 'send {"start": ..., "end": ..., "version": ...}');
-    }
-    const requirement = {
-      ...(body as Record<string, unknown>),
-      type: 'replay_requirement',
-      asset: request.params.asset,
-    };
-    return reply.status(202).send(await enqueue([requirement]));
-  });
+  route(app, ctx, postReplayRequirement, async ({ params, body }) =>
+    enqueue([{ ...body, type: 'replay_requirement', asset: params.asset }]),
+  );
 }

@@ -2,6 +2,8 @@ import type { FastifyInstance } from 'fastify';
 import { appliedVersion, latestVersion } from '../../index/migrate.js';
 import type { HttpContext } from '../context.js';
 import { refreshFreshnessGauges } from '../freshness-gauges.js';
+import { route } from '../route.js';
+import { healthz, metrics, readyz } from '../schemas/health.js';
 
 /** A probe must answer even when a dependency hangs (ioredis queues commands while it reconnects). */
 const PROBE_MS = 2000;
@@ -18,9 +20,9 @@ function answerWithin<T>(work: Promise<T>, what: string): Promise<T> {
 export function registerHealthRoutes(app: FastifyInstance, ctx: HttpContext): void {
   const latest = latestVersion();
 
-  app.get('/healthz', async () => ({ status: 'ok' }));
+  route(app, ctx, healthz, async () => ({ status: 'ok' as const }));
 
-  app.get('/readyz', async (_request, reply) => {
+  route(app, ctx, readyz, async (_input, _request, reply) => {
     const checks: Record<string, unknown> = {};
     let ready = true;
     try {
@@ -49,10 +51,11 @@ export function registerHealthRoutes(app: FastifyInstance, ctx: HttpContext): vo
     // A replica that cannot serve sends reads to the primary: reported, never a reason to be unready.
     if (ctx.replicaStatus) checks.replica = ctx.replicaStatus();
     if (ctx.retentionStatus) checks.retention = ctx.retentionStatus();
-    return reply.status(ready ? 200 : 503).send({ status: ready ? 'ready' : 'not_ready', ...checks });
+    reply.status(ready ? 200 : 503);
+    return { status: ready ? ('ready' as const) : ('not_ready' as const), ...checks };
   });
 
-  app.get('/metrics', async (_request, reply) => {
+  route(app, ctx, metrics, async (_input, _request, reply) => {
     ctx.schedulerStatus?.(); // brings the lease gauges and counters up to date
     try {
       if (ctx.redis.status !== 'ready') throw new Error(`connection ${ctx.redis.status}`);
@@ -69,6 +72,7 @@ export function registerHealthRoutes(app: FastifyInstance, ctx: HttpContext): vo
     } catch {
       // PostgreSQL down: the freshness gauges keep their last values, and /readyz reports it.
     }
-    return reply.type(ctx.metrics.registry.contentType).send(await ctx.metrics.registry.metrics());
+    reply.type(ctx.metrics.registry.contentType);
+    return ctx.metrics.registry.metrics();
   });
 }

@@ -1,4 +1,4 @@
-/** Cursor pagination shared by the listings: opaque cursors and a bounded page size. */
+/** Cursor pagination shared by the listings: opaque cursors (page sizes are query schemas). */
 import { HttpError } from '../errors.js';
 
 /** Opaque to clients; carries which listing order it continues so it cannot be mixed up. */
@@ -12,13 +12,4 @@ export function decodeCursor(cursor: string, kind: string): string {
     throw new HttpError(400, 'invalid_cursor', 'cursor is not one this listing returned (in this order)');
   }
   return text.slice(kind.length + 1);
-}
-
-export function pageLimit(raw: string | undefined, fallback: number, max: number): number {
-  if (raw === undefined) return fallback;
-  const n = Number(raw);
-  if (!/^\d+$/.test(raw) || n < 1 || n > max) {
-    throw new HttpError(400, 'invalid_limit', `limit must be an integer from 1 to ${max}`);
-  }
-  return n;
 }

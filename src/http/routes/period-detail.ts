@@ -11,6 +11,8 @@ import type { RollupRuntime } from '../../scheduler/rollups.js';
 import { loadUpstreams, upstreamFacts } from '../../scheduler/upstreams.js';
 import type { HttpContext } from '../context.js';
 import { HttpError } from '../errors.js';
+import { route } from '../route.js';
+import { periodDetail } from '../schemas/rollups.js';
 
 /** Ranges listed per upstream at most; the counts say how many there are. */
 const MAX_RANGES = 100;
@@ -42,21 +44,16 @@ interface TriggerRow {
 
 export function registerPeriodDetail(find: (id: string) => RollupRuntime) {
   return (app: FastifyInstance, ctx: HttpContext) => {
-    app.get<{ Params: { id: string; key: string } }>('/v1/rollups/:id/periods/:key', async (request) => {
-      ctx.auth.requireRead(request);
-      const { rollup } = find(request.params.id);
-      const period = periodOfKey(rollup, request.params.key);
+    route(app, ctx, periodDetail, async ({ params }) => {
+      const { rollup } = find(params.id);
+      const period = periodOfKey(rollup, params.key);
       const nowMs = ctx.now();
       if (
         period === null ||
         period.start < rollup.begin ||
         (rollup.domain === 'time' && period.start > nowMs * 1000)
       ) {
-        throw new HttpError(
-          404,
-          'unknown_period',
-          `rollup ${rollup.id} has no period ${request.params.key} (yet)`,
-        );
+        throw new HttpError(404, 'unknown_period', `rollup ${rollup.id} has no period ${params.key} (yet)`);
       }
       const { sql } = ctx.read();
       const [[row], triggers, upstreams] = await Promise.all([

@@ -2,7 +2,6 @@ import type { FastifyInstance } from 'fastify';
 import { parseBound } from '../../core/bounds.js';
 import { BadInputError } from '../../core/errors.js';
 import type { PeriodView, Run } from '../../core/periods.js';
-import { PERIOD_STATES, type PeriodState } from '../../core/policy.js';
 import { EVENTS_CHANNEL } from '../../index/commit.js';
 import { countPeriods, listPeriods, summarizePeriods } from '../../index/period-listing.js';
 import { coveredHiOf, rollupCounts } from '../../index/periods.js';
@@ -10,18 +9,13 @@ import type { RollupRuntime } from '../../scheduler/rollups.js';
 import type { HttpContext } from '../context.js';
 import { HttpError } from '../errors.js';
 import { policyJson } from '../policy-json.js';
+import { route } from '../route.js';
+import * as api from '../schemas/rollups.js';
 import type { RouteRegistrar } from '../server.js';
 import { badRequest } from './assets.js';
-import { decodeCursor, encodeCursor, pageLimit } from './paging.js';
+import { decodeCursor, encodeCursor } from './paging.js';
 import { registerPeriodDetail } from './period-detail.js';
 import { periodWindow } from './period-window.js';
-
-const DEFAULT_ROLLUPS = 100;
-const MAX_ROLLUPS = 1000;
-const DEFAULT_PERIODS = 500;
-const MAX_PERIODS = 10_000;
-
-type Query = Record<string, string | undefined>;
 
 export function registerRollupRoutes(rollups: readonly RollupRuntime[]): RouteRegistrar {
   const byId = new Map(rollups.map((r) => [r.rollup.id, r]));
@@ -32,10 +26,8 @@ export function registerRollupRoutes(rollups: readonly RollupRuntime[]): RouteRe
   };
 
   return (app: FastifyInstance, ctx: HttpContext) => {
-    app.get<{ Querystring: Query }>('/v1/rollups', async (request) => {
-      ctx.auth.requireRead(request);
-      const { q, cursor } = request.query;
-      const limit = pageLimit(request.query.limit, DEFAULT_ROLLUPS, MAX_ROLLUPS);
+    route(app, ctx, api.listRollups, async ({ query }) => {
+      const { q, cursor, limit } = query;
       // In config order; the cursor is the position after the last one answered.
       const offset = cursor === undefined ? 0 : Number(decodeCursor(cursor, 'r'));
       if (!Number.isSafeInteger(offset) || offset < 0)
@@ -56,47 +48,33 @@ export function registerRollupRoutes(rollups: readonly RollupRuntime[]): RouteRe
       return {
         rollups: page.map(({ rollup, config }) => ({
           id: rollup.id,
-          upstream: rollup.upstream,
+          upstream: [...rollup.upstream],
           every: config.every,
           timezone: config.timezone,
           begin: rollup.calendar.formatPoint(rollup.begin),
           policy: policyJson(config.policy, rollup.domain),
           rerun: config.rerun,
           target: { type: config.target.type },
-          periods: counts.get(rollup.id),
+          periods: counts.get(rollup.id)!,
         })),
         total: matching.length,
         next_cursor: matching.length > offset + limit ? encodeCursor('r', String(offset + limit)) : null,
       };
     });
 
-    app.get<{ Params: { id: string }; Querystring: Query }>('/v1/rollups/:id/periods', async (request) => {
-      ctx.auth.requireRead(request);
-      const { rollup } = find(request.params.id);
-      const query = request.query;
-      const state = query.state;
-      if (state !== undefined && !PERIOD_STATES.includes(state as PeriodState)) {
-        throw new HttpError(400, 'invalid_state', `state must be one of ${PERIOD_STATES.join(', ')}`);
-      }
+    route(app, ctx, api.listPeriods, async ({ params, query }) => {
+      const { rollup } = find(params.id);
+      const { state, limit } = query;
       const nowMs = ctx.now();
       const { sql } = ctx.read();
       const covered = await coveredHiOf(sql, [rollup]);
       const window = periodWindow(rollup, query, nowMs, covered.get(rollup.id) ?? null);
-      const limit = pageLimit(query.limit, DEFAULT_PERIODS, MAX_PERIODS);
       // A closed window is read from its start; an open one from its latest periods (as before paging).
       const order = query.order ?? (query.start !== undefined && query.end !== undefined ? 'asc' : 'desc');
-      if (order !== 'asc' && order !== 'desc') {
-        throw new HttpError(400, 'invalid_order', 'order must be asc or desc');
-      }
       const at = query.cursor === undefined ? null : Number(decodeCursor(query.cursor, order));
       const wantSummary = query.summary === 'true' || query.summary === '1';
       const [page, counts, runs] = await Promise.all([
-        listPeriods(
-          sql,
-          rollup,
-          { ...window, order, at, limit, state: state as PeriodState | undefined },
-          nowMs,
-        ),
+        listPeriods(sql, rollup, { ...window, order, at, limit, state }, nowMs),
         countPeriods(sql, rollup, window.from, window.to, nowMs),
         wantSummary ? summarizePeriods(sql, rollup, window.from, window.to, nowMs) : undefined,
       ]);
@@ -113,41 +91,37 @@ export function registerRollupRoutes(rollups: readonly RollupRuntime[]): RouteRe
 
     registerPeriodDetail(find)(app, ctx);
 
-    app.post<{ Params: { id: string; start: string } }>(
-      '/v1/rollups/:id/periods/:start/trigger',
-      async (request, reply) => {
-        ctx.auth.requireWrite(request);
-        const { rollup } = find(request.params.id);
-        const point = badRequest(
-          () => parseBound(request.params.start, rollup.domain, 'start', timezoneOf(rollup)).value,
-        );
-        const period = rollup.calendar.periodContaining(point);
-        const refuse = (why: string) =>
-          badRequest(() => {
-            throw new BadInputError('out_of_range', `the period starting ${request.params.start} ${why}`);
-          });
-        if (period.start < rollup.begin) throw refuse("is before the rollup's begin");
-        // Periods exist up to now: a manual run of one that has not begun would run on no data.
-        if (rollup.domain === 'time' && period.start > ctx.now() * 1000) throw refuse('has not begun');
-        await ctx.sql.begin(async (tx) => {
-          await tx`
+    route(app, ctx, api.triggerPeriod, async ({ params }) => {
+      const { rollup } = find(params.id);
+      const point = badRequest(
+        () => parseBound(params.start, rollup.domain, 'start', timezoneOf(rollup)).value,
+      );
+      const period = rollup.calendar.periodContaining(point);
+      const refuse = (why: string) =>
+        badRequest(() => {
+          throw new BadInputError('out_of_range', `the period starting ${params.start} ${why}`);
+        });
+      if (period.start < rollup.begin) throw refuse("is before the rollup's begin");
+      // Periods exist up to now: a manual run of one that has not begun would run on no data.
+      if (rollup.domain === 'time' && period.start > ctx.now() * 1000) throw refuse('has not begun');
+      await ctx.sql.begin(async (tx) => {
+        await tx`
           insert into periods (rollup_id, lo, hi, key) values (${rollup.id}, ${period.start}, ${period.end}, ${period.key})
           on conflict do nothing`;
-          await tx`update periods set manual_requested = true, dirty = true where rollup_id = ${rollup.id} and lo = ${period.start}`;
-          await tx`select pg_notify(${EVENTS_CHANNEL}, '')`;
-        });
-        ctx.log.info({ rollup: rollup.id, period: period.key }, 'manual trigger requested');
-        return reply.status(202).send({
-          rollup: rollup.id,
-          period: {
-            start: rollup.calendar.formatPoint(period.start),
-            end: rollup.calendar.formatPoint(period.end),
-            key: period.key,
-          },
-          requested: true,
-        });
-      },
-    );
+        await tx`update periods set manual_requested = true, dirty = true where rollup_id = ${rollup.id} and lo = ${period.start}`;
+        await tx`select pg_notify(${EVENTS_CHANNEL}, '')`;
+      });
+      ctx.log.info({ rollup: rollup.id, period: period.key }, 'manual trigger requested');
+      return {
+        rollup: rollup.id,
+        period: {
+          start: rollup.calendar.formatPoint(period.start),
+          end: rollup.calendar.formatPoint(period.end),
+          key: period.key,
+        },
+        requested: true as const,
+      };
+    });
   };
 }
 

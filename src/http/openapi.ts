@@ -1,0 +1,192 @@
+/**
+ * The OpenAPI 3.1 description served at `/openapi.json`, generated from the operations the routes
+ * are registered from (SPEC §10 "API description"). Answers become named components; parameters
+ * and bodies are described as the request schemas take them (zod's `io: 'input'`).
+ */
+import { z } from 'zod';
+import type { Operation } from './operation.js';
+import { Asset, AssetList, Batch, CoverageAnswer } from './schemas/assets.js';
+import { Bound, ErrorBody, ReplayRequiredRange, Span, Timestamp } from './schemas/common.js';
+import { Accepted, InvalidEvents } from './schemas/events.js';
+import { Readiness } from './schemas/health.js';
+import {
+  PeriodDetail,
+  PeriodJson,
+  PeriodListing,
+  Policy,
+  RollupList,
+  RollupSummary,
+  StateCounts,
+  TriggerRequested,
+} from './schemas/rollups.js';
+
+type Json = Record<string, unknown>;
+
+/** Schemas that get a name in `components.schemas`; any other answer is named after its operation. */
+const NAMED = {
+  Bound,
+  Timestamp,
+  Span,
+  ReplayRequiredRange,
+  ErrorBody,
+  Asset,
+  AssetList,
+  Batch,
+  CoverageAnswer,
+  Accepted,
+  InvalidEvents,
+  StateCounts,
+  Policy,
+  RollupSummary,
+  RollupList,
+  PeriodJson,
+  PeriodListing,
+  PeriodDetail,
+  TriggerRequested,
+  Readiness,
+};
+
+const ACCESS_ERRORS = {
+  public: {},
+  read: {
+    401: 'unauthorized: read_tokens is set and no bearer token was sent',
+    403: 'forbidden: the token is neither a read nor a write token',
+  },
+  write: {
+    401: 'unauthorized: no bearer token',
+    403: 'writes_disabled: no write token is configured; forbidden: the token is not a write token',
+  },
+} as const;
+
+const BODY_ERRORS = {
+  413: 'fst_err_ctp_body_too_large: a body over http.body_limit',
+  415: 'fst_err_ctp_invalid_media_type: a body of a media type the server does not read (send application/json)',
+};
+
+const SECURITY = {
+  public: [],
+  // `{}` is "no credentials": reads are open unless read_tokens is set.
+  read: [{}, { bearerAuth: [] }],
+  write: [{ bearerAuth: [] }],
+} as const;
+
+export function openApiDocument(operations: readonly Operation[], version: string): Json {
+  const components = componentSchemas(operations);
+  const paths: Record<string, Record<string, Json>> = {};
+  for (const op of operations) {
+    paths[op.path] ??= {};
+    paths[op.path]![op.method.toLowerCase()] = operationObject(op, components.nameOf);
+  }
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'coverage-rollup',
+      version,
+      description:
+        'Coverage of streaming interval events, rollup periods and their triggers. Field names follow the product specification.',
+      license: { name: 'Apache-2.0', identifier: 'Apache-2.0' },
+    },
+    servers: [{ url: '/' }],
+    paths,
+    components: {
+      schemas: components.schemas,
+      securitySchemes: {
+        bearerAuth: {
+          type: 'http',
+          scheme: 'bearer',
+          description:
+            'a token from api_tokens (API_TOKENS) for writes; from read_tokens or api_tokens for reads when read_tokens is set',
+        },
+      },
+    },
+  };
+}
+
+/** One registry of every answer's schema, so shared shapes become `$ref`s between components. */
+function componentSchemas(operations: readonly Operation[]) {
+  const registry = z.registry<{ id: string }>();
+  for (const [id, schema] of Object.entries(NAMED)) registry.add(schema, { id });
+  const add = (schema: z.ZodType, id: string) => {
+    if (!registry.has(schema)) registry.add(schema, { id });
+  };
+  for (const op of operations) {
+    for (const [status, answer] of Object.entries(op.answers))
+      add(answer.schema, `${pascal(op.id)}${status}`);
+    if (op.errorBody) add(op.errorBody, `${pascal(op.id)}Error`);
+  }
+  const { schemas } = z.toJSONSchema(registry, {
+    target: 'draft-2020-12',
+    io: 'output',
+    uri: (id) => `#/components/schemas/${id}`,
+  });
+  // Components are addressed by their place in the document; zod's `$id`s would be fragments.
+  for (const schema of Object.values(schemas)) {
+    delete schema.$schema;
+    delete schema.$id;
+  }
+  const nameOf = (schema: z.ZodType) => {
+    const id = registry.get(schema)?.id;
+    if (id === undefined) throw new Error('openapi: an answer schema has no component');
+    return { $ref: `#/components/schemas/${id}` };
+  };
+  return { schemas, nameOf };
+}
+
+function operationObject(op: Operation, ref: (schema: z.ZodType) => Json): Json {
+  const responses: Record<string, Json> = {};
+  for (const [status, answer] of Object.entries(op.answers)) {
+    responses[status] = {
+      description: answer.description,
+      content: { [answer.contentType ?? 'application/json']: { schema: ref(answer.schema) } },
+    };
+  }
+  const bodyErrors: Record<number, string> = op.body ? BODY_ERRORS : {};
+  const errors: Record<number, string> = {
+    ...bodyErrors,
+    ...op.errors,
+    ...ACCESS_ERRORS[op.access],
+    500: 'internal_error: see the daemon log',
+  };
+  for (const [status, description] of Object.entries(errors)) {
+    responses[status] = {
+      description,
+      content: { 'application/json': { schema: ref(op.errorBody ?? ErrorBody) } },
+    };
+  }
+  return {
+    operationId: op.id,
+    summary: op.summary,
+    ...(op.description ? { description: op.description } : {}),
+    security: SECURITY[op.access],
+    parameters: [...parameters(op.params, 'path'), ...parameters(op.query, 'query')],
+    ...(op.body
+      ? {
+          requestBody: {
+            required: true,
+            description: op.body.description,
+            content: { 'application/json': { schema: inputSchema(op.body.schema) } },
+          },
+        }
+      : {}),
+    responses,
+  };
+}
+
+function parameters(schema: z.ZodObject | undefined, where: 'path' | 'query'): Json[] {
+  if (!schema) return [];
+  const object = inputSchema(schema) as { properties: Record<string, Json>; required?: string[] };
+  return Object.entries(object.properties).map(([name, { description, ...rest }]) => ({
+    name,
+    in: where,
+    required: where === 'path' || (object.required ?? []).includes(name),
+    ...(description === undefined ? {} : { description }),
+    schema: rest,
+  }));
+}
+
+function inputSchema(schema: z.ZodType): Json {
+  const { $schema: _, ...json } = z.toJSONSchema(schema, { target: 'draft-2020-12', io: 'input' });
+  return json;
+}
+
+const pascal = (id: string) => id[0]!.toUpperCase() + id.slice(1);

@@ -1,0 +1,65 @@
+/**
+ * One HTTP operation as data: its path, who may call it, the schemas of its request and its
+ * answers. Routes are registered from these (./route.ts) and `/openapi.json` is generated from
+ * them (./openapi.ts), so the description and the code share one definition.
+ */
+import type { z } from 'zod';
+
+/**
+ * `public`: anyone. `read`: anyone, unless `read_tokens` is set; then a read or write token.
+ * `write`: a token from `api_tokens` / `API_TOKENS` (writes are refused when there is none).
+ */
+export type Access = 'public' | 'read' | 'write';
+
+export interface Answer {
+  readonly description: string;
+  readonly schema: z.ZodType;
+  /** Defaults to application/json. */
+  readonly contentType?: string;
+}
+
+export interface Operation {
+  readonly method: 'GET' | 'POST';
+  /** In OpenAPI form: `/v1/assets/{asset}/coverage`. */
+  readonly path: string;
+  readonly id: string;
+  readonly summary: string;
+  readonly description?: string;
+  readonly access: Access;
+  readonly params?: z.ZodObject;
+  readonly query?: z.ZodObject;
+  readonly body?: { readonly description: string; readonly schema: z.ZodType };
+  /** Success answers by status; the first is the status a handler answers unless it sets another. */
+  readonly answers: Readonly<Record<number, Answer>>;
+  /**
+   * Error statuses this operation answers (an `ErrorBody`), with what they mean. Statuses the
+   * access rule implies (401, 403) and 500 are added by the document generator.
+   */
+  readonly errors: Readonly<Record<number, string>>;
+  /** The body of every error answer; defaults to `ErrorBody`. */
+  readonly errorBody?: z.ZodType;
+}
+
+/** The path as fastify's router spells it: `/v1/assets/:asset/coverage`. */
+export function routeUrl(op: Operation): string {
+  return op.path.replace(/\{(\w+)\}/g, ':$1');
+}
+
+/** Keeps the literal types of `op`, so handlers are typed by its schemas. */
+export function defineOperation<const O extends Operation>(op: O): O {
+  return op;
+}
+
+type Parsed<S> = S extends z.ZodType ? z.output<S> : undefined;
+
+/** The request parts of `O` after validation. */
+export interface RequestOf<O extends Operation> {
+  readonly params: Parsed<O['params']>;
+  readonly query: Parsed<O['query']>;
+  readonly body: O['body'] extends { schema: infer S } ? Parsed<S> : undefined;
+}
+
+/** What a handler of `O` may answer: the body of one of its success answers. */
+export type AnswerOf<O extends Operation> = {
+  [S in keyof O['answers']]: O['answers'][S] extends { schema: infer T } ? Parsed<T> : never;
+}[keyof O['answers']];

@@ -1,0 +1,21 @@
+/** Every operation the daemon serves, in the order the description lists them. */
+import type { Operation } from './operation.js';
+import { assetCoverage, listAssets } from './schemas/assets.js';
+import { postEvents, postReplayRequirement } from './schemas/events.js';
+import { healthz, metrics, openapi, readyz } from './schemas/health.js';
+import { listPeriods, listRollups, periodDetail, triggerPeriod } from './schemas/rollups.js';
+
+export const OPERATIONS: readonly Operation[] = [
+  listAssets,
+  assetCoverage,
+  postEvents,
+  postReplayRequirement,
+  listRollups,
+  listPeriods,
+  periodDetail,
+  triggerPeriod,
+  healthz,
+  readyz,
+  metrics,
+  openapi,
+];

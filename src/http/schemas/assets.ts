@@ -1,0 +1,107 @@
+/** `GET /v1/assets` and `GET /v1/assets/{asset}/coverage` (SPEC §8, §10). */
+import { z } from 'zod';
+import { DEFAULT_LIMIT, MAX_LIMIT } from '../../core/coverage-answer.js';
+import { defineOperation } from '../operation.js';
+import { Bound, coded, Domain, Freshness, queryInt, ReplayRequiredRange, Span, Timestamp } from './common.js';
+
+export const AssetParams = z.object({
+  asset: z.string().meta({ description: 'the asset name, percent-encoded' }),
+});
+
+export const Asset = z.object({
+  asset: z.string(),
+  domain: Domain,
+  zone: z.string().meta({ description: 'IANA zone timestamps without an offset are read in' }),
+  event_count: z.int(),
+  segment_count: z.int(),
+  covered_extent: Span.nullable().meta({ description: 'lowest start and highest end of its segments' }),
+  updated_at: Timestamp,
+  ...Freshness.shape,
+});
+
+export const AssetList = z.object({ assets: z.array(Asset) });
+
+export const listAssets = defineOperation({
+  method: 'GET',
+  path: '/v1/assets',
+  id: 'listAssets',
+  summary: 'Every asset the index knows, with its facts and freshness',
+  access: 'read',
+  answers: { 200: { description: 'the assets, by name', schema: AssetList } },
+  errors: {},
+});
+
+const window = 'give the window as ?start=...&end=...';
+
+export const CoverageQuery = z.object({
+  start: coded(
+    z.string().meta({
+      description: "the window's start, in the asset's form (an ISO 8601 timestamp or an integer)",
+    }),
+    'missing_bounds',
+    window,
+  ),
+  end: coded(z.string().meta({ description: "the window's end (exclusive)" }), 'missing_bounds', window),
+  limit: coded(
+    queryInt(0, MAX_LIMIT, DEFAULT_LIMIT).meta({
+      description: `most entries in each list (default ${DEFAULT_LIMIT})`,
+    }),
+    'invalid_limit',
+    `limit must be an integer from 0 to ${MAX_LIMIT}`,
+  ),
+  order: coded(
+    z.enum(['oldest', 'newest']).optional().meta({
+      description:
+        'which end of the window every list starts from; without it ranges are oldest first and batches newest first',
+    }),
+    'invalid_order',
+    'order must be oldest or newest',
+  ),
+});
+
+export const Batch = z.object({
+  start: Bound,
+  end: Bound,
+  state: z.enum(['complete', 'gap', 'replay_required']),
+  version: z.string().nullable(),
+});
+
+/** The coverage answer of SPEC §8 and §10; field names are part of the contract. */
+export const CoverageAnswer = z.object({
+  asset: z.string(),
+  domain: Domain,
+  start: Bound,
+  end: Bound,
+  covered: z.boolean(),
+  ratio: z.number().min(0).max(1).meta({ description: 'complete share of the window' }),
+  missing: z.array(Span),
+  replay_required: z.array(ReplayRequiredRange),
+  known_gaps: z.array(Span),
+  batches: z.array(Batch),
+  missing_count: z.int(),
+  missing_total: z.number().meta({ description: 'seconds for time assets, values for integer assets' }),
+  known_gaps_count: z.int(),
+  replay_required_count: z.int(),
+  truncated: z.boolean(),
+  ...Freshness.shape,
+  as_of: z
+    .string()
+    .optional()
+    .meta({ description: 'ISO 8601: what the answer is current as of, when a read replica answered' }),
+});
+
+export const assetCoverage = defineOperation({
+  method: 'GET',
+  path: '/v1/assets/{asset}/coverage',
+  id: 'assetCoverage',
+  summary: 'Whether [start, end) of an asset is covered, and what is missing',
+  access: 'read',
+  params: AssetParams,
+  query: CoverageQuery,
+  answers: { 200: { description: 'the coverage answer', schema: CoverageAnswer } },
+  errors: {
+    400: 'a bad window, limit or order: missing_bounds, invalid_bound, out_of_range, end_before_start, invalid_limit, invalid_order',
+    404: 'unknown_asset: an asset neither seen nor declared with a domain',
+    414: 'fst_err_max_param_length: an asset name longer than any the worker accepts',
+  },
+});

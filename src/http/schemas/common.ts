@@ -1,0 +1,70 @@
+/** Shapes several answers share, and the helpers query schemas are built from. */
+import { z } from 'zod';
+import { PERIOD_STATES } from '../../core/policy.js';
+
+/** A point in the asset's or rollup's own form: ISO 8601 for time, a JSON number for integers. */
+export const Bound = z
+  .union([z.string(), z.int()])
+  .meta({ description: 'ISO 8601 for a time asset or rollup, a JSON integer for an integer one' });
+
+export const Timestamp = z.iso.datetime();
+
+export const Domain = z.enum(['time', 'integer']);
+
+export const PeriodState = z.enum(PERIOD_STATES);
+
+export const Span = z.object({ start: Bound, end: Bound });
+
+export const ReplayRequiredRange = z.object({
+  start: Bound,
+  end: Bound,
+  version: z.string().nullable().meta({ description: 'the newest completion covering it, if any' }),
+  required_version: z.string(),
+});
+
+/** SPEC §10 freshness: in the coverage answer and `/v1/assets`. */
+export const Freshness = z.object({
+  covered_until: Bound.nullable(),
+  lag_seconds: z.number().nullable(),
+  last_event_at: Timestamp.nullable(),
+  max_lag: z.string().nullable(),
+  stale: z.boolean().nullable(),
+  stale_reason: z.string().nullable(),
+});
+
+/**
+ * Every error answer: `{code, message}`, plus details for some codes (`errors` for
+ * `invalid_events`). Open, so a detail added to one code does not break clients of the others.
+ */
+export const ErrorBody = z.looseObject({
+  code: z.string().meta({ description: 'stable, machine-readable' }),
+  message: z.string().meta({ description: 'for people; may change' }),
+});
+
+/** What a request field answers when it fails its schema: the route's error code and message. */
+export interface FieldError {
+  readonly code: string;
+  readonly message: string;
+}
+
+/** Field schema -> its error; read when a request fails validation (see ../request.ts). */
+export const fieldErrors = z.registry<FieldError>();
+
+/** Registers `schema`'s error. Apply it last: `.meta()` and the like return a new schema. */
+export function coded<T extends z.ZodType>(schema: T, code: string, message: string): T {
+  fieldErrors.add(schema, { code, message });
+  return schema;
+}
+
+/**
+ * A decimal integer in a query string, documented as an integer. Anything but digits stays a
+ * string and fails the integer check, so `1e3`, ` 5` and `0x10` are refused, not read as numbers.
+ */
+export function queryInt(min: number, max: number, fallback: number) {
+  return z
+    .preprocess(
+      (raw) => (typeof raw === 'string' && /^\d+$/.test(raw) ? Number(raw) : raw),
+      z.int().min(min).max(max),
+    )
+    .default(fallback);
+}

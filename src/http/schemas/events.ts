@@ -1,0 +1,109 @@
+/** `POST /v1/events` and `POST /v1/assets/{asset}/replay-requirements`. */
+import { z } from 'zod';
+import { defineOperation } from '../operation.js';
+import { AssetParams } from './assets.js';
+import { coded, ErrorBody } from './common.js';
+
+export const MAX_EVENTS_PER_REQUEST = 1000;
+
+/**
+ * An event is checked by the normaliser the queue worker uses (src/core/events.ts), which takes
+ * many spellings and names each refusal's reason; the schema only carries what it accepts as
+ * examples (test/unit/openapi-examples.test.ts feeds them through the normaliser). It is
+ * documented as an object; other JSON passes this schema and is refused per item, as the worker
+ * would refuse it.
+ */
+export const EventItem = z.unknown().meta({
+  type: 'object',
+  description:
+    'an event in any spelling the queue accepts (README "Events"), validated as the worker does; refusals are listed per item',
+  examples: [
+    {
+      asset: 'warehouse.orders',
+      start: '2025-06-01T10:05:00Z',
+      end: '2025-06-01T10:10:00Z',
+      version: 'v3',
+      id: 'spark-batch-8812',
+      produced_at: '2025-06-01T10:10:07Z',
+      extra: {},
+    },
+    { asset: 'warehouse.orders', interval: '2025-06-01T10:05:00Z/PT5M' },
+    { asset: 'kafka.clicks', start: 4096, end: '8192' },
+    {
+      type: 'replay_requirement',
+      asset: 'warehouse.orders',
+      start: '2025-06-01T10:00:00Z',
+      end: '2025-06-01T11:00:00Z',
+      version: 'v4',
+    },
+  ],
+});
+
+const payload = `send an event object or an array of 1 to ${MAX_EVENTS_PER_REQUEST} of them`;
+
+export const EventsBody = coded(
+  z.union([
+    z.array(EventItem).min(1).max(MAX_EVENTS_PER_REQUEST),
+    EventItem.refine((item) => item !== null && item !== undefined && !Array.isArray(item)),
+  ]),
+  'invalid_payload',
+  payload,
+);
+
+export const Accepted = z.object({
+  accepted: z.int(),
+  ids: z.array(z.string().nullable()).meta({ description: 'the queue job ids, in item order' }),
+});
+
+/** `invalid_events`: nothing was enqueued; `errors` says why per item. */
+export const InvalidEvents = ErrorBody.extend({
+  errors: z
+    .array(
+      z.object({
+        index: z.int().meta({ description: 'position in the request (0 for a single event)' }),
+        reason: z.string().meta({ description: 'a dead-letter reason (README "Events")' }),
+        message: z.string(),
+      }),
+    )
+    .optional(),
+});
+
+export const postEvents = defineOperation({
+  method: 'POST',
+  path: '/v1/events',
+  id: 'postEvents',
+  summary: 'Enqueue events, validated first as the worker validates them',
+  access: 'write',
+  body: { description: 'one event or an array of them', schema: EventsBody },
+  answers: { 202: { description: 'every event was enqueued', schema: Accepted } },
+  errorBody: InvalidEvents,
+  errors: {
+    400: `invalid_payload: ${payload}; invalid_events: some event is invalid (see errors), none was enqueued; invalid_json: a body that is not UTF-8 JSON`,
+  },
+});
+
+export const ReplayRequirementBody = coded(
+  z.looseObject({}).meta({
+    description:
+      'the range [start, end) that must be rebuilt at version; any other field is kept as data, asset and type are set from the path',
+    examples: [{ start: '2025-06-01T10:00:00Z', end: '2025-06-01T11:00:00Z', version: 'v4' }],
+  }),
+  'invalid_payload',
+  'send {"start": ..., "end": ..., "version": ...}',
+);
+
+export const postReplayRequirement = defineOperation({
+  method: 'POST',
+  path: '/v1/assets/{asset}/replay-requirements',
+  id: 'postReplayRequirement',
+  summary: 'Enqueue a replay requirement for an asset',
+  access: 'write',
+  params: AssetParams,
+  body: { description: '{start, end, version}', schema: ReplayRequirementBody },
+  answers: { 202: { description: 'the requirement was enqueued', schema: Accepted } },
+  errorBody: InvalidEvents,
+  errors: {
+    400: 'invalid_payload: a body that is not an object; invalid_events: an invalid requirement (see errors); invalid_json',
+    414: 'fst_err_max_param_length: an asset name longer than any the worker accepts',
+  },
+});

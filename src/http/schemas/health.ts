@@ -1,0 +1,67 @@
+/** Probes, metrics and this description itself: public, outside /v1. */
+import { z } from 'zod';
+import { defineOperation } from '../operation.js';
+
+export const healthz = defineOperation({
+  method: 'GET',
+  path: '/healthz',
+  id: 'healthz',
+  summary: 'Liveness: answers while the process is alive',
+  access: 'public',
+  answers: { 200: { description: 'alive', schema: z.object({ status: z.literal('ok') }) } },
+  errors: {},
+});
+
+/** Open: checks are added as the daemon grows (scheduler, retention, ...), and clients should ignore unknown ones. */
+export const Readiness = z.looseObject({
+  status: z.enum(['ready', 'not_ready']),
+  postgres: z.string().optional().meta({ description: 'ok, or error: why' }),
+  migrations: z.object({ applied: z.int(), expected: z.int(), current: z.boolean() }).optional(),
+  redis: z.string().optional().meta({ description: 'ok, or error: why' }),
+  scheduler: z
+    .looseObject({})
+    .optional()
+    .meta({ description: "when rollups are scheduled: this instance's role, instance id and lease" }),
+  retention: z.looseObject({}).optional().meta({ description: 'the last retention pass' }),
+});
+
+export const readyz = defineOperation({
+  method: 'GET',
+  path: '/readyz',
+  id: 'readyz',
+  summary: 'Readiness: PostgreSQL and Redis answer (each within 2 s) and migrations are current',
+  access: 'public',
+  answers: {
+    200: { description: 'ready', schema: Readiness },
+    503: { description: 'not ready; the failing check says why', schema: Readiness },
+  },
+  errors: {},
+});
+
+export const metrics = defineOperation({
+  method: 'GET',
+  path: '/metrics',
+  id: 'metrics',
+  summary: 'Prometheus metrics',
+  access: 'public',
+  answers: {
+    200: {
+      description: 'the Prometheus text exposition format',
+      schema: z.string(),
+      contentType: 'text/plain',
+    },
+  },
+  errors: {},
+});
+
+export const openapi = defineOperation({
+  method: 'GET',
+  path: '/openapi.json',
+  id: 'openapi',
+  summary: 'This description (OpenAPI 3.1)',
+  access: 'public',
+  answers: {
+    200: { description: 'the OpenAPI document', schema: z.looseObject({ openapi: z.literal('3.1.0') }) },
+  },
+  errors: {},
+});

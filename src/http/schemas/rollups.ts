@@ -1,0 +1,241 @@
+/** The rollup listings, the period detail and the manual trigger (SPEC §8, §10). */
+import { z } from 'zod';
+import { PERIOD_STATES } from '../../core/policy.js';
+import { defineOperation } from '../operation.js';
+import { Bound, coded, PeriodState, queryInt, ReplayRequiredRange, Span, Timestamp } from './common.js';
+
+export const DEFAULT_ROLLUPS = 100;
+export const MAX_ROLLUPS = 1000;
+export const DEFAULT_PERIODS = 500;
+export const MAX_PERIODS = 10_000;
+
+const unknownRollup = 'unknown_rollup: no rollup with this id is configured';
+const cursorError = 'cursor is not one this listing returned (in this order)';
+
+const limit = (fallback: number, max: number) =>
+  coded(
+    queryInt(1, max, fallback).meta({ description: `page size (default ${fallback})` }),
+    'invalid_limit',
+    `limit must be an integer from 1 to ${max}`,
+  );
+
+const cursor = coded(
+  z.string().optional().meta({ description: "the previous page's next_cursor" }),
+  'invalid_cursor',
+  cursorError,
+);
+
+const count = z.int();
+
+/** Periods per state; every state is present. */
+export const StateCounts = z.object(
+  Object.fromEntries(PERIOD_STATES.map((state) => [state, count])) as Record<
+    (typeof PERIOD_STATES)[number],
+    typeof count
+  >,
+);
+
+export const RollupListQuery = z.object({
+  q: coded(
+    z.string().optional().meta({ description: "part of the id or of an upstream's name, any case" }),
+    'invalid_query',
+    'q must be given at most once',
+  ),
+  limit: limit(DEFAULT_ROLLUPS, MAX_ROLLUPS),
+  cursor,
+});
+
+export const Policy = z.object({
+  ratio: z.number().optional(),
+  max_missing: z
+    .union([z.string(), z.int()])
+    .optional()
+    .meta({ description: 'an ISO 8601 duration for a time rollup, a count of offsets for an integer one' }),
+  settle: z.string(),
+  deadline: z.string().optional(),
+  on_deadline: z.enum(['trigger', 'miss']),
+  catch_up: z.string().optional(),
+});
+
+export const RollupSummary = z.object({
+  id: z.string(),
+  upstream: z.array(z.string()),
+  every: z.union([z.string(), z.int()]),
+  timezone: z.string(),
+  begin: Bound,
+  policy: Policy,
+  rerun: z.enum(['never', 'on_replay', 'on_update']),
+  target: z.object({ type: z.string() }),
+  periods: StateCounts.meta({ description: 'every period since begin, stored or derived, by state' }),
+});
+
+export const RollupList = z.object({
+  rollups: z.array(RollupSummary),
+  total: z.int().meta({ description: 'rollups matching q' }),
+  next_cursor: z.string().nullable(),
+});
+
+export const listRollups = defineOperation({
+  method: 'GET',
+  path: '/v1/rollups',
+  id: 'listRollups',
+  summary: 'The configured rollups in config order, with period counts by state',
+  access: 'read',
+  query: RollupListQuery,
+  answers: { 200: { description: 'one page of rollups', schema: RollupList } },
+  errors: { 400: 'invalid_limit, invalid_cursor, invalid_query' },
+});
+
+export const RollupParams = z.object({ id: z.string().meta({ description: 'the rollup id' }) });
+
+const once = (name: string) => `${name} must be given at most once`;
+
+export const PeriodListQuery = z.object({
+  start: coded(
+    z.string().optional().meta({ description: "periods overlapping [start, end), in the rollup's form" }),
+    'invalid_bound',
+    once('start'),
+  ),
+  end: coded(z.string().optional().meta({ description: 'exclusive' }), 'invalid_bound', once('end')),
+  state: coded(PeriodState.optional(), 'invalid_state', `state must be one of ${PERIOD_STATES.join(', ')}`),
+  limit: limit(DEFAULT_PERIODS, MAX_PERIODS),
+  order: coded(
+    z.enum(['asc', 'desc']).optional().meta({
+      description: 'default asc for a closed window (start and end), desc (latest first) otherwise',
+    }),
+    'invalid_order',
+    'order must be asc or desc',
+  ),
+  cursor,
+  summary: coded(
+    z
+      .enum(['true', 'false', '1', '0'])
+      .optional()
+      .meta({ description: 'true or 1 adds the window as runs of equal state' }),
+    'invalid_summary',
+    'summary must be true, false, 1 or 0',
+  ),
+});
+
+export const PeriodJson = z.object({
+  start: Bound,
+  end: Bound,
+  key: z.string().meta({ description: "readable, in the rollup's zone: 2025-06-01T10, 2025-W23, ..." }),
+  state: PeriodState,
+  ratio: z.number().meta({ description: 'the smallest upstream ratio' }),
+  ratios: z.record(z.string(), z.number()).meta({ description: 'per upstream' }),
+  generation: z.int().meta({ description: '0 before the first trigger' }),
+  reason: z.string().nullable(),
+  triggered_at: Timestamp.nullable(),
+});
+
+export const PeriodListing = z.object({
+  periods: z.array(PeriodJson),
+  counts: StateCounts.meta({ description: 'the whole window, by state' }),
+  summary: z
+    .array(z.object({ start: Bound, end: Bound, state: PeriodState, count: z.int() }))
+    .optional()
+    .meta({ description: 'with summary=true: the window as runs of equal state' }),
+  next_cursor: z.string().nullable(),
+});
+
+export const listPeriods = defineOperation({
+  method: 'GET',
+  path: '/v1/rollups/{id}/periods',
+  id: 'listPeriods',
+  summary: "A rollup's periods overlapping a window, stored or derived, a page at a time",
+  access: 'read',
+  params: RollupParams,
+  query: PeriodListQuery,
+  answers: { 200: { description: 'one page of periods', schema: PeriodListing } },
+  errors: {
+    400: 'invalid_bound, out_of_range, end_before_start, invalid_state, invalid_limit, invalid_order, invalid_cursor, invalid_summary',
+    404: unknownRollup,
+  },
+});
+
+export const PeriodDetail = z.object({
+  rollup: z.string(),
+  period: z.object({
+    start: Bound,
+    end: Bound,
+    key: z.string(),
+    state: PeriodState,
+    stored: z.boolean().meta({ description: 'false for a period nothing has happened to (derived state)' }),
+    ratio: z.number(),
+    generation: z.int(),
+    reason: z.string().nullable(),
+    triggered_at: Timestamp.nullable(),
+    rerun: z.enum(['replay', 'update']).nullable(),
+    manual_requested: z.boolean(),
+  }),
+  upstreams: z.record(
+    z.string(),
+    z.object({
+      seen: z.boolean(),
+      ratio: z.number(),
+      missing: z.array(Span),
+      missing_count: z.int(),
+      replay_required: z.array(ReplayRequiredRange),
+      replay_required_count: z.int(),
+      versions: z.array(z.string()),
+    }),
+  ),
+  verdict: z.object({
+    satisfied: z.enum(['full', 'partial', 'no']),
+    outcome: z
+      .string()
+      .meta({ description: 'what the policy does now: wait (state), trigger (reason) or miss' }),
+    due_at: Timestamp.nullable(),
+    settle_remaining_seconds: z.number().nullable(),
+    deadline_at: Timestamp.nullable(),
+  }),
+  triggers: z.array(
+    z.object({
+      generation: z.int(),
+      reason: z.string(),
+      idempotency_key: z.string(),
+      lease_token: z.int(),
+      decided_at: Timestamp,
+      delivered_at: Timestamp.nullable(),
+      failed_at: Timestamp.nullable(),
+      attempts: z.int(),
+      last_error: z.string().nullable(),
+    }),
+  ),
+});
+
+export const periodDetail = defineOperation({
+  method: 'GET',
+  path: '/v1/rollups/{id}/periods/{key}',
+  id: 'periodDetail',
+  summary: 'Why one period is in its state: upstream coverage, policy verdict, trigger history',
+  access: 'read',
+  params: RollupParams.extend({
+    key: z.string().meta({ description: 'the period key, as listings give it' }),
+  }),
+  answers: { 200: { description: 'the period explained', schema: PeriodDetail } },
+  errors: { 404: `${unknownRollup}; unknown_period: the rollup has no period with this key (yet)` },
+});
+
+export const TriggerRequested = z.object({
+  rollup: z.string(),
+  period: z.object({ start: Bound, end: Bound, key: z.string() }),
+  requested: z.literal(true),
+});
+
+export const triggerPeriod = defineOperation({
+  method: 'POST',
+  path: '/v1/rollups/{id}/periods/{start}/trigger',
+  id: 'triggerPeriod',
+  summary: 'Request a manual (re-)trigger of the period containing start',
+  access: 'write',
+  params: RollupParams.extend({
+    start: z.string().meta({ description: "a point of the period, in the rollup's form" }),
+  }),
+  answers: { 202: { description: 'the trigger is requested', schema: TriggerRequested } },
+  errors: {
+    400: 'invalid_bound; out_of_range: a period before begin or one that has not begun',
+    404: unknownRollup,
+  },
+});
