@@ -58,6 +58,8 @@ const TTL_MS = 4000;
 const LEASE = { ttl: 'PT4S', renew_every: 'PT1S', retry_every: 'PT0.5S' };
 const CUT_MS = 2 * TTL_MS;
 const TAKEOVER_LIMIT_MS = TTL_MS + 2000;
+/** A queue delivery's bound, well inside the cut, so a silent Redis costs a pass this much. */
+const QUEUE_TIMEOUT = 'PT1S';
 const PREFIX = 'lease-partition';
 const TARGET_QUEUE = 'downstream';
 const ACQUIRED = 'acquired the scheduler lease';
@@ -130,7 +132,7 @@ const rollupsFor = (sink: WebhookSink) => [
     every: 'hour',
     begin: new Date(START_MS).toISOString(),
     rerun: 'on_update',
-    target: { type: 'queue', queue: TARGET_QUEUE },
+    target: { type: 'queue', queue: TARGET_QUEUE, timeout: QUEUE_TIMEOUT },
   },
   {
     id: 'hourly-hook',
@@ -226,12 +228,13 @@ async function runCase(kind: Kind, { db, redis, sink, aPg, aRedis, bPg, bRedis }
       what: 'B to take the lease',
     });
   }
+  // Mid-cut, after A would have lost a lease it could not renew.
+  const roleDuring = kind === 'redis' ? sleep(TTL_MS + 1000).then(() => leaseRole(a)) : null;
   const inFlightAlive =
     inFlight.length > 0 &&
     (await sql`select 1 from pg_stat_activity where pid = ${inFlight[0]!.pid}`).length > 0;
   const hold = cutAt + CUT_MS - Date.now();
   if (hold > 0) await sleep(hold); // the partition's length, not a wait for a condition
-  const roleDuring = kind === 'redis' ? await leaseRole(a) : null;
   const healAt = Date.now();
   cut.heal();
 
@@ -304,7 +307,19 @@ async function runCase(kind: Kind, { db, redis, sink, aPg, aRedis, bPg, bRedis }
   for (const { key } of queueKeys) if (!(await target.getJob(key))) missingAtQueue.push(key);
   const postedTwice = [...posts].filter(([, n]) => n > 1);
   const hookNotPosted = hookKeys.filter(({ key }) => !posts.has(key));
-  const deliveredTwice = [...countLogs(procs.all, 'delivered', 'idempotency_key')].filter(([, n]) => n > 1);
+  const deliveredTwice = [...countLogs([a, b], 'delivered', 'idempotency_key')].filter(([, n]) => n > 1);
+  // While A's Redis was silent: its decisions, and when the webhook ones reached the receiver.
+  const aDuringCut = commits.filter(
+    (c) => c.lease_token === aToken && c.committed_at.getTime() > cutAt && c.committed_at.getTime() < healAt,
+  );
+  const firstPost = new Map<string, number>();
+  for (const c of sink.calls) if (c.key && !firstPost.has(c.key)) firstPost.set(c.key, c.at);
+  const hookDuringCut = aDuringCut.filter((c) => c.key.startsWith('hourly-hook@'));
+  // Those decided early enough to be posted before the heal (a pass may wait out a queue delivery first).
+  const hookPostedAfterHeal = hookDuringCut.filter(
+    (c) => c.committed_at.getTime() < healAt - 2000 && (firstPost.get(c.key) ?? Infinity) >= healAt,
+  );
+  const retriedDeliveries = a.lines.slice(aFrom).filter((l) => l.msg === 'delivery failed; will retry');
 
   // ---- events, index and periods against the oracle ----
   await stream.loadOracle(sql);
@@ -368,7 +383,10 @@ async function runCase(kind: Kind, { db, redis, sink, aPg, aRedis, bPg, bRedis }
           // The lease lives in PostgreSQL, which A still reaches: it keeps it, B never takes it.
           a_lost_the_lease: a.lines.slice(aFrom).filter((l) => l.msg === LOST).length,
           lease_acquired_after_a: takeovers.length,
-          a_not_leader_during_the_cut: roleDuring === 'leader' ? 0 : 1,
+          a_not_leader_during_the_cut: (await roleDuring) === 'leader' ? 0 : 1,
+          // It keeps deciding, and the webhook, which needs no Redis, keeps receiving.
+          a_decided_nothing_during_the_cut: aDuringCut.length > 0 ? 0 : 1,
+          webhook_decisions_of_the_cut_posted_only_after_heal: hookPostedAfterHeal.length,
         };
   const checks = { ...common, ...specific };
   const figures = {
@@ -377,9 +395,9 @@ async function runCase(kind: Kind, { db, redis, sink, aPg, aRedis, bPg, bRedis }
     cut_s: round((healAt - cutAt) / 1000, 2),
     lease: {
       a_token: aToken,
-      a_last_renewal_before_cut_ms: ms(lastRenewal.renewed_at, cutAt),
       ...(kind === 'postgres'
         ? {
+            a_last_renewal_before_cut_ms: ms(cutAt, lastRenewal.renewed_at),
             a_stopped_after_last_renewal_ms: lostAt === null ? null : ms(lostAt, lastRenewal.renewed_at),
             a_stopped_before_database_expiry_ms: lostAt === null ? null : ms(lastRenewal.expires_at, lostAt),
             a_stopped_after_cut_ms: lostAt === null ? null : ms(lostAt, cutAt),
@@ -396,8 +414,9 @@ async function runCase(kind: Kind, { db, redis, sink, aPg, aRedis, bPg, bRedis }
             a_rejoined_as_standby_after_heal_ms: rejoinedAt - healAt,
           }
         : {
-            a_role_during_cut: roleDuring,
+            a_role_during_cut: await roleDuring,
             a_leader_answering_after_heal_ms: rejoinedAt - healAt,
+            queue_deliveries_retried_during_cut: retriedDeliveries.length,
           }),
     },
     in_flight_decision: {
@@ -426,7 +445,7 @@ async function runCase(kind: Kind, { db, redis, sink, aPg, aRedis, bPg, bRedis }
         .filter((h) => h.kind === 'acquired')
         .map((h) => ({ token: h.token, pid: Number(h.holder.split(':')[1]), at: h.recorded_at })),
       exits,
-      error_log_lines: errorLines(procs.all)
+      error_log_lines: errorLines([a, b])
         .slice(0, 10)
         .map(({ process, line }) => ({ process, msg: line.msg })),
     },
