@@ -218,6 +218,17 @@ async function runCase(kind: Kind, { db, redis, sink, aPg, aRedis, bPg, bRedis }
     where l.relation = 'scheduler_leases'::regclass and l.granted and s.datname = current_database()
       and s.state like 'idle in transaction%' and s.application_name = 'coverage-rollup'`;
 
+  // When the server ended that session: B ends it once the lease expired, or its idle limit does.
+  const inFlightEnded =
+    inFlight.length === 1
+      ? waitFor(
+          async () =>
+            (await sql`select 1 from pg_stat_activity where pid = ${inFlight[0]!.pid}`).length === 0
+              ? Date.now()
+              : 0,
+          { timeout: 2 * CUT_MS, interval: 50, what: 'the in-flight session to end' },
+        ).catch(() => null)
+      : Promise.resolve(null);
   let lostLine: LogLine | null = null;
   let takeoverLine: LogLine | null = null;
   if (kind === 'postgres') {
@@ -230,9 +241,7 @@ async function runCase(kind: Kind, { db, redis, sink, aPg, aRedis, bPg, bRedis }
   }
   // Mid-cut, after A would have lost a lease it could not renew.
   const roleDuring = kind === 'redis' ? sleep(TTL_MS + 1000).then(() => leaseRole(a)) : null;
-  const inFlightAlive =
-    inFlight.length > 0 &&
-    (await sql`select 1 from pg_stat_activity where pid = ${inFlight[0]!.pid}`).length > 0;
+  const inFlightEndedAt = await inFlightEnded;
   const hold = cutAt + CUT_MS - Date.now();
   if (hold > 0) await sleep(hold); // the partition's length, not a wait for a condition
   const healAt = Date.now();
@@ -365,6 +374,8 @@ async function runCase(kind: Kind, { db, redis, sink, aPg, aRedis, bPg, bRedis }
       ? {
           // The cut caught a decision in flight: fence passed, lease row locked, COMMIT held.
           no_decision_in_flight_at_the_cut: inFlight.length === 1 ? 0 : 1,
+          // Ended by the server before the heal, so its COMMIT, delivered then, finds no transaction.
+          in_flight_session_alive_at_heal: inFlightEndedAt !== null && inFlightEndedAt < healAt ? 0 : 1,
           // By A's own clock (its log line), before its lease ran out in the database.
           a_stopped_after_its_database_expiry:
             lostAt !== null && lostAt < lastRenewal.expires_at.getTime() ? 0 : 1,
@@ -421,7 +432,7 @@ async function runCase(kind: Kind, { db, redis, sink, aPg, aRedis, bPg, bRedis }
     },
     in_flight_decision: {
       sessions_idle_in_transaction_holding_the_lease_row: inFlight.length,
-      still_open_when_b_took_over: inFlightAlive,
+      session_ended_after_cut_ms: inFlightEndedAt === null ? null : inFlightEndedAt - cutAt,
     },
     decisions: {
       total: outbox!.decisions,
