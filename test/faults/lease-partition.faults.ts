@@ -212,10 +212,12 @@ async function runCase(kind: Kind, { db, redis, sink, aPg, aRedis, bPg, bRedis }
   ]).finally(() => clearTimeout(timer));
   const cutAt = Date.now();
   load.push(loadavg()[0]!);
-  // The decision in flight: a session of A, idle in its transaction, holding the lease row.
+  // The decision in flight: a session of A, idle in its transaction, holding the lease row FOR
+  // KEY SHARE (RowShareLock on the table), its COMMIT held by the proxy.
   const inFlight = await sql<{ pid: number }[]>`
     select l.pid from pg_locks l join pg_stat_activity s on s.pid = l.pid
-    where l.relation = 'scheduler_leases'::regclass and l.granted and s.datname = current_database()
+    where l.relation = 'scheduler_leases'::regclass and l.mode = 'RowShareLock' and l.granted
+      and s.datname = current_database()
       and s.state like 'idle in transaction%' and s.application_name = 'coverage-rollup'`;
 
   // When the server ended that session: B ends it once the lease expired, or its idle limit does.
