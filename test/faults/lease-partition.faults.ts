@@ -24,7 +24,7 @@ import {
   settleScheduler,
   sleep,
 } from './lib.js';
-import { SliceStream } from './slices.js';
+import { midnightDaysAgo, SliceStream } from './slices.js';
 
 /**
  * A silent partition of the scheduler lease holder (npm run test:lease-partition). Two daemons,
@@ -66,9 +66,7 @@ const ACQUIRED = 'acquired the scheduler lease';
 const LOST = 'lost the scheduler lease; stopped triggering';
 const ENDED = 'ended sessions of an expired former holder that blocked takeover';
 const ASSETS = Array.from({ length: 6 }, (_, i) => `lp.t${i}`);
-const DAY = 86_400_000;
-/** Three whole days ago, so every hour the stream fills has ended. */
-const START_MS = Math.floor(Date.now() / DAY) * DAY - 3 * DAY;
+const START_MS = midnightDaysAgo(3);
 
 type Kind = 'postgres' | 'redis';
 

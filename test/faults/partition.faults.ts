@@ -18,7 +18,7 @@ import {
   settleScheduler,
   sleep,
 } from './lib.js';
-import { SliceStream } from './slices.js';
+import { midnightDaysAgo, SliceStream } from './slices.js';
 
 /**
  * A partition without resets (npm run test:partition): two daemon processes on one database and
@@ -39,9 +39,7 @@ const TAIL_S = 20;
 const PREFIX = 'partition';
 const TARGET_QUEUE = 'downstream';
 const ASSETS = Array.from({ length: 24 }, (_, i) => `part.t${String(i).padStart(2, '0')}`);
-const DAY = 86_400_000;
-/** Three whole days ago, so every hour the stream fills has ended. */
-const START_MS = Math.floor(Date.now() / DAY) * DAY - 3 * DAY;
+const START_MS = midnightDaysAgo(3);
 const PAUSED = 'PostgreSQL does not answer: ingest paused, held jobs given back to the queue';
 const RESUMED = 'PostgreSQL answers again: ingest resumed';
 

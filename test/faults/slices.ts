@@ -16,6 +16,12 @@ export interface SentSlice {
 }
 
 export const HOUR_US = 3_600_000_000;
+const DAY_MS = 86_400_000;
+
+/** Milliseconds of midnight UTC `days` days ago: every hour a stream starting there fills has ended. */
+export function midnightDaysAgo(days: number): number {
+  return Math.floor(Date.now() / DAY_MS) * DAY_MS - days * DAY_MS;
+}
 
 export class SliceStream {
   /** Every distinct event sent, by asset and id, with its first send's time. */
