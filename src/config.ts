@@ -100,7 +100,13 @@ const airflowTarget = z
   });
 
 const targetSchema = z.discriminatedUnion('type', [
-  z.strictObject({ type: z.literal('queue'), queue: nonEmpty, prefix: z.string().optional() }),
+  z.strictObject({
+    type: z.literal('queue'),
+    queue: nonEmpty,
+    prefix: z.string().optional(),
+    // No default here: a default would change every stored queue rollup's definition hash.
+    timeout: isoDuration.optional(),
+  }),
   z.strictObject({
     type: z.literal('webhook'),
     url: targetUrl,

@@ -13,6 +13,7 @@ import {
   prng,
   queueCounts,
   RedisServer,
+  recordLeaseHistory,
   report,
   round,
   seedFromEnv,
@@ -120,23 +121,6 @@ interface Slot {
   readonly scheduler: boolean;
   proc: DaemonProcess;
   starts: number;
-}
-
-/** Lease acquisitions as PostgreSQL saw them: a trigger on the lease table of this test database. */
-async function recordLeaseHistory(sql: Sql): Promise<void> {
-  await sql.unsafe(`
-    create table faults_lease_history (
-      token bigint not null, holder text, acquired_at timestamptz not null,
-      recorded_at timestamptz not null default clock_timestamp());
-    create function faults_record_lease() returns trigger language plpgsql as $$
-    begin
-      if tg_op = 'INSERT' or new.token is distinct from old.token then
-        insert into faults_lease_history (token, holder, acquired_at) values (new.token, new.holder, new.acquired_at);
-      end if;
-      return new;
-    end $$;
-    create trigger faults_record_lease after insert or update on scheduler_leases
-      for each row execute function faults_record_lease();`);
 }
 
 describe('the daemon under faults and load', () => {
@@ -349,7 +333,7 @@ describe('the daemon under faults and load', () => {
     //    history of acquisitions, and by the daemons' 'acquired the scheduler lease' lines.
     const fencedByDb = await sql<{ key: string; token: number; current: number | null }[]>`
       select t.idempotency_key as key, t.lease_token as token,
-        (select h.token from faults_lease_history h where h.acquired_at <= t.decided_at
+        (select h.token from faults_lease_history h where h.kind = 'acquired' and h.acquired_at <= t.decided_at
          order by h.acquired_at desc limit 1) as current
       from triggers t`;
     const badByDb = fencedByDb.filter((r) => r.current !== r.token);
@@ -364,7 +348,7 @@ describe('the daemon under faults and load', () => {
       return current?.token !== d.token;
     });
     const leaseHistory = await sql<{ token: number; holder: string; acquired_at: Date }[]>`
-      select token, holder, acquired_at from faults_lease_history order by acquired_at`;
+      select token, holder, acquired_at from faults_lease_history where kind = 'acquired' order by acquired_at`;
 
     // ---- stop everything cleanly; every process but the SIGKILLed ones must exit 0 ----
     await producer.close();

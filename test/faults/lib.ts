@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
-import { connectOnce } from '../../src/index/db.js';
+import { connectOnce, type Sql } from '../../src/index/db.js';
 import { packageRoot } from '../../src/paths.js';
 import { ADMIN_URL } from '../helpers/env.js';
 import { freePort } from '../helpers/ports.js';
@@ -334,3 +334,91 @@ export const SEGMENTS_DIGEST_SQL = `
     E'\\n' order by a.name, lower(s.span)), '')) as digest,
     count(*)::int as segments
   from segments s join assets a on a.id = s.asset_id`;
+
+/** Waits until the queue has had no waiting, active or delayed job for three polls in a row. */
+export async function drainQueue(queue: Queue, timeoutMs: number): Promise<void> {
+  const started = Date.now();
+  for (let calm = 0; calm < 3; ) {
+    const counts = await queueCounts(queue);
+    calm = pending(counts) === 0 ? calm + 1 : 0;
+    if (Date.now() - started > timeoutMs) throw new Error(`queue did not drain: ${JSON.stringify(counts)}`);
+    await sleep(500);
+  }
+}
+
+/**
+ * Waits until the scheduler has caught up for three polls in a row: no period dirty, every
+ * trigger delivered (or failed), every rollup cursor at its upstream's last event.
+ */
+export async function settleScheduler(sql: Sql, timeoutMs: number): Promise<void> {
+  const started = Date.now();
+  for (let calm = 0; calm < 3; ) {
+    const [s] = await sql<{ dirty: number; undelivered: number; behind: number }[]>`
+      select
+        (select count(*)::int from periods where dirty or manual_requested) as dirty,
+        (select count(*)::int from triggers where delivered_at is null and failed_at is null) as undelivered,
+        (select count(*)::int from rollup_cursors c join assets a on a.name = c.asset_name where c.seq < a.last_seq) as behind`;
+    calm = s!.dirty === 0 && s!.undelivered === 0 && s!.behind === 0 ? calm + 1 : 0;
+    if (Date.now() - started > timeoutMs) throw new Error(`scheduler did not settle: ${JSON.stringify(s)}`);
+    await sleep(1000);
+  }
+}
+
+/** One value of a daemon's /metrics (the whole series name, labels included), or null. */
+export async function scrape(url: string | undefined, metric: string): Promise<number | null> {
+  if (!url) return null;
+  try {
+    const text = await (
+      await fetch(`${url}/metrics`, { headers: { authorization: `Bearer ${TOKEN}` } })
+    ).text();
+    const line = text.split('\n').find((l) => l.startsWith(`${metric} `));
+    return line ? Number(line.split(' ')[1]) : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * The lease's history as PostgreSQL saw it, in a table of the test database: a trigger on
+ * `scheduler_leases` records each acquisition (a new token), renewal and release with the
+ * database time it happened.
+ */
+export async function recordLeaseHistory(sql: Sql): Promise<void> {
+  await sql.unsafe(`
+    create table faults_lease_history (
+      kind text not null, token bigint not null, holder text, acquired_at timestamptz not null,
+      renewed_at timestamptz, expires_at timestamptz,
+      recorded_at timestamptz not null default clock_timestamp());
+    create function faults_record_lease() returns trigger language plpgsql as $$
+    begin
+      insert into faults_lease_history (kind, token, holder, acquired_at, renewed_at, expires_at)
+      values (case when tg_op = 'INSERT' or new.token is distinct from old.token then 'acquired'
+                   when new.renewed_at is distinct from old.renewed_at then 'renewed' else 'released' end,
+              new.token, new.holder, new.acquired_at, new.renewed_at, new.expires_at);
+      return new;
+    end $$;
+    create trigger faults_record_lease after insert or update on scheduler_leases
+      for each row execute function faults_record_lease();`);
+}
+
+/**
+ * Each trigger decision as it commits, in a table of the test database: a deferred constraint
+ * trigger runs in the deciding transaction just before its commit, so a row exists only for a
+ * decision that committed, and it holds the lease row as it was then (the transaction's FOR KEY
+ * SHARE lock keeps its token from changing until the commit). The lease is the default `scheduler`.
+ */
+export async function recordDecisionCommits(sql: Sql): Promise<void> {
+  await sql.unsafe(`
+    create table faults_decision_commits (
+      idempotency_key text not null, lease_token bigint not null, token_at_commit bigint,
+      lease_live_at_commit boolean, committed_at timestamptz not null default clock_timestamp());
+    create function faults_record_decision() returns trigger language plpgsql as $$
+    begin
+      insert into faults_decision_commits (idempotency_key, lease_token, token_at_commit, lease_live_at_commit)
+      select new.idempotency_key, new.lease_token, l.token, l.expires_at > clock_timestamp()
+      from (select 1) one left join scheduler_leases l on l.name = 'scheduler';
+      return null;
+    end $$;
+    create constraint trigger faults_record_decision after insert on triggers
+      deferrable initially deferred for each row execute function faults_record_decision();`);
+}

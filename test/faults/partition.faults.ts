@@ -6,18 +6,19 @@ import { createTestDatabase } from '../helpers/db.js';
 import { logTime, processHarness } from '../helpers/process.js';
 import {
   daemonConfig,
-  type EventJob,
+  drainQueue,
   errorLines,
   intFromEnv,
   Producer,
-  pending,
   queueCounts,
   RedisServer,
   report,
   round,
+  scrape,
+  settleScheduler,
   sleep,
-  TOKEN,
 } from './lib.js';
+import { midnightDaysAgo, SliceStream } from './slices.js';
 
 /**
  * A partition without resets (npm run test:partition): two daemon processes on one database and
@@ -38,10 +39,7 @@ const TAIL_S = 20;
 const PREFIX = 'partition';
 const TARGET_QUEUE = 'downstream';
 const ASSETS = Array.from({ length: 24 }, (_, i) => `part.t${String(i).padStart(2, '0')}`);
-const SLICE_MS = 5 * 60_000;
-const DAY = 86_400_000;
-/** Three whole days ago, so every hour the stream fills has ended. */
-const START_MS = Math.floor(Date.now() / DAY) * DAY - 3 * DAY;
+const START_MS = midnightDaysAgo(3);
 const PAUSED = 'PostgreSQL does not answer: ingest paused, held jobs given back to the queue';
 const RESUMED = 'PostgreSQL answers again: ingest resumed';
 
@@ -72,38 +70,6 @@ const config = (databaseUrl: string) =>
     rollups,
   });
 
-interface Sent {
-  readonly asset: string;
-  readonly id: string;
-  readonly lo: number;
-  readonly hi: number;
-  readonly sentAt: number;
-}
-
-/** Event n of the stream: asset n mod 24, its next 5-minute slice. */
-function eventAt(n: number): Sent & { job: EventJob } {
-  const asset = ASSETS[n % ASSETS.length]!;
-  const slice = Math.floor(n / ASSETS.length);
-  const lo = START_MS + slice * SLICE_MS;
-  const hi = lo + SLICE_MS;
-  const id = `${asset}-${slice}`;
-  const data = { asset, start: new Date(lo).toISOString(), end: new Date(hi).toISOString(), id };
-  return { asset, id, lo: lo * 1000, hi: hi * 1000, sentAt: 0, job: { jobId: id, data } };
-}
-
-async function scrape(url: string | undefined, metric: string): Promise<number | null> {
-  if (!url) return null;
-  try {
-    const text = await (
-      await fetch(`${url}/metrics`, { headers: { authorization: `Bearer ${TOKEN}` } })
-    ).text();
-    const line = text.split('\n').find((l) => l.startsWith(`${metric} `));
-    return line ? Number(line.split(' ')[1]) : null;
-  } catch {
-    return null;
-  }
-}
-
 describe('one of two instances cut off from PostgreSQL without resets', () => {
   it('the healthy instance indexes the stream meanwhile; after the heal nothing is lost or doubled', async () => {
     const started = Date.now();
@@ -117,31 +83,9 @@ describe('one of two instances cut off from PostgreSQL without resets', () => {
 
     // ---- the paced producer; a first send's time per (asset, id) ----
     const producer = new Producer(redis.url, 'asset-events', PREFIX);
-    const sent = new Map<string, Sent>();
-    let resent = 0;
-    let producing = true;
-    const produce = (async () => {
-      const perTick = Math.max(1, Math.round(RATE / 10));
-      const t0 = Date.now();
-      for (let tick = 0, n = 0; producing; tick++) {
-        const jobs: EventJob[] = [];
-        const sentAt = Date.now();
-        for (let k = 0; k < perTick; k++, n++) {
-          const e = eventAt(n);
-          sent.set(`${e.asset}\u0000${e.id}`, { ...e, sentAt });
-          jobs.push(e.job);
-          // 3 % of events are re-sent later under a job id of their own: the same event twice.
-          if (n % 33 === 32 && n >= 50) {
-            const again = eventAt(n - 50).job;
-            jobs.push({ jobId: `${again.jobId}#again`, data: again.data });
-            resent++;
-          }
-        }
-        await producer.add(jobs);
-        const due = t0 + (tick + 1) * 100;
-        if (Date.now() < due) await sleep(due - Date.now()); // pacing, not a wait for a condition
-      }
-    })();
+    const stream = new SliceStream(ASSETS, START_MS);
+    const { sent } = stream;
+    stream.start(producer, RATE);
 
     // ---- first visibility of each event in the index, polled ----
     const seen = new Map<string, number>();
@@ -178,32 +122,13 @@ describe('one of two instances cut off from PostgreSQL without resets', () => {
     proxy.heal();
     const resumedLine = await a.waitForLog(RESUMED, { from: aLines, timeout: 30_000 });
     await sleep(TAIL_S * 1000);
-    producing = false;
-    await produce;
+    await stream.stop();
     const streamSeconds = elapsed();
 
     // ---- drain and settle ----
     const events = new Queue('asset-events', { connection: producer.connection, prefix: PREFIX });
-    const drainStarted = Date.now();
-    for (let calm = 0; calm < 3; ) {
-      const counts = await queueCounts(events);
-      calm = pending(counts) === 0 ? calm + 1 : 0;
-      if (Date.now() - drainStarted > 120_000)
-        throw new Error(`queue did not drain: ${JSON.stringify(counts)}`);
-      await sleep(500);
-    }
-    const settleStarted = Date.now();
-    for (let calm = 0; calm < 3; ) {
-      const [s] = await sql<{ dirty: number; undelivered: number; behind: number }[]>`
-        select
-          (select count(*)::int from periods where dirty or manual_requested) as dirty,
-          (select count(*)::int from triggers where delivered_at is null and failed_at is null) as undelivered,
-          (select count(*)::int from rollup_cursors c join assets a on a.name = c.asset_name where c.seq < a.last_seq) as behind`;
-      calm = s!.dirty === 0 && s!.undelivered === 0 && s!.behind === 0 ? calm + 1 : 0;
-      if (Date.now() - settleStarted > 120_000)
-        throw new Error(`scheduler did not settle: ${JSON.stringify(s)}`);
-      await sleep(1000);
-    }
+    await drainQueue(events, 120_000);
+    await settleScheduler(sql, 120_000);
     polling = false;
     await poll;
 
@@ -227,39 +152,12 @@ describe('one of two instances cut off from PostgreSQL without resets', () => {
         on s1.asset_id = s2.asset_id and s1.id < s2.id and s1.span && s2.span`;
 
     // 3. The index equals range_agg over every slice sent (not only over the log).
-    await sql`create temporary table sent_slices (asset text not null, lo bigint not null, hi bigint not null)`;
-    const slices = [...sent.values()];
-    for (let i = 0; i < slices.length; i += 1000) {
-      const chunk = slices.slice(i, i + 1000);
-      await sql`insert into sent_slices select * from unnest(
-        ${chunk.map((s) => s.asset)}::text[], ${chunk.map((s) => s.lo)}::int8[], ${chunk.map((s) => s.hi)}::int8[])`;
-    }
-    const mismatched = await sql<{ name: string; oracle: string | null; index: string | null }[]>`
-      with oracle as (select asset, range_agg(int8range(lo, hi)) as m from sent_slices group by asset),
-      idx as (select a.name, range_agg(s.span) as m from segments s join assets a on a.id = s.asset_id group by a.name)
-      select coalesce(o.asset, i.name) as name, o.m::text as oracle, i.m::text as index
-      from oracle o full join idx i on i.name = o.asset
-      where o.m is distinct from i.m`;
+    await stream.loadOracle(sql);
+    const mismatched = await stream.mismatchedAssets(sql);
 
     // 4. Exactly one trigger per period its upstreams cover, by the oracle; none for another.
     // Every hour the stream reached, from the oracle alone (not from the periods table).
-    const HOUR_US = 3_600_000_000;
-    const lastHi = Math.max(...slices.map((e) => e.hi));
-    const hours = Array.from(
-      { length: Math.ceil((lastHi - START_MS * 1000) / HOUR_US) },
-      (_, h) => START_MS * 1000 + h * HOUR_US,
-    );
-    const coveredPeriods: Array<{ rollup: string; lo: number; covered: boolean; triggers: number }> = [];
-    for (const r of rollups) {
-      const rows = await sql<{ lo: number; covered: boolean; triggers: number }[]>`
-        select h.lo,
-          (select count(*) from unnest(${r.upstream}::text[]) u(asset)
-             where (select range_agg(int8range(s.lo, s.hi)) from sent_slices s where s.asset = u.asset)
-               @> int8range(h.lo, h.lo + ${HOUR_US})) = ${r.upstream.length} as covered,
-          (select count(*)::int from triggers t where t.rollup_id = ${r.id} and t.period_lo = h.lo) as triggers
-        from unnest(${hours}::int8[]) h(lo)`;
-      for (const row of rows) coveredPeriods.push({ rollup: r.id, ...row });
-    }
+    const coveredPeriods = await stream.hourlyPeriods(sql, rollups);
     const covered = coveredPeriods.filter((p) => p.covered);
     const notOnce = covered.filter((p) => p.triggers !== 1);
     const uncoveredTriggered = coveredPeriods.filter((p) => !p.covered && p.triggers > 0);
@@ -305,7 +203,7 @@ describe('one of two instances cut off from PostgreSQL without resets', () => {
       offered_rate_per_s: RATE,
       partition_s: round((healAt - cutAt) / 1000, 1),
       seconds: { stream: streamSeconds, total: elapsed() },
-      events: { sent_unique: sent.size, resent_duplicates: resent, during_partition: during.length },
+      events: { sent_unique: sent.size, resent_duplicates: stream.resent, during_partition: during.length },
       during_partition: {
         indexed_within_10s: within10s,
         share_within_10s: round(within10s / Math.max(1, during.length), 4),

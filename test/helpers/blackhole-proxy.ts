@@ -1,30 +1,48 @@
 import { createServer, type Server, type Socket, connect as tcpConnect } from 'node:net';
 
 /**
+ * Sees every chunk a client sends, in order from its first byte (one watcher per connection, so
+ * it can keep protocol state); true marks a chunk at which an armed cutAtWatched() cuts.
+ */
+export type ChunkWatcher = (chunk: Buffer) => boolean;
+
+/**
  * A TCP proxy that can be cut like a network partition without resets: blackhole() stops
  * forwarding bytes both ways (each side's reads pause, so data waits in socket buffers as in TCP
  * retransmission), new connections are accepted but not forwarded, and nothing is closed or reset.
  * heal() forwards everything that waited, then carries on; a side that closed meanwhile is closed
- * on the other side only then.
+ * on the other side only then. With a watcher, cutAtWatched() cuts at a precise moment: just
+ * before the first chunk the watcher marks, which waits for the heal like the rest.
  */
 export class BlackholeProxy {
   private readonly pairs = new Set<{ client: Socket; upstream: Socket | undefined }>();
   private holes = false;
   private readonly onHeal = new Set<() => void>();
+  /** Marked chunks held at a cut, written before anything else at the heal. */
+  private readonly held: Array<() => void> = [];
+  private armed: (() => void) | undefined;
 
   private constructor(
     private readonly server: Server,
     readonly port: number,
+    private readonly watcher: (() => ChunkWatcher) | undefined,
   ) {}
 
-  static async start(target: { host: string; port: number }): Promise<BlackholeProxy> {
+  static async start(
+    target: { host: string; port: number },
+    { watch }: { watch?: () => ChunkWatcher } = {},
+  ): Promise<BlackholeProxy> {
     const server = createServer({ pauseOnConnect: true });
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       server.listen(0, '127.0.0.1', resolve);
     });
     const address = server.address();
-    const proxy = new BlackholeProxy(server, typeof address === 'object' && address ? address.port : 0);
+    const proxy = new BlackholeProxy(
+      server,
+      typeof address === 'object' && address ? address.port : 0,
+      watch,
+    );
     server.on('connection', (client) => proxy.accept(client, target));
     return proxy;
   }
@@ -45,8 +63,20 @@ export class BlackholeProxy {
     }
   }
 
+  /**
+   * Blackholes at the next client chunk the watcher marks, before forwarding it; resolves then.
+   * Needs the `watch` option of start().
+   */
+  cutAtWatched(): Promise<void> {
+    if (!this.watcher) throw new Error('cutAtWatched() needs a proxy started with a watcher');
+    return new Promise((resolve) => {
+      this.armed = resolve;
+    });
+  }
+
   heal(): void {
     this.holes = false;
+    for (const write of this.held.splice(0)) write();
     for (const { client, upstream } of this.pairs) {
       if (!upstream) continue; // its deferred connect below resumes it, once it has somewhere to go
       client.resume();
@@ -72,9 +102,20 @@ export class BlackholeProxy {
       if (this.holes) this.onHeal.add(run);
       else run();
     };
+    const watch = this.watcher?.();
     /** Copies `from` to `to`; an end or reset of `from` reaches `to` only while not blackholed. */
-    const relay = (from: Socket, to: Socket) => {
-      from.on('data', (chunk) => to.write(chunk));
+    const relay = (from: Socket, to: Socket, watched?: ChunkWatcher) => {
+      from.on('data', (chunk: Buffer) => {
+        const cut = this.armed;
+        if (watched?.(chunk) && cut) {
+          this.armed = undefined;
+          this.blackhole();
+          this.held.push(() => to.write(chunk));
+          cut();
+          return;
+        }
+        to.write(chunk);
+      });
       from.on('end', () => whenOpen(() => to.end()));
       from.on('close', (hadError) => {
         if (hadError) whenOpen(() => to.destroy());
@@ -93,7 +134,7 @@ export class BlackholeProxy {
       upstream.on('close', () => {
         if (client.destroyed) this.pairs.delete(pair);
       });
-      relay(client, upstream);
+      relay(client, upstream, watch);
       relay(upstream, client);
       if (this.holes) upstream.pause();
       else client.resume();

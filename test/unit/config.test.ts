@@ -142,6 +142,24 @@ describe('configuration', () => {
     );
   });
 
+  it("reads a queue target's timeout, leaving it unset (and the stored definition unchanged) by default", () => {
+    const target = (extra: Record<string, unknown>) =>
+      parseConfig({
+        rollups: [
+          {
+            id: 'r',
+            upstream: ['a'],
+            every: 'hour',
+            begin: '2025-01-01',
+            target: { type: 'queue', queue: 'q', ...extra },
+          },
+        ],
+      }).rollups[0]!.target;
+    expect(target({ timeout: 'PT3S' })).toEqual({ type: 'queue', queue: 'q', timeout: 3000 });
+    expect(target({})).toEqual({ type: 'queue', queue: 'q' });
+    expect(() => target({ timeout: 'soon' })).toThrow(ConfigError);
+  });
+
   it('refuses rollups it cannot build, naming the rollup and field', () => {
     const rollup = { id: 'r', upstream: ['a'], begin: '2025-01-01', target: { type: 'queue', queue: 'q' } };
     expect(() => defineRollups(parseConfig({ rollups: [{ ...rollup, every: 'fortnightly' }] }))).toThrow(

@@ -64,7 +64,7 @@ export class Targets {
 function build(config: ResolvedTarget, redis: RedisClient, defaultPrefix: string): Target {
   switch (config.type) {
     case 'queue':
-      return queueTarget(redis, config.queue, config.prefix ?? defaultPrefix);
+      return queueTarget(redis, config.queue, config.prefix ?? defaultPrefix, config.timeout);
     case 'webhook':
       return webhookTarget(config);
     case 'airflow':

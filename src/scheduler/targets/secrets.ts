@@ -15,7 +15,12 @@ export interface Redacted {
  * identities (`I`: usernames, client ids) of a given form.
  */
 export type TargetWith<S, I = S> =
-  | { readonly type: 'queue'; readonly queue: string; readonly prefix?: string | undefined }
+  | {
+      readonly type: 'queue';
+      readonly queue: string;
+      readonly prefix?: string | undefined;
+      readonly timeout?: number | undefined;
+    }
   | {
       readonly type: 'webhook';
       readonly url: string;

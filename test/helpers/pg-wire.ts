@@ -1,0 +1,73 @@
+import type { ChunkWatcher } from './blackhole-proxy.js';
+
+const SSL_REQUEST = 80877103;
+const GSS_REQUEST = 80877104;
+
+/**
+ * Reads the statements a PostgreSQL client sends (frontend protocol 3): the text of each simple
+ * Query, and of each Bind through the Parse that named its statement (postgres.js prepares a
+ * statement once per connection, then only binds it). Chunks may split or join messages.
+ */
+export function statementReader(onStatement: (text: string) => void): (chunk: Buffer) => void {
+  let buffer = Buffer.alloc(0);
+  let started = false;
+  const statements = new Map<string, string>();
+  const cString = (body: Buffer, at: number): [string, number] => {
+    const end = body.indexOf(0, at);
+    return [body.toString('utf8', at, end), end + 1];
+  };
+  return (chunk) => {
+    buffer = Buffer.concat([buffer, chunk]);
+    for (;;) {
+      if (!started) {
+        // The startup packet (or an SSL/GSS request before it) has no type byte.
+        if (buffer.length < 8) return;
+        const length = buffer.readInt32BE(0);
+        if (buffer.length < length) return;
+        const code = buffer.readInt32BE(4);
+        started = code !== SSL_REQUEST && code !== GSS_REQUEST;
+        buffer = buffer.subarray(length);
+        continue;
+      }
+      if (buffer.length < 5) return;
+      const length = buffer.readInt32BE(1);
+      if (buffer.length < 1 + length) return;
+      const type = String.fromCharCode(buffer[0]!);
+      const body = buffer.subarray(5, 1 + length);
+      buffer = buffer.subarray(1 + length);
+      if (type === 'Q') onStatement(cString(body, 0)[0]);
+      else if (type === 'P') {
+        const [name, at] = cString(body, 0);
+        statements.set(name, cString(body, at)[0]);
+      } else if (type === 'B') {
+        const [, at] = cString(body, 0); // the portal
+        onStatement(statements.get(cString(body, at)[0]) ?? '');
+      }
+    }
+  };
+}
+
+/**
+ * A watcher that marks the chunk carrying the COMMIT of a transaction that inserted into
+ * `table`: cutting there leaves that transaction in flight, every statement before the commit
+ * executed by the server, the commit itself waiting in the partition.
+ */
+export function commitAfterInsertInto(table: string): () => ChunkWatcher {
+  const insert = new RegExp(`^\\s*insert\\s+into\\s+${table}\\b`, 'i');
+  return () => {
+    let inserted = false;
+    let commit = false;
+    const read = statementReader((text) => {
+      if (insert.test(text)) inserted = true;
+      else if (/^\s*(commit|rollback)\b/i.test(text)) {
+        commit ||= inserted && /^\s*commit/i.test(text);
+        inserted = false;
+      }
+    });
+    return (chunk) => {
+      commit = false;
+      read(chunk);
+      return commit;
+    };
+  };
+}
