@@ -202,7 +202,7 @@ describe('coverage-rollup check: bounded output, freshness, footguns', () => {
     expect(stale.code).toBe(1);
     expect(stale.stdout).toContain('covered, ratio 1');
     expect(stale.stderr).toMatch(
-      /cli\.recent is stale: covered until \S+, PT1H(\d+S)? ago, more than max_lag PT20M/,
+      /cli\.recent is stale: covered until \S+, PT1H(\d+M)?(\d+S)? ago, more than max_lag PT20M/,
     );
     const fresh = await cli(['check', 'cli.recent', ...recent, '--max-lag', 'PT2H']);
     expect(fresh).toMatchObject({ code: 0, stderr: '' });
