@@ -1,8 +1,15 @@
-/** The status page's shell: inline CSS, legend, sections; and the error page. No scripts. */
+/**
+ * The status page's shell: inline CSS, legend, sections; the period page and the error page. No
+ * scripts: the pages reload themselves with a meta refresh, keeping their query (focus, window).
+ */
+
+import type { Rollup } from '../../core/rollup.js';
+import type { PeriodExplanation } from '../period-explain.js';
 import { pageNav, renderAssetCard, renderRollupCard } from './cards.js';
 import { html, pageHref, raw, type SafeHtml } from './html.js';
 import type { PageView } from './model.js';
 import { renderOverviewAssets, renderOverviewRollups } from './overview.js';
+import { renderPeriodBody } from './period-page.js';
 
 /** Sent with the page: nothing but inline styles may load or run, whatever text slipped through. */
 export const CONTENT_SECURITY_POLICY =
@@ -88,9 +95,12 @@ function legend(): SafeHtml {
   return html`<div class="legend" role="list"><span class="group">Coverage</span>${LEGEND_COVERAGE.map(entry)}<span class="group">Periods</span>${LEGEND_PERIODS.map(entry)}<span>Where a pixel holds several pieces it shows the main state, with a mark on top for the most severe one; hover for details. Times in UTC.</span></div>`;
 }
 
-function shell(title: string, body: SafeHtml): string {
+/** Seconds between reloads of the status and period pages. */
+export const REFRESH_SECONDS = 60;
+
+function shell(title: string, body: SafeHtml, refresh = false): string {
   return html`<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">${refresh ? html`<meta http-equiv="refresh" content="${REFRESH_SECONDS}">` : ''}
 <title>${title}</title><style>${CSS}</style></head>
 <body>${body}</body></html>
 `.value;
@@ -106,13 +116,22 @@ export function renderPage(page: PageView): string {
       ? html`<p class="none">No rollups to show.</p>`
       : page.rollups.map((r) => renderRollupCard(r, page));
   const notes = page.notes.map((n) => html`<p class="error">${n}</p>`);
-  const body = html`<header class="page"><h1><a href="/">coverage-rollup</a> status</h1><span>generated ${page.generatedAt.toISOString()}</span><span><a href="/v1/assets">/v1/assets</a> · <a href="/v1/rollups">/v1/rollups</a> · <a href="/readyz">/readyz</a> · <a href="/metrics">/metrics</a></span></header>
+  const body = html`${pageHeader(page.generatedAt)}
 <main>${notes}${search(page)}${pageNav(page)}${legend()}
 <h2>Assets <span class="more">${shown(page, page.overview?.assets.length ?? page.assets.length, page.paging.assetsTotal)} · stalest first</span></h2>${page.overview ? renderOverviewAssets(page.overview.assets, page) : assets}
 <h2>Rollups <span class="more">${shown(page, page.overview?.rollups.length ?? page.rollups.length, page.paging.rollupsTotal)} · most missed and waiting first</span></h2>${page.overview ? renderOverviewRollups(page.overview.rollups) : rollups}
 ${pager(page)}
 </main>`;
-  return shell('coverage-rollup status', body);
+  return shell('coverage-rollup status', body, true);
+}
+
+export function renderPeriodPage(rollup: Rollup, answer: PeriodExplanation, nowMs: number): string {
+  const body = html`${pageHeader(new Date(nowMs))}<main>${renderPeriodBody(rollup, answer, nowMs)}</main>`;
+  return shell(`${rollup.id} ${answer.period.key}: ${answer.period.state}`, body, true);
+}
+
+function pageHeader(generatedAt: Date): SafeHtml {
+  return html`<header class="page"><h1><a href="/">coverage-rollup</a> status</h1><span>generated ${generatedAt.toISOString()} · reloads every ${REFRESH_SECONDS} s</span><span><a href="/v1/assets">/v1/assets</a> · <a href="/v1/rollups">/v1/rollups</a> · <a href="/readyz">/readyz</a> · <a href="/metrics">/metrics</a></span></header>`;
 }
 
 function shown(page: PageView, count: number, total: number): string {

@@ -9,11 +9,11 @@ import type { AssetRow } from '../../index/assets.js';
 import type { Db } from '../../index/db.js';
 import { countPeriods, listPeriods, summarizePeriods } from '../../index/period-listing.js';
 import type { RollupRuntime } from '../../scheduler/rollups.js';
-import { formatLength } from './format.js';
 import { extentOf } from './load-asset.js';
 import type { LastTrigger, PeriodDetail, RollupView } from './model.js';
 import { periodSeverity } from './period-severity.js';
 import { type DrawPiece, toDrawItems } from './pixels.js';
+import { describePolicy } from './policy-text.js';
 import { PLOT_WIDTH } from './timeline.js';
 import { resolveWindow, type WindowQuery } from './window.js';
 
@@ -89,23 +89,13 @@ export async function loadRollup(
     from triggers t join periods p on p.rollup_id = t.rollup_id and p.lo = t.period_lo
     where t.rollup_id = ${rollup.id}
     order by t.decided_at desc limit 1`;
-  const p = rollup.policy;
-  const policy = [
-    p.ratio === undefined && p.maxMissing === undefined ? 'full coverage' : '',
-    p.ratio === undefined ? '' : `ratio ≥ ${p.ratio}`,
-    p.maxMissing === undefined ? '' : `at most ${formatLength(rollup.domain, p.maxMissing)} missing`,
-    p.settleMs > 0 ? `settle ${formatLength('time', p.settleMs * 1000)}` : '',
-    p.deadlineMs === undefined
-      ? ''
-      : `deadline ${formatLength('time', p.deadlineMs * 1000)} (${p.onDeadline})`,
-  ].filter((s) => s !== '');
   return {
     id: rollup.id,
     upstream: rollup.upstream,
     domain: rollup.domain,
     every: String(config.every),
     timezone: config.timezone,
-    policy: policy.join(', '),
+    policy: describePolicy(rollup),
     rerun: config.rerun,
     target: config.target.type,
     window,
