@@ -19,6 +19,7 @@ const COLOURS: Record<string, string> = {
   complete: '#2f9e5a',
   gap: '#d7443e',
   outside: '#f5c6c2',
+  behind: '#e58f88',
   replay_required: '#f0a22e',
   waiting: '#b6bcc6',
   settling: '#7cc4e8',
@@ -69,6 +70,18 @@ svg.track .now { stroke: #111; stroke-width: 1.2; stroke-dasharray: 3 2; }
 table.overview { border-collapse: collapse; background: #fff; width: 100%; font-size: 13px; }
 table.overview th, table.overview td { border-bottom: 1px solid var(--line); padding: 3px 8px; text-align: left; white-space: nowrap; }
 table.overview td.num { text-align: right; }
+.headline { font-weight: 600; font-size: 13px; }
+.badge { display: inline-block; padding: 0 6px; border-radius: 8px; color: #fff; font-size: 12px; }
+.badge.bad { background: #b3261e; } .badge.ok { background: #1e7b43; } .badge.none { background: #8a94a3; }
+.stale-reason { font-size: 13px; margin: 2px 0; }
+.off { color: #9aa3ae; margin-right: 8px; }
+svg.track .fill { fill: #2f9e5a; fill-opacity: 0.75; }
+svg.track a:hover rect { stroke: #111; stroke-width: 1; }
+details.healthy { margin: 10px 0; }
+details.healthy > summary { cursor: pointer; color: #1e7b43; font-weight: 600; }
+ul.why { padding-left: 20px; } ul.why li { margin: 4px 0; }
+table.upstreams td { white-space: normal; vertical-align: top; } table.upstreams ol { margin: 2px 0; padding-left: 18px; }
+.card h2 { margin: 0; font-size: 16px; }
 .error { background: #fff4f2; border: 1px solid #f3b9b2; padding: 10px 14px; border-radius: 6px; }
 ${Object.entries(COLOURS)
   .map(([state, colour]) => `.s-${state} { fill: ${colour}; background: ${colour}; }`)
@@ -79,10 +92,11 @@ const LEGEND_COVERAGE = [
   ['complete', 'complete'],
   ['gap', 'gap'],
   ['replay_required', 'replay required'],
-  ['outside', 'outside the covered extent'],
+  ['outside', 'before the covered extent'],
+  ['behind', 'after it, behind now (the lag)'],
 ] as const;
 const LEGEND_PERIODS = [
-  ['waiting', 'waiting'],
+  ['waiting', 'waiting (green from below: the share there)'],
   ['settling', 'settling'],
   ['triggered', 'triggered (#generation)'],
   ['rerun_pending', 'rerun pending'],
@@ -92,7 +106,7 @@ const LEGEND_PERIODS = [
 function legend(): SafeHtml {
   const entry = ([state, text]: readonly [string, string]) =>
     html`<span><span class="sw s-${state}"></span> ${text}</span>`;
-  return html`<div class="legend" role="list"><span class="group">Coverage</span>${LEGEND_COVERAGE.map(entry)}<span class="group">Periods</span>${LEGEND_PERIODS.map(entry)}<span>Where a pixel holds several pieces it shows the main state, with a mark on top for the most severe one; hover for details. Times in UTC.</span></div>`;
+  return html`<div class="legend" role="list"><span class="group">Coverage</span>${LEGEND_COVERAGE.map(entry)}<span class="group">Periods</span>${LEGEND_PERIODS.map(entry)}<span>Where a pixel holds several pieces it shows the main state, with a mark on top for the most severe one; hover for details, click a period to see why it is in its state. The dashed line is now. Times in UTC.</span></div>`;
 }
 
 /** Seconds between reloads of the status and period pages. */
@@ -107,19 +121,23 @@ function shell(title: string, body: SafeHtml, refresh = false): string {
 }
 
 export function renderPage(page: PageView): string {
-  const assets =
-    page.assets.length === 0
-      ? html`<p class="none">No assets to show.</p>`
-      : page.assets.map((a) => renderAssetCard(a, page));
-  const rollups =
-    page.rollups.length === 0
-      ? html`<p class="none">No rollups to show.</p>`
-      : page.rollups.map((r) => renderRollupCard(r, page));
+  const assets = collapseHealthy(
+    page.assets,
+    (a) => a.freshness.stale === false && a.problemCount === 0,
+    (a) => renderAssetCard(a, page),
+    ['asset', 'assets', 'fresh within their max_lag, no gaps in this window'],
+  );
+  const rollups = collapseHealthy(
+    page.rollups,
+    (r) => r.totals.missed === 0 && r.totals.rerun_pending === 0 && r.lateWaiting === 0,
+    (r) => renderRollupCard(r, page),
+    ['rollup', 'rollups', 'nothing missed, owed a rerun or late'],
+  );
   const notes = page.notes.map((n) => html`<p class="error">${n}</p>`);
   const body = html`${pageHeader(page.generatedAt)}
 <main>${notes}${search(page)}${pageNav(page)}${legend()}
-<h2>Assets <span class="more">${shown(page, page.overview?.assets.length ?? page.assets.length, page.paging.assetsTotal)} · stalest first</span></h2>${page.overview ? renderOverviewAssets(page.overview.assets, page) : assets}
-<h2>Rollups <span class="more">${shown(page, page.overview?.rollups.length ?? page.rollups.length, page.paging.rollupsTotal)} · most missed and waiting first</span></h2>${page.overview ? renderOverviewRollups(page.overview.rollups) : rollups}
+<h2>Assets <span class="more">${shown(page, page.overview?.assets.length ?? page.assets.length, page.paging.assetsTotal)} · stale first, then the longest behind now</span></h2>${page.overview ? renderOverviewAssets(page.overview.assets, page) : assets}
+<h2>Rollups <span class="more">${shown(page, page.overview?.rollups.length ?? page.rollups.length, page.paging.rollupsTotal)} · most missed, owed and waiting first</span></h2>${page.overview ? renderOverviewRollups(page.overview.rollups) : rollups}
 ${pager(page)}
 </main>`;
   return shell('coverage-rollup status', body, true);
@@ -132,6 +150,23 @@ export function renderPeriodPage(rollup: Rollup, answer: PeriodExplanation, nowM
 
 function pageHeader(generatedAt: Date): SafeHtml {
   return html`<header class="page"><h1><a href="/">coverage-rollup</a> status</h1><span>generated ${generatedAt.toISOString()} · reloads every ${REFRESH_SECONDS} s</span><span><a href="/v1/assets">/v1/assets</a> · <a href="/v1/rollups">/v1/rollups</a> · <a href="/readyz">/readyz</a> · <a href="/metrics">/metrics</a></span></header>`;
+}
+
+/** Cards that need attention first, in their order; the healthy ones folded under one line. */
+function collapseHealthy<T>(
+  items: readonly T[],
+  healthy: (item: T) => boolean,
+  card: (item: T) => SafeHtml,
+  [one, many, why]: readonly [string, string, string],
+): SafeHtml {
+  if (items.length === 0) return html`<p class="none">No ${many} to show.</p>`;
+  const fine = items.filter(healthy);
+  const rest = items.filter((item) => !healthy(item));
+  const folded =
+    fine.length === 0
+      ? ''
+      : html`<details class="healthy"><summary>${fine.length} healthy ${fine.length === 1 ? one : many} (${why})</summary>${fine.map(card)}</details>`;
+  return html`${rest.map(card)}${folded}`;
 }
 
 function shown(page: PageView, count: number, total: number): string {

@@ -4,6 +4,8 @@
  * are paged in SQL, rollups ranked from their per-state counts (a few rows each), and only the
  * cards of the page are drawn.
  */
+import { maxLags as configuredMaxLags } from '../../config.js';
+import { assetHistories } from '../../index/asset-history.js';
 import { type AssetRow, countAssets, findAsset, pageAssets } from '../../index/assets.js';
 import { rollupCounts } from '../../index/periods.js';
 import type { RollupRuntime } from '../../scheduler/rollups.js';
@@ -64,7 +66,9 @@ export async function loadPage(
   const overview = !focused && ((assetCount ?? 0) > CARDS_UP_TO || ranked.length > CARDS_UP_TO);
   const size = overview ? OVERVIEW_PAGE_SIZE : PAGE_SIZE;
   const offset = (pq.page - 1) * size;
-  const assetPage = await pageAssets(ctx.sql, { names: assetNames, q: pq.q, offset, limit: size });
+  const maxLags = configuredMaxLags(ctx.config);
+  const stale = { maxLags, nowMs: now / 1000 };
+  const assetPage = await pageAssets(ctx.sql, { names: assetNames, q: pq.q, offset, limit: size, stale });
   const rollupPage = ranked.slice(offset, offset + size);
   const paging = {
     q: pq.q,
@@ -77,6 +81,7 @@ export async function loadPage(
     generatedAt: new Date(now / 1000),
     now,
     preset: query.start !== undefined && query.end !== undefined ? null : query.preset,
+    followsNow: query.start === undefined && query.end === undefined,
     focus:
       pq.rollup !== undefined ? { rollup: pq.rollup } : pq.asset !== undefined ? { asset: pq.asset } : {},
     paging,
@@ -101,27 +106,17 @@ export async function loadPage(
   const upstreams = new Set(rollupPage.flatMap((r) => r.rollup.upstream));
   const upstreamRows = await pageAssets(ctx.sql, { names: [...upstreams], offset: 0, limit: upstreams.size });
   const byName = new Map<string, AssetRow>(upstreamRows.rows.map((a) => [a.name, a]));
+  const histories = await assetHistories(
+    ctx.sql,
+    assetPage.rows.map((a) => a.id),
+  );
   const [assetViews, rollupViews] = await Promise.all([
-    Promise.all(assetPage.rows.map((a) => loadAsset(ctx.sql, a, query, now))),
-    Promise.all(rollupPage.map((r) => loadRollup(ctx.sql, r, byName, query, now))),
+    Promise.all(
+      assetPage.rows.map((a) => loadAsset(ctx.sql, a, query, now, histories.get(a.id), maxLags.get(a.name))),
+    ),
+    Promise.all(rollupPage.map((r) => loadRollup(ctx.sql, r, byName, query, now, counts.get(r.rollup.id)!))),
   ]);
-  const page: PageView = {
-    generatedAt: new Date(now / 1000),
-    now,
-    preset: query.start !== undefined && query.end !== undefined ? null : query.preset,
-    focus:
-      pq.rollup !== undefined ? { rollup: pq.rollup } : pq.asset !== undefined ? { asset: pq.asset } : {},
-    assets: assetViews,
-    rollups: rollupViews,
-    paging: {
-      q: pq.q,
-      page: pq.page,
-      pageSize: PAGE_SIZE,
-      assetsTotal: assetPage.total,
-      rollupsTotal: ranked.length,
-    },
-    notes,
-  };
+  const page: PageView = { ...base, assets: assetViews, rollups: rollupViews };
   return { page, found: notes.length === 0 };
 }
 
