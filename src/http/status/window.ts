@@ -99,7 +99,8 @@ export function resolveWindow(
     if (start !== undefined && end !== undefined) window = { start, end };
     else if (start !== undefined) window = { start, end: start + width };
     else {
-      const e = end ?? nowMicros;
+      // Now, to the next whole second: the window reads `… → 15:31:24`, the marker at its end.
+      const e = end ?? Math.ceil(nowMicros / SECOND) * SECOND;
       window = { start: e - width, end: e };
     }
   } else {
