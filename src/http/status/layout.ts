@@ -136,7 +136,7 @@ export function renderPage(page: PageView): string {
   const notes = page.notes.map((n) => html`<p class="error">${n}</p>`);
   const body = html`${pageHeader(page.generatedAt)}
 <main>${notes}${search(page)}${pageNav(page)}${legend()}
-<h2>Assets <span class="more">${shown(page, page.overview?.assets.length ?? page.assets.length, page.paging.assetsTotal)} · stale first, then the longest behind now</span></h2>${page.overview ? renderOverviewAssets(page.overview.assets, page) : assets}
+<h2>Assets <span class="more">${shown(page, page.overview?.assets.length ?? page.assets.length, page.paging.assetsTotal)} · stale first, then the longest behind now</span></h2>${page.overview ? renderOverviewAssets(page.overview.assets) : assets}
 <h2>Rollups <span class="more">${shown(page, page.overview?.rollups.length ?? page.rollups.length, page.paging.rollupsTotal)} · most missed, owed and waiting first</span></h2>${page.overview ? renderOverviewRollups(page.overview.rollups) : rollups}
 ${pager(page)}
 </main>`;

@@ -5,8 +5,10 @@
  * cards of the page are drawn.
  */
 import { maxLags as configuredMaxLags } from '../../config.js';
+import { freshnessOf } from '../../core/freshness.js';
 import { assetHistories } from '../../index/asset-history.js';
 import { type AssetRow, countAssets, findAsset, pageAssets } from '../../index/assets.js';
+import { freshnessFacts } from '../../index/freshness.js';
 import { rollupCounts } from '../../index/periods.js';
 import type { RollupRuntime } from '../../scheduler/rollups.js';
 import type { HttpContext } from '../context.js';
@@ -94,12 +96,17 @@ export async function loadPage(
       upstreams: rollup.upstream.length,
       counts: counts.get(rollup.id)!,
     }));
-    const page: PageView = {
-      ...base,
-      assets: [],
-      rollups: [],
-      overview: { assets: assetPage.rows, rollups: rows },
-    };
+    const facts = await freshnessFacts(
+      ctx.sql,
+      assetPage.rows.map((a) => a.name),
+    );
+    const assets = assetPage.rows.map((a) => {
+      const f = facts.get(a.name);
+      const known = { domain: a.domain, coveredUntil: null, lastEventAt: null };
+      const judged = { ...(f ?? known), maxLagMs: maxLags.get(a.name) };
+      return { ...a, coveredUntil: judged.coveredUntil, freshness: freshnessOf(judged, now / 1000) };
+    });
+    const page: PageView = { ...base, assets: [], rollups: [], overview: { assets, rollups: rows } };
     return { page, found: notes.length === 0 };
   }
   // Upstream extents for the rollups' windows, read for just this page's rollups.
