@@ -1,83 +1,19 @@
-/** One card per asset (coverage timeline, ratio, gap list) and per rollup (period strip). */
+/** One card per asset (headline, coverage timeline, gap list) and per rollup (headline, period strip, periods needing attention). */
 import type { Domain, Interval } from '../../core/types.js';
 import { formatLength, formatPointText, formatRatio } from './format.js';
+import { assetHeadline, plural, rollupHeadline } from './headlines.js';
 import { html, pageHref, type SafeHtml } from './html.js';
 import type { AssetView, PageView, PeriodDetail, PieceDetail, Problem, RollupView } from './model.js';
 import { PERIOD_STATES } from './model.js';
 import { periodHref } from './period-page.js';
 import type { DrawItem } from './pixels.js';
+import { STATE_TEXT } from './state-text.js';
 import { renderTrack } from './timeline.js';
-import { boundParam, nextPreset, PRESETS, type PresetName, pan, zoom } from './window.js';
-
-type Focus = { asset?: string; rollup?: string };
-
-const STATE_TEXT: Record<string, string> = {
-  complete: 'complete',
-  gap: 'gap',
-  outside: 'gap (outside the covered extent)',
-  behind: 'behind now (after the covered extent)',
-  replay_required: 'replay required',
-  waiting: 'waiting',
-  settling: 'settling',
-  triggered: 'triggered',
-  rerun_pending: 'rerun pending',
-  missed: 'missed',
-};
+import { boundParam } from './window.js';
+import { windowNav } from './window-nav.js';
 
 const span = (domain: Domain, i: Interval) =>
   `${formatPointText(domain, i.start)} → ${formatPointText(domain, i.end)}`;
-
-const presetOfWidth = (width: number): PresetName | undefined =>
-  PRESETS.find(([, size]) => size === width)?.[0];
-
-/**
- * Zoom, pan and preset links that focus the page on this card. A time window ending at now keeps
- * following it: zooming steps through the presets. An explicit window zooms around its end, so
- * the newest data stays in view, and panning later than now comes back to following now.
- */
-export function windowNav(focus: Focus, domain: Domain, window: Interval, page: PageView): SafeHtml {
-  const at = (w: Interval, label: string, title: string) =>
-    html`<a href="${pageHref({ ...focus, start: boundParam(domain, w.start), end: boundParam(domain, w.end) })}" title="${title}">${label}</a>`;
-  const toPreset = (name: PresetName | undefined, label: string, title: string) =>
-    name === undefined
-      ? html`<span class="off">${label}</span>`
-      : html`<a href="${pageHref({ ...focus, window: name })}" title="${title}">${label}</a>`;
-  const width = window.end - window.start;
-  const follows = domain === 'time' && page.followsNow && page.preset !== null;
-  const earlier = at(pan(window, -0.5, domain), '◀ earlier', 'move half a window earlier');
-  let zoomIn: SafeHtml;
-  let zoomOut: SafeHtml;
-  let later: SafeHtml;
-  if (follows) {
-    zoomIn = toPreset(nextPreset(page.preset!, -1), '+ zoom in', 'a narrower window, still ending at now');
-    zoomOut = toPreset(nextPreset(page.preset!, 1), '− zoom out', 'a wider window, still ending at now');
-    later = html`<span class="off" title="the window ends at now">later ▶</span>`;
-  } else {
-    zoomIn = at(zoom(window, 0.5, domain), '+ zoom in', 'half as wide, same end');
-    zoomOut = at(zoom(window, 2, domain), '− zoom out', 'twice as wide, same end');
-    const next = pan(window, 0.5, domain);
-    const back = presetOfWidth(width);
-    later =
-      domain === 'time' && next.end >= page.now
-        ? back !== undefined
-          ? toPreset(back, 'later ▶', 'back to the window ending at now')
-          : at({ start: page.now - width, end: page.now }, 'later ▶', 'the window ending at now')
-        : at(next, 'later ▶', 'move half a window later');
-  }
-  const presets =
-    domain === 'time'
-      ? PRESETS.map(([name]) =>
-          follows && name === page.preset
-            ? html`<strong>${name}</strong>`
-            : html`<a href="${pageHref({ ...focus, window: name, end: follows ? undefined : boundParam(domain, window.end) })}">${name}</a>`,
-        )
-      : [html`<a href="${pageHref(focus)}">full extent</a>`];
-  const toNow =
-    domain === 'time' && !follows
-      ? html` <a href="${pageHref({ ...focus, window: presetOfWidth(width) })}" title="follow now">→ now</a>`
-      : '';
-  return html`<nav class="window-nav" aria-label="window">${earlier} ${zoomIn} ${zoomOut} ${later}${toNow} <span class="presets">${presets}</span></nav>`;
-}
 
 export function renderAssetCard(view: AssetView, page: PageView): SafeHtml {
   const { domain, window } = view;
@@ -103,47 +39,6 @@ ${windowNav({ asset: view.name }, domain, window, page)}
 ${problemList(view)}
 </section>`;
 }
-
-/**
- * Facts that no window changes, coloured by severity: stale or fresh against max_lag, the lag
- * (time) or the last event (integer), and the holes since the first event.
- */
-function assetHeadline(view: AssetView): SafeHtml {
-  const f = view.freshness;
-  const verdict =
-    f.stale === true
-      ? html`<span class="badge bad">stale</span>`
-      : f.stale === false
-        ? html`<span class="badge ok" title="within max_lag ${f.max_lag}">fresh</span>`
-        : html`<span class="badge none" title="set freshness.max_lag for this asset to have it judged">no max_lag</span>`;
-  const tone = f.stale === true ? 'bad' : '';
-  let lag: SafeHtml;
-  if (f.covered_until === null) lag = html`<span class="lag ${tone}">nothing complete yet</span>`;
-  else if (f.lag_seconds !== null) {
-    lag = html`<span class="lag ${tone}" data-lag-seconds="${f.lag_seconds}">${f.lag_seconds > 0 ? `${formatLength('time', f.lag_seconds * SECOND)} behind now` : 'up to now'}</span>`;
-  } else {
-    const ago =
-      f.last_event_at === null
-        ? 'no event yet'
-        : `last event ${formatPointText('time', Date.parse(f.last_event_at) * 1000)} UTC`;
-    lag = html`<span class="lag ${tone}">covered until ${String(f.covered_until)} · ${ago}</span>`;
-  }
-  const { gaps, replayRequired } = view.history;
-  const holes: SafeHtml[] = [];
-  if (gaps > 0)
-    holes.push(html`<span class="holes bad">${plural(gaps, 'gap', 'gaps')} since the first event</span>`);
-  if (replayRequired > 0) {
-    holes.push(html`<span class="holes warn">${plural(replayRequired, 'range', 'ranges')} to replay</span>`);
-  }
-  if (holes.length === 0 && f.covered_until !== null) {
-    holes.push(html`<span class="holes ok">no holes since the first event</span>`);
-  }
-  return html`<span class="headline">${verdict} ${lag}${holes.map((h) => html` · ${h}`)}</span>`;
-}
-
-const SECOND = 1_000_000;
-const plural = (n: number, one: string, many: string) =>
-  `${n.toLocaleString('en-US')} ${n === 1 ? one : many}`;
 
 function describePiece(domain: Domain, item: DrawItem<PieceDetail>): string {
   const head = `${STATE_TEXT[item.state] ?? item.state}: ${span(domain, item)} (${formatLength(domain, item.end - item.start)})`;
@@ -227,38 +122,6 @@ ${attentionList(view)}
 </section>`;
 }
 
-/**
- * Period counts over the rollup's whole history (no window changes them), worst first and
- * coloured by severity, and the newest period with how much of it is there.
- */
-function rollupHeadline(view: RollupView): SafeHtml {
-  const t = view.totals;
-  const parts: SafeHtml[] = [];
-  if (t.missed > 0)
-    parts.push(
-      html`<span class="bad" data-count="missed">${plural(t.missed, 'missed period', 'missed periods')}</span>`,
-    );
-  if (t.rerun_pending > 0) {
-    parts.push(
-      html`<span class="warn" data-count="rerun_pending">${plural(t.rerun_pending, 'rerun', 'reruns')} pending</span>`,
-    );
-  }
-  if (view.lateWaiting > 0) {
-    const late = view.domain === 'time' ? 'waiting past their end' : 'waiting behind the newest';
-    parts.push(
-      html`<span class="warn" data-count="late">${view.lateWaiting.toLocaleString('en-US')} ${late}</span>`,
-    );
-  }
-  if (parts.length === 0) parts.push(html`<span class="ok">nothing missed, owed or late</span>`);
-  if (t.settling > 0) parts.push(html`<span>${t.settling.toLocaleString('en-US')} settling</span>`);
-  const c = view.current;
-  const current =
-    c === null
-      ? ''
-      : html` · ${view.domain === 'time' ? 'current' : 'newest'} period <a href="${c.href}">${c.key}</a> ${STATE_TEXT[c.state]}${c.state === 'waiting' ? ` (${formatRatio(c.ratio)})` : ''}`;
-  return html`<span class="headline">${parts.map((p, i) => html`${i > 0 ? ' · ' : ''}${p}`)}${current}</span>`;
-}
-
 /** The newest periods of the window that are missed, owed a rerun or late, each linked to its why. */
 function attentionList(view: RollupView): SafeHtml | string {
   if (view.attentionCount === 0) return '';
@@ -301,16 +164,4 @@ function lastTrigger(view: RollupView): SafeHtml {
         ? html`<span class="warn">delivering, ${t.attempts} attempts${t.lastError ? `: ${t.lastError}` : ''}</span>`
         : 'delivery pending';
   return html`<span class="last">last trigger: <strong>${t.reason}</strong> at ${formatPointText('time', t.decidedAt.getTime() * 1000)} UTC · period <a href="${periodHref(view.id, t.key)}">${t.key}</a> #${t.generation} · ${delivery}</span>`;
-}
-
-/** Preset links for the whole page: every time card shares one window ending at now. */
-export function pageNav(page: PageView): SafeHtml {
-  const links = PRESETS.map(([name]) =>
-    page.followsNow && name === page.preset
-      ? html`<strong>${name}</strong>`
-      : html`<a href="${pageHref({ ...page.focus, window: name })}">${name}</a>`,
-  );
-  const all = page.focus.asset !== undefined || page.focus.rollup !== undefined;
-  const what = page.followsNow ? 'window ending at now' : 'a chosen window; back to a window ending at now';
-  return html`<nav class="page-nav" aria-label="page window">${what}: ${links}${all ? html` · <a href="/">all assets and rollups</a>` : ''}</nav>`;
 }

@@ -5,11 +5,12 @@
 
 import type { Rollup } from '../../core/rollup.js';
 import type { PeriodExplanation } from '../period-explain.js';
-import { pageNav, renderAssetCard, renderRollupCard } from './cards.js';
+import { renderAssetCard, renderRollupCard } from './cards.js';
 import { html, pageHref, raw, type SafeHtml } from './html.js';
 import type { PageView } from './model.js';
 import { renderOverviewAssets, renderOverviewRollups } from './overview.js';
 import { renderPeriodBody } from './period-page.js';
+import { pageNav } from './window-nav.js';
 
 /** Sent with the page: nothing but inline styles may load or run, whatever text slipped through. */
 export const CONTENT_SECURITY_POLICY =
@@ -48,7 +49,6 @@ a { color: #1d5fbf; }
 .card h3 { margin: 0; font-size: 15px; overflow-wrap: anywhere; }
 .card p { margin: 3px 0; }
 .facts, .window, .last, .more, .none { color: var(--muted); font-size: 13px; overflow-wrap: anywhere; }
-.ratio { font-weight: 600; }
 .ok { color: #1e7b43; } .bad { color: #b3261e; } .warn { color: #9a5b00; }
 .window-nav { font-size: 13px; margin: 4px 0; }
 .window-nav > a { margin-right: 8px; }

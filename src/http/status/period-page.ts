@@ -8,18 +8,11 @@ import type { PeriodExplanation, UpstreamExplanation } from '../period-explain.j
 import { formatLength, formatPointText, formatRatio } from './format.js';
 import { html, pageHref, type SafeHtml } from './html.js';
 import { describePolicy } from './policy-text.js';
+import { STATE_TEXT } from './state-text.js';
 
 /** Missing and replay_required ranges listed per upstream on the page; the JSON lists up to 100. */
 const RANGES_SHOWN = 20;
 const SECOND = 1_000_000;
-
-const STATE_TEXT: Record<string, string> = {
-  waiting: 'waiting',
-  settling: 'settling',
-  triggered: 'triggered',
-  rerun_pending: 'rerun pending',
-  missed: 'missed',
-};
 
 export function periodHref(rollupId: string, key: string): string {
   return `/rollups/${encodeURIComponent(rollupId)}/periods/${encodeURIComponent(key)}`;
