@@ -284,7 +284,7 @@ describe.skipIf(!available)(
       const shade = (await strip.locator('rect.fill').boundingBox())!;
       expect(Math.abs(shade.height / (await partial.boundingBox())!.height - 0.5)).toBeLessThan(0.05);
       await expect(page.locator('[data-rollup="live_hourly"] .headline').textContent()).resolves.toMatch(
-        new RegExp(`1 waiting past their end · current period ${hourKey(H)} waiting \\(0 %\\)`),
+        new RegExp(`1 period waiting past its end · current period ${hourKey(H)} waiting \\(0 %\\)`),
       );
       await page.screenshot({ path: `${ARTIFACTS}/status-page-rollup.png`, fullPage: true });
       await partial.click();

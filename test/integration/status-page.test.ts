@@ -132,7 +132,7 @@ describe('status page', () => {
     expect(body).toMatch(/data-asset="many.gaps" data-stale="unknown"[\s\S]*?29 gaps since the first event/);
     // orders_hourly: every hour since begin but the three triggered ones is late, save the current one.
     const head = body.match(
-      /data-rollup="orders_hourly">[\s\S]*?<span class="headline"><span class="warn" data-count="late">([\d,]+) waiting past their end<\/span> · current period <a href="[^"]+">(\S+)<\/a> waiting \(0 %\)/,
+      /data-rollup="orders_hourly">[\s\S]*?<span class="headline"><span class="warn" data-count="late">([\d,]+) periods waiting past their end<\/span> · current period <a href="[^"]+">(\S+)<\/a> waiting \(0 %\)/,
     );
     const hours = (Date.parse(`${head![2]}:00:00Z`) - Date.parse('2025-06-01T00:00:00Z')) / 3_600_000;
     expect(Number(head![1]!.replace(/,/g, ''))).toBe(hours - 3);

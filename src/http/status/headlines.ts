@@ -66,10 +66,10 @@ export function rollupHeadline(view: RollupView): SafeHtml {
     );
   }
   if (view.lateWaiting > 0) {
-    const late = view.domain === 'time' ? 'waiting past their end' : 'waiting behind the newest';
-    parts.push(
-      html`<span class="warn" data-count="late">${view.lateWaiting.toLocaleString('en-US')} ${late}</span>`,
-    );
+    const n = view.lateWaiting;
+    const late =
+      view.domain === 'time' ? `waiting past ${n === 1 ? 'its' : 'their'} end` : 'waiting behind the newest';
+    parts.push(html`<span class="warn" data-count="late">${plural(n, 'period', 'periods')} ${late}</span>`);
   }
   if (parts.length === 0) parts.push(html`<span class="ok">nothing missed, owed or late</span>`);
   if (t.settling > 0) parts.push(html`<span>${t.settling.toLocaleString('en-US')} settling</span>`);

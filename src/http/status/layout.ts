@@ -122,12 +122,14 @@ function shell(title: string, body: SafeHtml, refresh = false): string {
 
 export function renderPage(page: PageView): string {
   const assets = collapseHealthy(
+    page,
     page.assets,
     (a) => a.freshness.stale === false && a.problemCount === 0,
     (a) => renderAssetCard(a, page),
     ['asset', 'assets', 'fresh within their max_lag, no gaps in this window'],
   );
   const rollups = collapseHealthy(
+    page,
     page.rollups,
     (r) => r.totals.missed === 0 && r.totals.rerun_pending === 0 && r.lateWaiting === 0,
     (r) => renderRollupCard(r, page),
@@ -152,14 +154,19 @@ function pageHeader(generatedAt: Date): SafeHtml {
   return html`<header class="page"><h1><a href="/">coverage-rollup</a> status</h1><span>generated ${generatedAt.toISOString()} · reloads every ${REFRESH_SECONDS} s</span><span><a href="/v1/assets">/v1/assets</a> · <a href="/v1/rollups">/v1/rollups</a> · <a href="/readyz">/readyz</a> · <a href="/metrics">/metrics</a></span></header>`;
 }
 
-/** Cards that need attention first, in their order; the healthy ones folded under one line. */
+/**
+ * Cards that need attention first, in their order; the healthy ones folded under one line. A
+ * focused page (one asset or rollup and its neighbours) folds nothing: it is there to be read.
+ */
 function collapseHealthy<T>(
+  page: PageView,
   items: readonly T[],
   healthy: (item: T) => boolean,
   card: (item: T) => SafeHtml,
   [one, many, why]: readonly [string, string, string],
 ): SafeHtml {
   if (items.length === 0) return html`<p class="none">No ${many} to show.</p>`;
+  if (page.focus.asset !== undefined || page.focus.rollup !== undefined) return html`${items.map(card)}`;
   const fine = items.filter(healthy);
   const rest = items.filter((item) => !healthy(item));
   const folded =
