@@ -1,6 +1,6 @@
 /** An asset's whole-history facts for the status page's headline, read from real segments. */
 import { describe, expect, it } from 'vitest';
-import { assetHistories } from '../../src/index/asset-history.js';
+import { assetHistories, HISTORY_MAX_SEGMENTS } from '../../src/index/asset-history.js';
 import { createTestDatabase } from '../helpers/db.js';
 
 const db = await createTestDatabase();
@@ -49,5 +49,15 @@ describe('asset histories', () => {
       replayRequired: 0,
     });
     await expect(assetHistories(db.sql, [])).resolves.toEqual(new Map());
+  });
+
+  it('leaves the holes of an asset with more segments than it sorts per page uncounted', async () => {
+    const big = await asset('h.big', [
+      [0, 10, 'v1', 'complete'],
+      [20, 30, 'v1', 'complete'],
+    ]);
+    await db.sql`update assets set segment_count = ${HISTORY_MAX_SEGMENTS + 1} where id = ${big}`;
+    const history = (await assetHistories(db.sql, [big])).get(big);
+    expect(history).toMatchObject({ gaps: null, replayRequired: null, coveredUntil: 30 });
   });
 });

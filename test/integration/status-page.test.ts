@@ -333,6 +333,8 @@ describe('status page', () => {
     expect(response.statusCode).toBe(200);
     expect(body).toContain(`${(BENCH_SEGMENTS - 1).toLocaleString('en-US')} gaps in this window`);
     expect(body).toContain('and 9,979 more');
+    // As many segments as the headline counts holes over, at most.
+    expect(body).toContain('<span class="holes bad">9,999 gaps since the first event</span>');
     const drawn = body.match(/<rect class="s-/g)!.length;
     // At most about two items per pixel column of each strip (1000 columns, two strips).
     expect(drawn).toBeLessThanOrEqual(4 * 1000);

@@ -2,6 +2,7 @@
  * The line at the top of each card: facts that no window changes (freshness, holes since the
  * first event, periods owed or late), coloured by severity.
  */
+import { HISTORY_MAX_SEGMENTS } from '../../index/asset-history.js';
 import { formatLength, formatPointText, formatRatio } from './format.js';
 import { html, type SafeHtml } from './html.js';
 import type { AssetView, RollupView } from './model.js';
@@ -38,12 +39,18 @@ export function assetHeadline(view: AssetView): SafeHtml {
   }
   const { gaps, replayRequired } = view.history;
   const holes: SafeHtml[] = [];
-  if (gaps > 0)
+  if (gaps === null) {
+    holes.push(
+      html`<span class="holes" title="more than ${HISTORY_MAX_SEGMENTS.toLocaleString('en-US')} segments: see the gaps of each window">holes counted per window</span>`,
+    );
+  }
+  if (gaps !== null && gaps > 0) {
     holes.push(html`<span class="holes bad">${plural(gaps, 'gap', 'gaps')} since the first event</span>`);
-  if (replayRequired > 0) {
+  }
+  if (replayRequired !== null && replayRequired > 0) {
     holes.push(html`<span class="holes warn">${plural(replayRequired, 'range', 'ranges')} to replay</span>`);
   }
-  if (holes.length === 0 && f.covered_until !== null) {
+  if (gaps === 0 && replayRequired === 0 && f.covered_until !== null) {
     holes.push(html`<span class="holes ok">no holes since the first event</span>`);
   }
   return html`<span class="headline">${verdict} ${lag}${holes.map((h) => html` · ${h}`)}</span>`;

@@ -62,7 +62,7 @@ export async function loadAsset(
       },
       Math.floor(now / 1000),
     ),
-    history: { gaps: history?.gaps ?? 0, replayRequired: history?.replayRequired ?? 0 },
+    history: { gaps: history?.gaps ?? null, replayRequired: history?.replayRequired ?? null },
   };
 }
 

@@ -50,8 +50,8 @@ export interface AssetView {
   readonly missing: number;
   /** Window-independent facts for the headline. */
   readonly freshness: FreshnessJson;
-  /** Holes and replay_required ranges since the asset's first event. */
-  readonly history: { readonly gaps: number; readonly replayRequired: number };
+  /** Holes and replay_required ranges since the asset's first event; null when not counted. */
+  readonly history: { readonly gaps: number | null; readonly replayRequired: number | null };
 }
 
 export interface PeriodDetail {
