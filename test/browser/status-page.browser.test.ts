@@ -297,6 +297,7 @@ describe.skipIf(!available)(
       expect(response?.status()).toBe(200);
       const card = page.locator('section.period');
       await expect(card.getAttribute('data-state')).resolves.toBe('waiting');
+      await expect(card.locator('p.facts').textContent()).resolves.toMatch(/ \(ended \d+m( \d+s)? ago\) /);
       const why = page.locator('ul.why');
       await expect(why.textContent()).resolves.toContain('the policy says: wait (waiting)');
       const start = iso(H - 0.5 * HOUR_MS)

@@ -141,6 +141,12 @@ function triggerTable(answer: PeriodExplanation, nowMs: number): SafeHtml {
   return html`<table class="overview"><thead><tr><th>generation</th><th>reason</th><th>decided</th><th>delivery</th><th>attempts</th><th>last error</th></tr></thead><tbody>${rows}</tbody></table>`;
 }
 
+/** `ended 31m ago` or `ends in 29m`, for a time period ending at `end` (µs). */
+function endedText(end: number, nowMs: number): string {
+  const delta = end - nowMs * 1000;
+  return delta > 0 ? `ends in ${formatLength('time', delta)}` : `ended ${formatLength('time', -delta)} ago`;
+}
+
 /** The page's body (the shell adds head, styles and refresh). */
 export function renderPeriodBody(rollup: Rollup, answer: PeriodExplanation, nowMs: number): SafeHtml {
   const { period } = answer;
@@ -153,7 +159,7 @@ export function renderPeriodBody(rollup: Rollup, answer: PeriodExplanation, nowM
   return html`${nav}
 <section class="card period" data-rollup="${rollup.id}" data-key="${period.key}" data-state="${period.state}">
 <header><h2>Period ${period.key} of ${rollup.id}</h2><span class="state-badge"><span class="sw s-${period.state}"></span> ${STATE_TEXT[period.state]}${period.generation > 0 ? ` · generation ${period.generation}` : ''}</span></header>
-<p class="facts">${String(period.start)} → ${String(period.end)} · upstream ratio ${formatRatio(period.ratio)} · policy ${describePolicy(rollup)} · rerun ${rollup.rerun}</p>
+<p class="facts">${String(period.start)} → ${String(period.end)}${rollup.domain === 'time' ? html` (${endedText(here.end, nowMs)})` : ''} · upstream ratio ${formatRatio(period.ratio)} · policy ${describePolicy(rollup)} · rerun ${rollup.rerun}</p>
 <h3>Why</h3><ul class="why">${reasons(rollup, answer, nowMs)}</ul>
 </section>
 <section class="card"><h3>Upstreams</h3><table class="overview upstreams"><thead><tr><th>upstream</th><th>complete</th><th>missing</th><th>replay required</th><th>versions</th></tr></thead><tbody>${upstreams}</tbody></table></section>
