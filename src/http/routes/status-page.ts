@@ -49,12 +49,15 @@ export function registerStatusPage(rollups: readonly RollupRuntime[]): RouteRegi
       const { id, key } = request.params;
       const runtime = rollups.find((r) => r.rollup.id === id);
       if (runtime === undefined) {
-        return send(reply.status(404), renderErrorPage(`No rollup named ${id} is configured.`));
+        return send(reply.status(404), renderErrorPage(`No rollup named ${id} is configured.`, 'not found'));
       }
       const nowMs = ctx.now();
       const answer = await explainPeriod(ctx.sql, runtime.rollup, key, nowMs);
       if (answer === null) {
-        return send(reply.status(404), renderErrorPage(`Rollup ${id} has no period ${key} (yet).`));
+        return send(
+          reply.status(404),
+          renderErrorPage(`Rollup ${id} has no period ${key} (yet).`, 'not found'),
+        );
       }
       return send(reply, renderPeriodPage(runtime.rollup, answer, nowMs));
     });

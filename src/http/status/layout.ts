@@ -110,7 +110,7 @@ function legend(): SafeHtml {
 }
 
 /** Seconds between reloads of the status and period pages. */
-export const REFRESH_SECONDS = 60;
+const REFRESH_SECONDS = 60;
 
 function shell(title: string, body: SafeHtml, refresh = false): string {
   return html`<!doctype html>
@@ -204,9 +204,9 @@ function pager(page: PageView): SafeHtml | string {
   return html`<nav class="page-nav" aria-label="pages">page ${n} of ${pages}: ${n > 1 ? html`<a href="${href(n - 1)}" rel="prev">previous</a>` : ''} ${n < pages ? html`<a href="${href(n + 1)}" rel="next">next</a>` : ''}</nav>`;
 }
 
-export function renderErrorPage(message: string): string {
+export function renderErrorPage(message: string, what = 'bad request'): string {
   return shell(
-    'coverage-rollup status: bad request',
+    `coverage-rollup status: ${what}`,
     html`<header class="page"><h1><a href="/">coverage-rollup</a> status</h1></header><main><p class="error">${message}</p><p><a href="/">back to the status page</a></p></main>`,
   );
 }

@@ -69,7 +69,7 @@ export async function loadPage(
   const size = overview ? OVERVIEW_PAGE_SIZE : PAGE_SIZE;
   const offset = (pq.page - 1) * size;
   const maxLags = configuredMaxLags(ctx.config);
-  const stale = { maxLags, nowMs: now / 1000 };
+  const stale = { maxLags, nowMs: Math.floor(now / 1000) };
   const assetPage = await pageAssets(ctx.sql, { names: assetNames, q: pq.q, offset, limit: size, stale });
   const rollupPage = ranked.slice(offset, offset + size);
   const paging = {
