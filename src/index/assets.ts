@@ -87,7 +87,7 @@ export async function pageAssets(
   const rows = await sql<(AssetRow & { total: number })[]>`
     select a.*, count(*) over () as total
     from assets a
-    left join unnest(${lags.map(([n]) => n)}::text[], ${lags.map(([, ms]) => ms)}::int8[]) as f(name, lag_ms)
+    left join unnest(${lags.map(([n]) => n)}::text[], ${lags.map(([, ms]) => Math.round(ms))}::int8[]) as f(name, lag_ms)
       on f.name = a.name
     where (${names}::text[] is null or a.name = any(${names}::text[]))
       and (${like}::text is null or a.name ilike ${like}::text)
