@@ -57,10 +57,18 @@ export async function countAssets(sql: Db, q: string | undefined): Promise<numbe
 
 const likePattern = (q: string) => `%${q.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 
+/** Each asset's configured freshness.max_lag and the clock it is judged by, for stale-first paging. */
+export interface StaleOrder {
+  readonly maxLags: ReadonlyMap<string, number>;
+  readonly nowMs: number;
+}
+
 /**
- * One page of assets, stalest first: time assets by the end of their coverage (oldest first, none
- * first), then integer assets, then by name. Optionally only the named ones, or those whose name
- * contains `q` (case-insensitive).
+ * One page of assets, stalest first: assets past their freshness.max_lag first (a time asset by
+ * the end of its extent, an integer asset by its last commit; the page then shows the exact
+ * freshness), then time assets by the end of their coverage (oldest first, none first), then
+ * integer assets, then by name. Optionally only the named ones, or those whose name contains `q`
+ * (case-insensitive).
  */
 export async function pageAssets(
   sql: Db,
@@ -69,15 +77,25 @@ export async function pageAssets(
     readonly q?: string | undefined;
     readonly offset: number;
     readonly limit: number;
+    readonly stale?: StaleOrder | undefined;
   },
 ): Promise<{ rows: AssetRow[]; total: number }> {
   const names = opts.names ? [...opts.names] : null;
   const like = opts.q === undefined ? null : likePattern(opts.q);
+  const lags = [...(opts.stale?.maxLags ?? new Map<string, number>())];
+  const nowMs = opts.stale?.nowMs ?? 0;
   const rows = await sql<(AssetRow & { total: number })[]>`
-    select *, count(*) over () as total from assets
-    where (${names}::text[] is null or name = any(${names}::text[]))
-      and (${like}::text is null or name ilike ${like}::text)
-    order by domain <> 'time', covered_hi asc nulls first, name
+    select a.*, count(*) over () as total
+    from assets a
+    left join unnest(${lags.map(([n]) => n)}::text[], ${lags.map(([, ms]) => Math.round(ms))}::int8[]) as f(name, lag_ms)
+      on f.name = a.name
+    where (${names}::text[] is null or a.name = any(${names}::text[]))
+      and (${like}::text is null or a.name ilike ${like}::text)
+    order by
+      f.lag_ms is not null and case when a.domain = 'time'
+        then a.covered_hi is null or a.covered_hi < (${nowMs}::int8 - f.lag_ms) * 1000
+        else a.updated_at < to_timestamp((${nowMs}::int8 - f.lag_ms) / 1000.0) end desc,
+      a.domain <> 'time', a.covered_hi asc nulls first, a.name
     offset ${opts.offset} limit ${opts.limit}`;
   return { rows, total: rows[0]?.total ?? 0 };
 }

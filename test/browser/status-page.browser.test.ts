@@ -1,7 +1,8 @@
 /**
- * The status page in a real browser (Debian's chromium through playwright-core): it renders, the
- * known gap sits at its place on the timeline, rollup strips show triggered periods, and a
- * screenshot lands in test-artifacts/status-page.png for a human to look at.
+ * The status page in a real browser (Debian's chromium through playwright-core): it renders, a
+ * stale asset comes first with its lag, the known gap sits at its place on the timeline, rollup
+ * strips show triggered periods and partial periods apart from empty ones, the period page says
+ * why a period waits, and screenshots land in test-artifacts/ for a human to look at.
  */
 import { existsSync, mkdirSync } from 'node:fs';
 import { type Browser, chromium, type Page } from 'playwright-core';
@@ -26,6 +27,21 @@ const event = (asset: string, start: string, end: string, version = 'v1') => ({
   data: { asset, start, end, version },
 });
 
+/** The page's globals, as the callbacks that run in it see them (the tests compile without DOM types). */
+type InPage = {
+  document: { elementFromPoint(x: number, y: number): unknown };
+  getComputedStyle(element: unknown): { fill: string; fillOpacity: string };
+};
+
+const HOUR_MS = 3_600_000;
+const iso = (ms: number) => new Date(ms).toISOString().replace('.000Z', 'Z');
+const hourKey = (ms: number) => iso(ms).slice(0, 13);
+// Fixed at start: the keys the assertions name stay right should the hour turn during the run.
+const startedAt = Date.now();
+/** Start of the current UTC hour. */
+const H = Math.floor(startedAt / HOUR_MS) * HOUR_MS;
+const MINUTE_NOW = Math.floor(startedAt / 60_000) * 60_000;
+
 /** Two days of hourly slices of warehouse.orders, with a 2-hour hole and a 20-minute one. */
 function orders(): ReturnType<typeof event>[] {
   const out: ReturnType<typeof event>[] = [];
@@ -48,7 +64,19 @@ async function setUp(): Promise<{ daemon: Daemon; browser: Browser; page: Page }
   const prefix = createTestPrefix();
   const target = { type: 'queue', queue: 'status-browser-runs' };
   const config = testConfig(db, prefix, {
+    assets: [
+      { name: 'stale.feed', freshness: { max_lag: 'PT1H' } },
+      { name: 'live.feed', freshness: { max_lag: 'PT3H' } },
+    ],
     rollups: [
+      {
+        id: 'live_hourly',
+        upstream: 'live.feed',
+        every: 'hour',
+        begin: iso(H - 3 * HOUR_MS),
+        policy: { deadline: 'PT6H', on_deadline: 'miss' },
+        target,
+      },
       { id: 'orders_hourly', upstream: 'warehouse.orders', every: 'hour', begin: '2025-06-01', target },
       {
         id: 'orders_daily',
@@ -75,6 +103,9 @@ async function setUp(): Promise<{ daemon: Daemon; browser: Browser; page: Page }
     ...orders(),
     event('warehouse.payments', day(1, '00:00'), day(2, '20:00')),
     event(HOSTILE, day(1, '06:00'), day(2, '06:00')),
+    // A feed that stopped 23.5 hours ago, and one whose last hour is half there.
+    event('stale.feed', iso(MINUTE_NOW - 48 * HOUR_MS), iso(MINUTE_NOW - 23.5 * HOUR_MS)),
+    event('live.feed', iso(H - 3 * HOUR_MS), iso(H - 0.5 * HOUR_MS)),
   ]);
   const period = async (rollup: string, key: string) => {
     const rows = await db.sql<{ state: string; generation: number }[]>`
@@ -102,6 +133,12 @@ async function setUp(): Promise<{ daemon: Daemon; browser: Browser; page: Page }
   await waitFor(async () => (await period('payments_settled', '2025-06-01T00'))?.state === 'settling', {
     what: 'settling',
   });
+  await waitFor(
+    async () =>
+      (await period('live_hourly', hourKey(H - 2 * HOUR_MS)))?.state === 'triggered' &&
+      (await period('live_hourly', hourKey(H - HOUR_MS)))?.state === 'waiting',
+    { what: 'live_hourly decided' },
+  );
 
   const browser = await chromium.launch({
     executablePath: CHROMIUM,
@@ -146,7 +183,8 @@ describe.skipIf(!available)(
       for (const name of ['warehouse.orders', 'warehouse.payments', HOSTILE]) {
         await expect(page.locator('h3', { hasText: name }).count()).resolves.toBe(1);
       }
-      for (const id of ['orders_hourly', 'orders_daily', 'payments_settled']) {
+      await expect(page.locator('meta[http-equiv="refresh"]').getAttribute('content')).resolves.toBe('60');
+      for (const id of ['orders_hourly', 'orders_daily', 'payments_settled', 'live_hourly']) {
         await expect(page.locator(`[data-rollup="${id}"] svg.track`).count()).resolves.toBe(1);
       }
       await page.screenshot({ path: `${ARTIFACTS}/status-page.png`, fullPage: true });
@@ -154,13 +192,13 @@ describe.skipIf(!available)(
     });
 
     it('draws the known gap where it lies in the window', async () => {
-      await page.goto(`${daemon.url}/?window=1d`);
+      await page.goto(`${daemon.url}/?window=1d&end=2025-06-03T00:00:00Z`);
       const card = page.locator('[data-asset="warehouse.orders"]');
       const plot = (await card.locator('rect[data-role="plot"]').boundingBox())!;
       const gap = (await card
         .locator('rect[data-state="gap"][data-start="2025-06-02T10:20:00Z"][data-end="2025-06-02T10:40:00Z"]')
         .boundingBox())!;
-      // The window is the day ending at the covered extent's end (2025-06-03T00:00Z).
+      // The window is the day ending at 2025-06-03T00:00Z.
       const minutes = 24 * 60;
       expect(Math.abs(gap.x - plot.x - ((10 * 60 + 20) / minutes) * plot.width)).toBeLessThan(2);
       expect(Math.abs(gap.width - (20 / minutes) * plot.width)).toBeLessThan(2);
@@ -170,7 +208,7 @@ describe.skipIf(!available)(
     });
 
     it('shows triggered periods with their generation, and the other period states', async () => {
-      await page.goto(`${daemon.url}/?rollup=orders_hourly&window=1d`);
+      await page.goto(`${daemon.url}/?rollup=orders_hourly&window=1d&end=2025-06-03T00:00:00Z`);
       const strip = page.locator('[data-rollup="orders_hourly"]');
       const rerun = strip.locator('rect[data-state="triggered"][data-key="2025-06-02T15"]');
       await expect(rerun.getAttribute('data-generation')).resolves.toBe('2');
@@ -180,13 +218,119 @@ describe.skipIf(!available)(
       await expect(strip.locator('rect[data-state="rerun_pending"]').count()).resolves.toBe(1);
       await expect(strip.locator('text.bar-text', { hasText: '#2' }).count()).resolves.toBe(1);
       await expect(strip.locator('.last').textContent()).resolves.toMatch(/last trigger: replay at .* #2/);
-      await page.goto(`${daemon.url}/`);
+      await page.goto(`${daemon.url}/?start=2025-05-27T00:00:00Z&end=2025-06-03T00:00:00Z`);
       await expect(
         page.locator('[data-rollup="orders_daily"] rect[data-state="missed"]').count(),
       ).resolves.toBe(3);
       await expect(
         page.locator('[data-rollup="payments_settled"] rect[data-state="settling"]').count(),
       ).resolves.toBeGreaterThan(0);
+    });
+
+    it('shows a stale asset first, with its lag, on an axis ending at now; a fresh one folded away', async () => {
+      await page.goto(`${daemon.url}/`);
+      const first = page.locator('section.card.asset').first();
+      await expect(first.getAttribute('data-asset')).resolves.toBe('stale.feed');
+      await expect(first.getAttribute('data-stale')).resolves.toBe('true');
+      await expect(first.locator('.badge').textContent()).resolves.toBe('stale');
+      await expect(first.locator('.lag').textContent()).resolves.toMatch(/^23h 3\dm behind now$/);
+      const lag = Number(await first.locator('.lag').getAttribute('data-lag-seconds'));
+      expect(lag).toBeGreaterThanOrEqual(23.5 * 3600);
+      expect(lag).toBeLessThan(23.5 * 3600 + 600);
+      // The bar is red from the end of its coverage to the now marker at the window's end.
+      const plot = (await first.locator('rect[data-role="plot"]').boundingBox())!;
+      const now = (await first.locator('line[data-role="now"]').boundingBox())!;
+      expect(Math.abs(now.x - (plot.x + plot.width))).toBeLessThan(2);
+      const behind = first.locator('rect[data-state="behind"]');
+      const box = (await behind.boundingBox())!;
+      expect(Math.abs(box.x + box.width - (plot.x + plot.width))).toBeLessThan(2);
+      expect(Math.abs(box.width / plot.width - 23.5 / 24)).toBeLessThan(0.01);
+      expect(await behind.evaluate((el) => (globalThis as unknown as InPage).getComputedStyle(el).fill)).toBe(
+        'rgb(229, 143, 136)',
+      );
+      // Every time card shares the window ending at now.
+      const ends = await page
+        .locator('section.card svg.track')
+        .evaluateAll((svgs) => svgs.map((svg) => svg.getAttribute('data-window-end')));
+      expect(new Set(ends).size).toBe(1);
+      // The fresh feed is healthy: folded under one closed line.
+      const healthy = page.locator('details.healthy [data-asset="live.feed"]');
+      await expect(healthy.count()).resolves.toBe(1);
+      await expect(healthy.isVisible()).resolves.toBe(false);
+      await page.screenshot({ path: `${ARTIFACTS}/status-page-now.png`, fullPage: true });
+    });
+
+    it('shades a partial period apart from an empty one, and links it to its why', async () => {
+      await page.goto(`${daemon.url}/?rollup=live_hourly`);
+      const strip = page.locator('[data-rollup="live_hourly"] svg.track');
+      const partial = strip.locator(`rect[data-key="${hourKey(H - HOUR_MS)}"]`);
+      const empty = strip.locator(`rect[data-state="waiting"][data-start="${iso(H)}"]`);
+      await expect(partial.getAttribute('data-ratio')).resolves.toBe('0.5');
+      // What the eye sees near the bottom of each period: the complete share, or the grey of nothing.
+      const colourNearBottom = async (rect: typeof partial) => {
+        const b = (await rect.boundingBox())!;
+        return page.evaluate(
+          ([x, y]) => {
+            const w = globalThis as unknown as InPage;
+            const style = w.getComputedStyle(w.document.elementFromPoint(x!, y!));
+            return `${style.fill} ${style.fillOpacity}`;
+          },
+          [b.x + b.width / 2, b.y + b.height - 3],
+        );
+      };
+      await expect(colourNearBottom(partial)).resolves.toBe('rgb(47, 158, 90) 0.75');
+      await expect(colourNearBottom(empty)).resolves.toBe('rgb(182, 188, 198) 1');
+      // Only the upper half of the partial period is grey.
+      const shade = (await strip.locator('rect.fill').boundingBox())!;
+      expect(Math.abs(shade.height / (await partial.boundingBox())!.height - 0.5)).toBeLessThan(0.05);
+      await expect(page.locator('[data-rollup="live_hourly"] .headline').textContent()).resolves.toMatch(
+        new RegExp(`1 period waiting past its end · current period ${hourKey(H)} waiting \\(0 %\\)`),
+      );
+      await page.screenshot({ path: `${ARTIFACTS}/status-page-rollup.png`, fullPage: true });
+      await partial.click();
+      await page.waitForURL(`**/rollups/live_hourly/periods/${hourKey(H - HOUR_MS)}`);
+    });
+
+    it('explains why a period waits: which upstream misses what, and its deadline', async () => {
+      const key = hourKey(H - HOUR_MS);
+      const response = await page.goto(`${daemon.url}/rollups/live_hourly/periods/${key}`);
+      expect(response?.status()).toBe(200);
+      const card = page.locator('section.period');
+      await expect(card.getAttribute('data-state')).resolves.toBe('waiting');
+      await expect(card.locator('p.facts').textContent()).resolves.toMatch(/ \(ended \d+m( \d+s)? ago\) /);
+      const why = page.locator('ul.why');
+      await expect(why.textContent()).resolves.toContain('the policy says: wait (waiting)');
+      const start = iso(H - 0.5 * HOUR_MS)
+        .slice(0, 16)
+        .replace('T', ' ');
+      const end = iso(H).slice(0, 16).replace('T', ' ');
+      await expect(why.locator('li[data-upstream="live.feed"]').textContent()).resolves.toBe(
+        `live.feed misses 30m (50.00 % complete): ${start} → ${end} UTC.`,
+      );
+      // Deadline: six hours after the period's end, which was less than an hour ago.
+      await expect(why.locator('li.deadline').textContent()).resolves.toMatch(
+        new RegExp(
+          `^Deadline ${iso(H + 6 * HOUR_MS)
+            .slice(0, 16)
+            .replace('T', ' ')} UTC \\(in 5h \\d+m\\): if still unsatisfied then, the period is missed\\.$`,
+        ),
+      );
+      await expect(
+        page.locator('table.upstreams tr[data-upstream="live.feed"] td.num').textContent(),
+      ).resolves.toBe('50.00 %');
+      await page.screenshot({ path: `${ARTIFACTS}/period-page.png`, fullPage: true });
+
+      // A settling period says how long settle still runs; a triggered one shows its history.
+      await page.goto(`${daemon.url}/rollups/payments_settled/periods/2025-06-01T00`);
+      await expect(page.locator('ul.why li.settle').textContent()).resolves.toMatch(
+        /^Settle \(1h without new data\) still runs (59m|1h)/,
+      );
+      await page.goto(`${daemon.url}/rollups/orders_hourly/periods/2025-06-02T15`);
+      await expect(page.locator('tr[data-generation]').count()).resolves.toBe(2);
+      await expect(page.locator('tr[data-generation="2"]').textContent()).resolves.toMatch(
+        /replay.*delivered/,
+      );
+      expect(errors).toEqual([]);
     });
 
     it('shows a hostile asset name as text', async () => {

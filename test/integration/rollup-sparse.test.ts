@@ -194,6 +194,7 @@ describe('sparse periods', () => {
         { start: iso(hour + HOUR / 2).replace('.000Z', 'Z'), end: iso(hour + HOUR).replace('.000Z', 'Z') },
       ],
       missing_count: 1,
+      missing_total: 1800,
       replay_required: [],
       replay_required_count: 0,
       versions: [],
@@ -227,6 +228,7 @@ describe('sparse periods', () => {
     expect(old.upstreams['s.long'].missing).toEqual([
       { start: '2023-03-01T05:00:00Z', end: '2023-03-01T06:00:00Z' },
     ]);
+    expect(old.upstreams['s.long'].missing_total).toBe(3600);
     const missedKey = threeDaysAgo.slice(0, 13);
     const missed = await get(`/v1/rollups/misses/periods/${missedKey}`);
     expect(missed.period).toMatchObject({ state: 'missed', stored: false });

@@ -12,14 +12,22 @@ const db = await createTestDatabase();
 const prefix = createTestPrefix();
 const now = Date.now() * 1000;
 
-// 120 time assets whose coverage ends 1..120 hours ago, straight into the index.
+// 120 time assets whose coverage ends 1..120 hours ago, straight into the index (one segment each).
 await db.sql`
   insert into assets (name, domain, zone, event_count, segment_count, covered_lo, covered_hi)
   select 'ov.asset.' || lpad(i::text, 3, '0'), 'time', 'UTC', 1, 1,
     ${now}::int8 - 200 * ${HOUR_US}::int8, ${now}::int8 - i * ${HOUR_US}::int8
   from generate_series(1, 120) as i`;
+await db.sql`
+  insert into segments (asset_id, span, version, state)
+  select id, int8range(covered_lo, covered_hi), 'v1', 'complete' from assets`;
 const target = { type: 'queue', queue: 'ov-runs' };
 const config = testConfig(db, prefix, {
+  // Five hours behind is stale for 005; a hundred is fresh for 100.
+  assets: [
+    { name: 'ov.asset.005', freshness: { max_lag: 'PT1H' } },
+    { name: 'ov.asset.100', freshness: { max_lag: 'PT200H' } },
+  ],
   rollups: [
     ...Array.from({ length: 29 }, (_, i) => ({
       id: `ov_r${String(i).padStart(2, '0')}`,
@@ -57,8 +65,18 @@ describe('status page overview', () => {
     expect(body).toContain('1–50 of 120');
     const assets = assetNames(body);
     expect(assets).toHaveLength(50);
-    expect(assets[0]).toBe('ov.asset.120'); // coverage ends 120 hours ago: the stalest
-    expect(assets[49]).toBe('ov.asset.071');
+    expect(assets[0]).toBe('ov.asset.005'); // past its max_lag: stale, first
+    expect(body).toMatch(
+      /<tr data-asset="ov.asset.005" data-stale="true">.*?<span class="badge bad"[^>]*>stale<\/span>.*?<td class="num bad">5h<\/td>/,
+    );
+    expect(assets[1]).toBe('ov.asset.120'); // then the longest behind now
+    expect(assets[49]).toBe('ov.asset.072');
+    expect(body).toMatch(
+      /<tr data-asset="ov.asset.100" data-stale="false">.*?<span class="badge ok">fresh<\/span>/,
+    );
+    expect(body).toMatch(
+      /<tr data-asset="ov.asset.099" data-stale="unknown">.*?<td class="num ">4d 3h<\/td>/,
+    );
     const rollups = rollupIds(body);
     expect(rollups).toHaveLength(30);
     expect(rollups[0]).toBe('ov_late'); // the only one with missed periods

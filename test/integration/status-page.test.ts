@@ -1,4 +1,7 @@
-/** The status page at `/` as HTML over HTTP: content, escaping, windows, caps and speed. */
+/**
+ * The status page at `/` and the period page as HTML over HTTP: content, escaping, windows
+ * anchored at now, headlines, caps and speed.
+ */
 import { describe, expect, it } from 'vitest';
 import { escapeHtml, html } from '../../src/http/status/html.js';
 import { toDrawItems } from '../../src/http/status/pixels.js';
@@ -31,6 +34,7 @@ await db.sql`
   from a, generate_series(0, ${BENCH_SEGMENTS - 1}) as i`;
 
 const config = testConfig(db, prefix, {
+  assets: [{ name: 'warehouse.orders', freshness: { max_lag: 'PT20M' } }],
   rollups: [
     {
       id: 'orders_hourly',
@@ -101,14 +105,46 @@ function rects(body: string, card: string, state: string): Array<Record<string, 
 }
 
 describe('status page', () => {
-  it('draws each asset with its ratio, gap list and timeline, and each rollup with its periods', async () => {
+  it('ends every time window at now, and heads each card with facts no window changes', async () => {
+    const before = Date.now();
     const { response, body } = await page('/');
+    expect(response.statusCode).toBe(200);
+    expect(body).toContain('<meta http-equiv="refresh" content="60">');
+    // One axis for every time card: the day ending at now (to the whole second).
+    const ends = new Set([...body.matchAll(/data-window-end="([^"]+)"/g)].map((m) => m[1]!));
+    ends.delete('300'); // kafka.offsets: an integer asset keeps its own extent
+    expect(ends.size).toBe(1);
+    const end = Date.parse([...ends][0]!);
+    expect(end).toBeGreaterThanOrEqual(Math.floor(before / 1000) * 1000);
+    expect(end).toBeLessThanOrEqual(Date.now() + 1000);
+    // The stale asset leads, whatever else lags longer; its whole window is behind now.
+    const first = body.indexOf('<section class="card asset"');
+    expect(body.slice(first, first + 200)).toContain('data-asset="warehouse.orders" data-stale="true"');
+    const card = body.slice(first, body.indexOf('</section>', first));
+    expect(card).toContain('<span class="badge bad">stale</span>');
+    expect(card).toMatch(/<span class="lag bad" data-lag-seconds="\d+(\.\d+)?">\d+d \d+h behind now<\/span>/);
+    expect(card).toContain('stale: covered until 2025-06-01T12:00:00Z,');
+    // Holes since the first event, not in the window: the one between 10:20 and 10:40.
+    expect(card).toContain('<span class="holes bad">1 gap since the first event</span>');
+    expect(card).toContain('0 % of this window complete');
+    expect(rects(body, 'data-asset="warehouse.orders"', 'behind')).toHaveLength(1);
+    // many.gaps has no max_lag: not judged, shown with its lag and holes.
+    expect(body).toMatch(/data-asset="many.gaps" data-stale="unknown"[\s\S]*?29 gaps since the first event/);
+    // orders_hourly: every hour since begin but the three triggered ones is late, save the current one.
+    const head = body.match(
+      /data-rollup="orders_hourly">[\s\S]*?<span class="headline"><span class="warn" data-count="late">([\d,]+) periods waiting past their end<\/span> · current period <a href="[^"]+">(\S+)<\/a> waiting \(0 %\)/,
+    );
+    const hours = (Date.parse(`${head![2]}:00:00Z`) - Date.parse('2025-06-01T00:00:00Z')) / 3_600_000;
+    expect(Number(head![1]!.replace(/,/g, ''))).toBe(hours - 3);
+  });
+
+  it('draws each asset with its ratio, gap list and timeline, and each rollup with its periods', async () => {
+    const { response, body } = await page('/?window=7d&end=2025-06-01T12:00:00Z');
     expect(response.statusCode).toBe(200);
     expect(response.headers['content-type']).toBe('text/html; charset=utf-8');
     expect(response.headers['content-security-policy']).toContain("default-src 'none'");
     expect(body).toMatch(/^<!doctype html>/);
     expect(body).toContain('data-asset="warehouse.orders"');
-    // Default window: the 7 days ending at the covered extent's end.
     expect(body).toContain('2025-05-25 12:00 → 2025-06-01 12:00 UTC (7d)');
     expect(body).toMatch(
       /<li data-state="gap" data-start="2025-06-01T10:20:00Z" data-end="2025-06-01T10:40:00Z">.*\(20m\)/,
@@ -130,6 +166,17 @@ describe('status page', () => {
       '2025-06-01T10',
     );
     expect(body).toMatch(/last trigger: <strong>covered<\/strong> at \d{4}-\d\d-\d\d \d\d:\d\d/);
+    // Each single period links to its why; the partial hour 10 is shaded by its ratio.
+    expect(body).toContain(
+      '<a href="/rollups/orders_hourly/periods/2025-06-01T08"><rect class="s-triggered"',
+    );
+    const [hour10] = rects(body, 'data-rollup="orders_hourly"', 'waiting').filter(
+      (r) => r['data-key'] === '2025-06-01T10',
+    );
+    expect(hour10!['data-ratio']).toBe(String(2 / 3));
+    expect(body).toMatch(
+      /<rect class="fill" x="[\d.]+" y="12\.67" width="[\d.]+" height="17\.33" data-ratio="0\.6666/,
+    );
   });
 
   it('escapes a hostile asset name everywhere and never emits a script element', async () => {
@@ -157,9 +204,12 @@ describe('status page', () => {
     const [gap] = rects(body, 'data-asset="warehouse.orders"', 'gap');
     expect(Number(gap!.x)).toBeCloseTo(1000 / 3, 1);
     expect(Number(gap!.width)).toBeCloseTo(1000 / 3, 1);
-    // Zoom and pan links keep the focus and move the explicit window.
+    // Zoom and pan links keep the focus and move the explicit window; zooming keeps its end.
     expect(body).toContain(
-      'href="/?asset=warehouse.orders&amp;start=2025-06-01T10%3A15%3A00Z&amp;end=2025-06-01T10%3A45%3A00Z"',
+      'href="/?asset=warehouse.orders&amp;start=2025-06-01T10%3A30%3A00Z&amp;end=2025-06-01T11%3A00%3A00Z"',
+    );
+    expect(body).toContain(
+      'href="/?asset=warehouse.orders&amp;start=2025-06-01T09%3A00%3A00Z&amp;end=2025-06-01T11%3A00%3A00Z"',
     );
     expect(body).toContain(
       'href="/?asset=warehouse.orders&amp;start=2025-06-01T09%3A30%3A00Z&amp;end=2025-06-01T10%3A30%3A00Z"',
@@ -177,14 +227,65 @@ describe('status page', () => {
     expect(timed.body).toContain('0 → 300 (300)');
     const explicit = await page('/?asset=kafka.offsets&start=120&end=200');
     expect(explicit.body).toContain('120 → 200 (80)');
-    expect(explicit.body).toContain('href="/?asset=kafka.offsets&amp;start=140&amp;end=180"');
+    expect(explicit.body).toContain('href="/?asset=kafka.offsets&amp;start=160&amp;end=200"');
   });
 
   it('lists at most 20 gaps and counts the rest', async () => {
-    const { body } = await page('/?asset=many.gaps');
+    const { body } = await page('/?asset=many.gaps&window=7d&end=2025-06-03T00:00:00Z');
     expect(body).toContain('29 gaps in this window (newest first)');
     expect(body.match(/<li data-state="gap"/g)).toHaveLength(20);
     expect(body).toContain('and 9 more; zoom in to list them');
+  });
+
+  it('follows now when zooming a window that ends at now, and comes back to now from the past', async () => {
+    const { body } = await page('/?asset=warehouse.orders&window=1d');
+    expect(body).toContain(
+      '<a href="/?asset=warehouse.orders&amp;window=1h" title="a narrower window, still ending at now">+ zoom in</a>',
+    );
+    expect(body).toContain(
+      '<a href="/?asset=warehouse.orders&amp;window=7d" title="a wider window, still ending at now">− zoom out</a>',
+    );
+    expect(body).toContain('<span class="off" title="the window ends at now">later ▶</span>');
+    const past = await page('/?asset=warehouse.orders&window=1d&end=2025-06-01T12:00:00Z');
+    expect(past.body).toContain(
+      '<a href="/?asset=warehouse.orders&amp;window=1d" title="follow now">→ now</a>',
+    );
+  });
+
+  it('explains a period on its own page, from the same facts as the JSON detail', async () => {
+    const { response, body } = await page('/rollups/orders_hourly/periods/2025-06-01T10');
+    expect(response.statusCode).toBe(200);
+    expect(response.headers['content-security-policy']).toContain("default-src 'none'");
+    expect(body).toContain('data-state="waiting"');
+    expect(body).toContain(
+      'warehouse.orders</a> misses 20m (66.66 % complete): 2025-06-01 10:20 → 2025-06-01 10:40 UTC.',
+    );
+    expect(body).toContain('No deadline: it waits until the policy is met.');
+    expect(body).toContain('Never triggered.');
+    const json = await daemon.http.inject({ url: '/v1/rollups/orders_hourly/periods/2025-06-01T10' });
+    expect(json.json().upstreams['warehouse.orders']).toMatchObject({ ratio: 2 / 3, missing_total: 1200 });
+
+    const triggered = await page('/rollups/orders_hourly/periods/2025-06-01T08');
+    expect(triggered.body).toMatch(/<tr data-generation="1"><td class="num">#1<\/td><td>covered<\/td>/);
+    expect(triggered.body).toContain('rel="prev">previous period 2025-06-01T07</a>');
+    expect(triggered.body).toContain('rel="next">next period 2025-06-01T09</a>');
+
+    for (const [path, text] of [
+      [
+        '/rollups/orders_hourly/periods/2024-01-01T00',
+        'Rollup orders_hourly has no period 2024-01-01T00 (yet).',
+      ],
+      ['/rollups/orders_hourly/periods/nonsense', 'Rollup orders_hourly has no period nonsense (yet).'],
+      [
+        `/rollups/${encodeURIComponent(HOSTILE)}/periods/x`,
+        'No rollup named &lt;script&gt;alert(1)&lt;/script&gt; is configured.',
+      ],
+    ] as const) {
+      const missing = await page(path);
+      expect(missing.response.statusCode, path).toBe(404);
+      expect(missing.body).toContain(text);
+      expect(missing.body).not.toContain('<script');
+    }
   });
 
   it('refuses bad windows with an HTML page that says why', async () => {
@@ -232,6 +333,8 @@ describe('status page', () => {
     expect(response.statusCode).toBe(200);
     expect(body).toContain(`${(BENCH_SEGMENTS - 1).toLocaleString('en-US')} gaps in this window`);
     expect(body).toContain('and 9,979 more');
+    // As many segments as the headline counts holes over, at most.
+    expect(body).toContain('<span class="holes bad">9,999 gaps since the first event</span>');
     const drawn = body.match(/<rect class="s-/g)!.length;
     // At most about two items per pixel column of each strip (1000 columns, two strips).
     expect(drawn).toBeLessThanOrEqual(4 * 1000);

@@ -1,14 +1,16 @@
 /**
- * The status page at `/` (SPEC §8): each asset's coverage and each rollup's periods over a window,
- * server-rendered. It reads only merged segments and period rows overlapping the window, and draws
- * at most about two items per pixel column, so a year of minute-level events costs no more than a
- * day of them.
+ * The status page at `/` (SPEC §8): each asset's coverage and each rollup's periods over a window
+ * ending at now, server-rendered. It reads only merged segments and period rows overlapping the
+ * window, and draws at most about two items per pixel column, so a year of minute-level events
+ * costs no more than a day of them. `/rollups/{id}/periods/{key}` explains one period, from the
+ * same explanation as `GET /v1/rollups/{id}/periods/{key}`.
  */
 import type { FastifyReply } from 'fastify';
 import { BadInputError } from '../../core/errors.js';
 import type { RollupRuntime } from '../../scheduler/rollups.js';
+import { explainPeriod } from '../period-explain.js';
 import type { RouteRegistrar } from '../server.js';
-import { CONTENT_SECURITY_POLICY, renderErrorPage, renderPage } from '../status/layout.js';
+import { CONTENT_SECURITY_POLICY, renderErrorPage, renderPage, renderPeriodPage } from '../status/layout.js';
 import { loadPage } from '../status/load.js';
 import { parseWindowQuery, WindowError } from '../status/window.js';
 
@@ -40,6 +42,24 @@ export function registerStatusPage(rollups: readonly RollupRuntime[]): RouteRegi
         }
         throw error;
       }
+    });
+
+    app.get<{ Params: { id: string; key: string } }>('/rollups/:id/periods/:key', async (request, reply) => {
+      ctx.auth.requireRead(request);
+      const { id, key } = request.params;
+      const runtime = rollups.find((r) => r.rollup.id === id);
+      if (runtime === undefined) {
+        return send(reply.status(404), renderErrorPage(`No rollup named ${id} is configured.`, 'not found'));
+      }
+      const nowMs = ctx.now();
+      const answer = await explainPeriod(ctx.read().sql, runtime.rollup, key, nowMs);
+      if (answer === null) {
+        return send(
+          reply.status(404),
+          renderErrorPage(`Rollup ${id} has no period ${key} (yet).`, 'not found'),
+        );
+      }
+      return send(reply, renderPeriodPage(runtime.rollup, answer, nowMs));
     });
   };
 }

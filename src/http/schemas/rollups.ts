@@ -176,6 +176,9 @@ export const PeriodDetail = z.object({
       ratio: z.number(),
       missing: z.array(Span),
       missing_count: z.int(),
+      missing_total: z
+        .number()
+        .meta({ description: 'how much is missing: seconds for time, values for integers' }),
       replay_required: z.array(ReplayRequiredRange),
       replay_required_count: z.int(),
       versions: z.array(z.string()),

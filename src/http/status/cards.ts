@@ -1,45 +1,19 @@
-/** One card per asset (coverage timeline, ratio, gap list) and per rollup (period strip). */
+/** One card per asset (headline, coverage timeline, gap list) and per rollup (headline, period strip, periods needing attention). */
 import type { Domain, Interval } from '../../core/types.js';
 import { formatLength, formatPointText, formatRatio } from './format.js';
+import { assetHeadline, plural, rollupHeadline } from './headlines.js';
 import { html, pageHref, type SafeHtml } from './html.js';
 import type { AssetView, PageView, PeriodDetail, PieceDetail, Problem, RollupView } from './model.js';
 import { PERIOD_STATES } from './model.js';
+import { periodHref } from './period-page.js';
 import type { DrawItem } from './pixels.js';
+import { STATE_TEXT } from './state-text.js';
 import { renderTrack } from './timeline.js';
-import { boundParam, PRESETS, pan, zoom } from './window.js';
-
-type Focus = { asset?: string; rollup?: string };
-
-const STATE_TEXT: Record<string, string> = {
-  complete: 'complete',
-  gap: 'gap',
-  outside: 'gap (outside the covered extent)',
-  replay_required: 'replay required',
-  waiting: 'waiting',
-  settling: 'settling',
-  triggered: 'triggered',
-  rerun_pending: 'rerun pending',
-  missed: 'missed',
-};
+import { boundParam } from './window.js';
+import { windowNav } from './window-nav.js';
 
 const span = (domain: Domain, i: Interval) =>
   `${formatPointText(domain, i.start)} → ${formatPointText(domain, i.end)}`;
-
-/** Zoom, pan and preset links that focus the page on this card with an explicit window. */
-export function windowNav(focus: Focus, domain: Domain, window: Interval): SafeHtml {
-  const at = (w: Interval, label: string, title: string) =>
-    html`<a href="${pageHref({ ...focus, start: boundParam(domain, w.start), end: boundParam(domain, w.end) })}" title="${title}">${label}</a>`;
-  const width = window.end - window.start;
-  const presets =
-    domain === 'time'
-      ? PRESETS.map(([name, size]) =>
-          size === width
-            ? html`<strong>${name}</strong>`
-            : html`<a href="${pageHref({ ...focus, window: name, end: boundParam(domain, window.end) })}">${name}</a>`,
-        )
-      : [html`<a href="${pageHref(focus)}">full extent</a>`];
-  return html`<nav class="window-nav" aria-label="window">${at(pan(window, -0.5, domain), '◀ earlier', 'move half a window earlier')} ${at(zoom(window, 0.5, domain), '+ zoom in', 'half as wide, same centre')} ${at(zoom(window, 2, domain), '− zoom out', 'twice as wide, same centre')} ${at(pan(window, 0.5, domain), 'later ▶', 'move half a window later')} <span class="presets">${presets}</span></nav>`;
-}
 
 export function renderAssetCard(view: AssetView, page: PageView): SafeHtml {
   const { domain, window } = view;
@@ -54,12 +28,13 @@ export function renderAssetCard(view: AssetView, page: PageView): SafeHtml {
     data: (item) => ({ version: item.detail?.version ?? undefined }),
   });
   const extent = view.extent === null ? 'nothing covered yet' : `covered extent ${span(domain, view.extent)}`;
-  return html`<section class="card asset" data-asset="${view.name}">
-<header><h3><a href="${pageHref({ asset: view.name })}">${view.name}</a></h3>
-<span class="ratio ${view.covered ? 'ok' : 'bad'}" title="complete share of the window">${formatRatio(view.ratio)} complete</span></header>
+  const f = view.freshness;
+  return html`<section class="card asset" data-asset="${view.name}" data-stale="${f.stale === null ? 'unknown' : String(f.stale)}">
+<header><h3><a href="${pageHref({ asset: view.name })}">${view.name}</a></h3>${assetHeadline(view)}</header>
+${f.stale ? html`<p class="stale-reason bad">stale: ${f.stale_reason}</p>` : ''}
 <p class="facts">${domain} · ${view.eventCount.toLocaleString('en-US')} events · ${view.segmentCount.toLocaleString('en-US')} segments · ${extent}</p>
-<p class="window">${span(domain, window)}${domain === 'time' ? ' UTC' : ''} (${formatLength(domain, window.end - window.start)})${view.missing > 0 ? ` · ${formatLength(domain, view.missing)} missing` : ''}</p>
-${windowNav({ asset: view.name }, domain, window)}
+<p class="window">${span(domain, window)}${domain === 'time' ? ' UTC' : ''} (${formatLength(domain, window.end - window.start)}) · ${formatRatio(view.ratio)} of this window complete${view.missing > 0 ? ` · ${formatLength(domain, view.missing)} missing` : ''}</p>
+${windowNav({ asset: view.name }, domain, window, page)}
 <div class="timeline">${track}</div>
 ${problemList(view)}
 </section>`;
@@ -122,6 +97,12 @@ export function renderRollupCard(view: RollupView, page: PageView): SafeHtml {
       reason: item.detail?.reason ?? undefined,
     }),
     text: (item) => (item.detail && item.detail.generation > 0 ? `#${item.detail.generation}` : undefined),
+    // Completeness matters while a period is not triggered: shade how much of it is there.
+    fill: (item) =>
+      item.detail !== undefined && (item.state === 'waiting' || item.state === 'missed')
+        ? item.detail.ratio
+        : undefined,
+    href: (item) => item.detail?.href,
   });
   const counts = PERIOD_STATES.filter((s) => view.counts[s] > 0).map(
     (s) =>
@@ -131,12 +112,25 @@ export function renderRollupCard(view: RollupView, page: PageView): SafeHtml {
     (name, i) => html`${i > 0 ? ', ' : ''}<a href="${pageHref({ asset: name })}">${name}</a>`,
   );
   return html`<section class="card rollup" data-rollup="${view.id}">
-<header><h3><a href="${pageHref({ rollup: view.id })}">${view.id}</a></h3>${lastTrigger(view)}</header>
+<header><h3><a href="${pageHref({ rollup: view.id })}">${view.id}</a></h3>${rollupHeadline(view)}</header>
 <p class="facts">every ${view.every}${domain === 'time' ? ` in ${view.timezone}` : ''} · upstream ${upstream} · ${view.policy} · rerun ${view.rerun} · target ${view.target}</p>
+<p class="facts">${lastTrigger(view)}</p>
 <p class="window">${span(domain, window)}${domain === 'time' ? ' UTC' : ''} · ${counts.length > 0 ? counts : 'no periods in this window'}</p>
-${windowNav({ rollup: view.id }, domain, window)}
+${windowNav({ rollup: view.id }, domain, window, page)}
 <div class="timeline">${track}</div>
+${attentionList(view)}
 </section>`;
+}
+
+/** The newest periods of the window that are missed, owed a rerun or late, each linked to its why. */
+function attentionList(view: RollupView): SafeHtml | string {
+  if (view.attentionCount === 0) return '';
+  const rows = view.attention.map(
+    (p) =>
+      html`<li data-state="${p.state}" data-key="${p.key}"><span class="sw s-${p.state}"></span> <a href="${p.href}">${p.key}</a> ${STATE_TEXT[p.state]} · ${formatRatio(p.ratio)} complete</li>`,
+  );
+  const more = view.attentionCount - view.attention.length;
+  return html`<details class="problems attention" open><summary>${plural(view.attentionCount, 'period', 'periods')} missed, owed a rerun or late in this window (newest first): why?</summary><ol>${rows}</ol>${more > 0 ? html`<p class="more">and ${more.toLocaleString('en-US')} more</p>` : ''}</details>`;
 }
 
 function describePeriod(view: RollupView, item: DrawItem<PeriodDetail>): string {
@@ -155,6 +149,7 @@ function describePeriod(view: RollupView, item: DrawItem<PeriodDetail>): string 
   if (d.generation > 0) parts.push(`generation ${d.generation}`);
   if (d.reason) parts.push(`reason ${d.reason}`);
   if (d.triggeredAt) parts.push(`triggered ${d.triggeredAt.toISOString()}`);
+  parts.push('click for why');
   return parts.join(' · ');
 }
 
@@ -168,16 +163,5 @@ function lastTrigger(view: RollupView): SafeHtml {
       : t.attempts > 0
         ? html`<span class="warn">delivering, ${t.attempts} attempts${t.lastError ? `: ${t.lastError}` : ''}</span>`
         : 'delivery pending';
-  return html`<span class="last">last trigger: <strong>${t.reason}</strong> at ${formatPointText('time', t.decidedAt.getTime() * 1000)} UTC · period ${t.key} #${t.generation} · ${delivery}</span>`;
-}
-
-/** Preset links for the whole page: each card's window ends at its own covered extent's end. */
-export function pageNav(page: PageView): SafeHtml {
-  const links = PRESETS.map(([name]) =>
-    name === page.preset
-      ? html`<strong>${name}</strong>`
-      : html`<a href="${pageHref({ ...page.focus, window: name })}">${name}</a>`,
-  );
-  const all = page.focus.asset !== undefined || page.focus.rollup !== undefined;
-  return html`<nav class="page-nav" aria-label="page window">window ending at each asset's latest coverage: ${links}${all ? html` · <a href="/">all assets and rollups</a>` : ''}</nav>`;
+  return html`<span class="last">last trigger: <strong>${t.reason}</strong> at ${formatPointText('time', t.decidedAt.getTime() * 1000)} UTC · period <a href="${periodHref(view.id, t.key)}">${t.key}</a> #${t.generation} · ${delivery}</span>`;
 }

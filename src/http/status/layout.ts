@@ -1,8 +1,16 @@
-/** The status page's shell: inline CSS, legend, sections; and the error page. No scripts. */
-import { pageNav, renderAssetCard, renderRollupCard } from './cards.js';
+/**
+ * The status page's shell: inline CSS, legend, sections; the period page and the error page. No
+ * scripts: the pages reload themselves with a meta refresh, keeping their query (focus, window).
+ */
+
+import type { Rollup } from '../../core/rollup.js';
+import type { PeriodExplanation } from '../period-explain.js';
+import { renderAssetCard, renderRollupCard } from './cards.js';
 import { html, pageHref, raw, type SafeHtml } from './html.js';
 import type { PageView } from './model.js';
 import { renderOverviewAssets, renderOverviewRollups } from './overview.js';
+import { renderPeriodBody } from './period-page.js';
+import { pageNav } from './window-nav.js';
 
 /** Sent with the page: nothing but inline styles may load or run, whatever text slipped through. */
 export const CONTENT_SECURITY_POLICY =
@@ -12,6 +20,7 @@ const COLOURS: Record<string, string> = {
   complete: '#2f9e5a',
   gap: '#d7443e',
   outside: '#f5c6c2',
+  behind: '#e58f88',
   replay_required: '#f0a22e',
   waiting: '#b6bcc6',
   settling: '#7cc4e8',
@@ -40,7 +49,6 @@ a { color: #1d5fbf; }
 .card h3 { margin: 0; font-size: 15px; overflow-wrap: anywhere; }
 .card p { margin: 3px 0; }
 .facts, .window, .last, .more, .none { color: var(--muted); font-size: 13px; overflow-wrap: anywhere; }
-.ratio { font-weight: 600; }
 .ok { color: #1e7b43; } .bad { color: #b3261e; } .warn { color: #9a5b00; }
 .window-nav { font-size: 13px; margin: 4px 0; }
 .window-nav > a { margin-right: 8px; }
@@ -62,6 +70,18 @@ svg.track .now { stroke: #111; stroke-width: 1.2; stroke-dasharray: 3 2; }
 table.overview { border-collapse: collapse; background: #fff; width: 100%; font-size: 13px; }
 table.overview th, table.overview td { border-bottom: 1px solid var(--line); padding: 3px 8px; text-align: left; white-space: nowrap; }
 table.overview td.num { text-align: right; }
+.headline { font-weight: 600; font-size: 13px; }
+.badge { display: inline-block; padding: 0 6px; border-radius: 8px; color: #fff; font-size: 12px; }
+.badge.bad { background: #b3261e; } .badge.ok { background: #1e7b43; } .badge.none { background: #8a94a3; }
+.stale-reason { font-size: 13px; margin: 2px 0; }
+.off { color: #9aa3ae; margin-right: 8px; }
+svg.track .fill { fill: #2f9e5a; fill-opacity: 0.75; }
+svg.track a:hover rect { stroke: #111; stroke-width: 1; }
+details.healthy { margin: 10px 0; }
+details.healthy > summary { cursor: pointer; color: #1e7b43; font-weight: 600; }
+ul.why { padding-left: 20px; } ul.why li { margin: 4px 0; }
+table.upstreams td { white-space: normal; vertical-align: top; } table.upstreams ol { margin: 2px 0; padding-left: 18px; }
+.card h2 { margin: 0; font-size: 16px; }
 .error { background: #fff4f2; border: 1px solid #f3b9b2; padding: 10px 14px; border-radius: 6px; }
 ${Object.entries(COLOURS)
   .map(([state, colour]) => `.s-${state} { fill: ${colour}; background: ${colour}; }`)
@@ -72,10 +92,11 @@ const LEGEND_COVERAGE = [
   ['complete', 'complete'],
   ['gap', 'gap'],
   ['replay_required', 'replay required'],
-  ['outside', 'outside the covered extent'],
+  ['outside', 'before the covered extent'],
+  ['behind', 'after it, behind now (the lag)'],
 ] as const;
 const LEGEND_PERIODS = [
-  ['waiting', 'waiting'],
+  ['waiting', 'waiting (green from below: the share there)'],
   ['settling', 'settling'],
   ['triggered', 'triggered (#generation)'],
   ['rerun_pending', 'rerun pending'],
@@ -85,34 +106,74 @@ const LEGEND_PERIODS = [
 function legend(): SafeHtml {
   const entry = ([state, text]: readonly [string, string]) =>
     html`<span><span class="sw s-${state}"></span> ${text}</span>`;
-  return html`<div class="legend" role="list"><span class="group">Coverage</span>${LEGEND_COVERAGE.map(entry)}<span class="group">Periods</span>${LEGEND_PERIODS.map(entry)}<span>Where a pixel holds several pieces it shows the main state, with a mark on top for the most severe one; hover for details. Times in UTC.</span></div>`;
+  return html`<div class="legend" role="list"><span class="group">Coverage</span>${LEGEND_COVERAGE.map(entry)}<span class="group">Periods</span>${LEGEND_PERIODS.map(entry)}<span>Where a pixel holds several pieces it shows the main state, with a mark on top for the most severe one; hover for details, click a period to see why it is in its state. The dashed line is now. Times in UTC.</span></div>`;
 }
 
-function shell(title: string, body: SafeHtml): string {
+/** Seconds between reloads of the status and period pages. */
+const REFRESH_SECONDS = 60;
+
+function shell(title: string, body: SafeHtml, refresh = false): string {
   return html`<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">${refresh ? html`<meta http-equiv="refresh" content="${REFRESH_SECONDS}">` : ''}
 <title>${title}</title><style>${CSS}</style></head>
 <body>${body}</body></html>
 `.value;
 }
 
 export function renderPage(page: PageView): string {
-  const assets =
-    page.assets.length === 0
-      ? html`<p class="none">No assets to show.</p>`
-      : page.assets.map((a) => renderAssetCard(a, page));
-  const rollups =
-    page.rollups.length === 0
-      ? html`<p class="none">No rollups to show.</p>`
-      : page.rollups.map((r) => renderRollupCard(r, page));
+  const assets = collapseHealthy(
+    page,
+    page.assets,
+    (a) => a.freshness.stale === false && a.problemCount === 0,
+    (a) => renderAssetCard(a, page),
+    ['asset', 'assets', 'fresh within their max_lag, no gaps in this window'],
+  );
+  const rollups = collapseHealthy(
+    page,
+    page.rollups,
+    (r) => r.totals.missed === 0 && r.totals.rerun_pending === 0 && r.lateWaiting === 0,
+    (r) => renderRollupCard(r, page),
+    ['rollup', 'rollups', 'nothing missed, owed a rerun or late'],
+  );
   const notes = page.notes.map((n) => html`<p class="error">${n}</p>`);
-  const body = html`<header class="page"><h1><a href="/">coverage-rollup</a> status</h1><span>generated ${page.generatedAt.toISOString()}</span><span><a href="/v1/assets">/v1/assets</a> · <a href="/v1/rollups">/v1/rollups</a> · <a href="/readyz">/readyz</a> · <a href="/metrics">/metrics</a></span></header>
+  const body = html`${pageHeader(page.generatedAt)}
 <main>${notes}${search(page)}${pageNav(page)}${legend()}
-<h2>Assets <span class="more">${shown(page, page.overview?.assets.length ?? page.assets.length, page.paging.assetsTotal)} · stalest first</span></h2>${page.overview ? renderOverviewAssets(page.overview.assets, page) : assets}
-<h2>Rollups <span class="more">${shown(page, page.overview?.rollups.length ?? page.rollups.length, page.paging.rollupsTotal)} · most missed and waiting first</span></h2>${page.overview ? renderOverviewRollups(page.overview.rollups) : rollups}
+<h2>Assets <span class="more">${shown(page, page.overview?.assets.length ?? page.assets.length, page.paging.assetsTotal)} · stale first, then the longest behind now</span></h2>${page.overview ? renderOverviewAssets(page.overview.assets) : assets}
+<h2>Rollups <span class="more">${shown(page, page.overview?.rollups.length ?? page.rollups.length, page.paging.rollupsTotal)} · most missed, owed and waiting first</span></h2>${page.overview ? renderOverviewRollups(page.overview.rollups) : rollups}
 ${pager(page)}
 </main>`;
-  return shell('coverage-rollup status', body);
+  return shell('coverage-rollup status', body, true);
+}
+
+export function renderPeriodPage(rollup: Rollup, answer: PeriodExplanation, nowMs: number): string {
+  const body = html`${pageHeader(new Date(nowMs))}<main>${renderPeriodBody(rollup, answer, nowMs)}</main>`;
+  return shell(`${rollup.id} ${answer.period.key}: ${answer.period.state}`, body, true);
+}
+
+function pageHeader(generatedAt: Date): SafeHtml {
+  return html`<header class="page"><h1><a href="/">coverage-rollup</a> status</h1><span>generated ${generatedAt.toISOString()} · reloads every ${REFRESH_SECONDS} s</span><span><a href="/v1/assets">/v1/assets</a> · <a href="/v1/rollups">/v1/rollups</a> · <a href="/readyz">/readyz</a> · <a href="/metrics">/metrics</a></span></header>`;
+}
+
+/**
+ * Cards that need attention first, in their order; the healthy ones folded under one line. A
+ * focused page (one asset or rollup and its neighbours) folds nothing: it is there to be read.
+ */
+function collapseHealthy<T>(
+  page: PageView,
+  items: readonly T[],
+  healthy: (item: T) => boolean,
+  card: (item: T) => SafeHtml,
+  [one, many, why]: readonly [string, string, string],
+): SafeHtml {
+  if (items.length === 0) return html`<p class="none">No ${many} to show.</p>`;
+  if (page.focus.asset !== undefined || page.focus.rollup !== undefined) return html`${items.map(card)}`;
+  const fine = items.filter(healthy);
+  const rest = items.filter((item) => !healthy(item));
+  const folded =
+    fine.length === 0
+      ? ''
+      : html`<details class="healthy"><summary>${fine.length} healthy ${fine.length === 1 ? one : many} (${why})</summary>${fine.map(card)}</details>`;
+  return html`${rest.map(card)}${folded}`;
 }
 
 function shown(page: PageView, count: number, total: number): string {
@@ -143,9 +204,9 @@ function pager(page: PageView): SafeHtml | string {
   return html`<nav class="page-nav" aria-label="pages">page ${n} of ${pages}: ${n > 1 ? html`<a href="${href(n - 1)}" rel="prev">previous</a>` : ''} ${n < pages ? html`<a href="${href(n + 1)}" rel="next">next</a>` : ''}</nav>`;
 }
 
-export function renderErrorPage(message: string): string {
+export function renderErrorPage(message: string, what = 'bad request'): string {
   return shell(
-    'coverage-rollup status: bad request',
+    `coverage-rollup status: ${what}`,
     html`<header class="page"><h1><a href="/">coverage-rollup</a> status</h1></header><main><p class="error">${message}</p><p><a href="/">back to the status page</a></p></main>`,
   );
 }

@@ -1,6 +1,8 @@
 /** An asset's card: coverage of its merged segments over the window. */
 import { piecesOf, projectCoverage } from '../../core/coverage.js';
+import { freshnessOf } from '../../core/freshness.js';
 import type { Interval, Piece } from '../../core/types.js';
+import type { AssetHistory } from '../../index/asset-history.js';
 import type { AssetRow } from '../../index/assets.js';
 import type { Db } from '../../index/db.js';
 import { segmentsOverlapping } from '../../index/segments-sql.js';
@@ -22,12 +24,15 @@ export async function loadAsset(
   asset: AssetRow,
   query: WindowQuery,
   now: number,
+  history: AssetHistory | undefined,
+  maxLagMs: number | undefined,
 ): Promise<AssetView> {
   const extent = extentOf(asset);
   const window = resolveWindow(query, asset.domain, extent, now);
   const segments = await segmentsOverlapping(sql, asset.id, window);
   const coverage = projectCoverage({ window, segments, extent, limit: 0 });
-  const pieces = drawPieces(piecesOf(window, segments), extent);
+  const lagFrom = asset.domain === 'time' ? now : Number.NEGATIVE_INFINITY;
+  const pieces = drawPieces(piecesOf(window, segments), extent, lagFrom);
   const items = toDrawItems(pieces, window, PLOT_WIDTH, coverageSeverity);
   const problems: Problem[] = [
     ...coverage.knownGaps.map((g) => ({ ...g, state: 'gap' as const, version: null, requiredVersion: null })),
@@ -48,11 +53,28 @@ export async function loadAsset(
     gapCount: coverage.knownGaps.length,
     replayCount: coverage.replayRequired.length,
     missing: coverage.missing.reduce((sum, m) => sum + (m.end - m.start), 0),
+    freshness: freshnessOf(
+      {
+        domain: asset.domain,
+        coveredUntil: history?.coveredUntil ?? null,
+        lastEventAt: history?.lastEventAt ?? null,
+        maxLagMs,
+      },
+      Math.floor(now / 1000),
+    ),
+    history: { gaps: history?.gaps ?? null, replayRequired: history?.replayRequired ?? null },
   };
 }
 
-/** Coverage pieces for drawing: gaps before or after the covered extent are told apart. */
-function* drawPieces(pieces: readonly Piece[], extent: Interval | null): Generator<DrawPiece<PieceDetail>> {
+/**
+ * Coverage pieces for drawing: gaps before the covered extent, inside it, and after it are told
+ * apart; after it and before `now` (time assets) is the lag.
+ */
+function* drawPieces(
+  pieces: readonly Piece[],
+  extent: Interval | null,
+  now: number,
+): Generator<DrawPiece<PieceDetail>> {
   for (const p of pieces) {
     const detail = { version: p.version, requiredVersion: p.requiredVersion };
     if (p.state !== 'gap') {
@@ -63,6 +85,8 @@ function* drawPieces(pieces: readonly Piece[], extent: Interval | null): Generat
     const outer = extent === null ? p.end : Math.min(Math.max(extent.end, inner), p.end);
     if (inner > p.start) yield { start: p.start, end: inner, state: 'outside', detail };
     if (outer > inner) yield { start: inner, end: outer, state: 'gap', detail };
-    if (p.end > outer) yield { start: outer, end: p.end, state: 'outside', detail };
+    const lag = extent === null ? outer : Math.min(Math.max(now, outer), p.end);
+    if (lag > outer) yield { start: outer, end: lag, state: 'behind', detail };
+    if (p.end > lag) yield { start: lag, end: p.end, state: 'outside', detail };
   }
 }

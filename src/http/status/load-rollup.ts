@@ -3,22 +3,29 @@
  * trigger. A window of few periods is drawn period by period; a longer one from the runs of equal
  * state, so years of hourly periods cost the stored rows of the window, not the calendar.
  */
+
+import type { Period } from '../../core/calendar.js';
 import { countStarts } from '../../core/period-count.js';
-import { periodsEnd } from '../../core/periods.js';
+import { derivedState, type PeriodView, periodsEnd } from '../../core/periods.js';
+import type { PeriodState } from '../../core/policy.js';
 import type { AssetRow } from '../../index/assets.js';
 import type { Db } from '../../index/db.js';
 import { countPeriods, listPeriods, summarizePeriods } from '../../index/period-listing.js';
 import type { RollupRuntime } from '../../scheduler/rollups.js';
-import { formatLength } from './format.js';
 import { extentOf } from './load-asset.js';
 import type { LastTrigger, PeriodDetail, RollupView } from './model.js';
+import { periodHref } from './period-page.js';
 import { periodSeverity } from './period-severity.js';
 import { type DrawPiece, toDrawItems } from './pixels.js';
+import { describePolicy } from './policy-text.js';
 import { PLOT_WIDTH } from './timeline.js';
 import { resolveWindow, type WindowQuery } from './window.js';
 
 /** Above this many periods in the window, the strip is drawn from runs of equal state. */
 const MAX_DETAILED_PERIODS = 2000;
+
+/** Periods needing attention listed under a card; the rest are counted. */
+const ATTENTION_LISTED = 5;
 
 export async function loadRollup(
   sql: Db,
@@ -26,6 +33,7 @@ export async function loadRollup(
   assets: ReadonlyMap<string, AssetRow>,
   query: WindowQuery,
   now: number,
+  totals: Readonly<Record<PeriodState, number>>,
 ): Promise<RollupView> {
   const { rollup, config } = runtime;
   const extents = rollup.upstream.flatMap((name) => {
@@ -49,6 +57,13 @@ export async function loadRollup(
     window.start <= rollup.begin ? rollup.begin : calendar.periodContaining(window.start).start,
   );
   const to = Math.min(last, window.end >= last ? last : calendar.periodContaining(window.end - 1).end);
+  const href = (key: string) => periodHref(rollup.id, key);
+  const newest = newestPeriod(runtime, last, now);
+  const late = (p: PeriodView) =>
+    p.state === 'missed' ||
+    p.state === 'rerun_pending' ||
+    (p.state === 'waiting' && (newest === null || p.end <= newest.start));
+  let attention: PeriodView[] = [];
   let pieces: DrawPiece<PeriodDetail>[] = [];
   if (from < to && countStarts(calendar, from, to) <= MAX_DETAILED_PERIODS) {
     const page = await listPeriods(
@@ -57,6 +72,7 @@ export async function loadRollup(
       { from, to, order: 'asc', at: null, limit: MAX_DETAILED_PERIODS, state: undefined },
       nowMs,
     );
+    attention = page.periods.filter(late).reverse();
     // Periods nothing happened to (derived: no ratio, no generation) are drawn as one piece per
     // run; the others keep their own details for the tooltip.
     for (const p of page.periods) {
@@ -68,6 +84,7 @@ export async function loadRollup(
       }
       const detail = {
         key: p.key,
+        href: href(p.key),
         generation: p.generation,
         reason: p.reason,
         ratio: p.ratio,
@@ -83,34 +100,34 @@ export async function loadRollup(
     const runs = await summarizePeriods(sql, rollup, from, to, nowMs);
     pieces = runs.map((r) => ({ start: r.start, end: r.end, state: r.state, count: r.count }));
   }
-  const counts = await countPeriods(sql, rollup, from, Math.max(from, to), nowMs);
+  const [counts, current] = await Promise.all([
+    countPeriods(sql, rollup, from, Math.max(from, to), nowMs),
+    newest === null ? null : currentPeriod(sql, runtime, newest, nowMs),
+  ]);
   const [latest] = await sql<(Omit<LastTrigger, 'decidedAt' | 'deliveredAt' | 'failedAt'> & Dates)[]>`
     select p.key, t.generation, t.reason, t.decided_at, t.delivered_at, t.failed_at, t.attempts, t.last_error
     from triggers t join periods p on p.rollup_id = t.rollup_id and p.lo = t.period_lo
     where t.rollup_id = ${rollup.id}
     order by t.decided_at desc limit 1`;
-  const p = rollup.policy;
-  const policy = [
-    p.ratio === undefined && p.maxMissing === undefined ? 'full coverage' : '',
-    p.ratio === undefined ? '' : `ratio ≥ ${p.ratio}`,
-    p.maxMissing === undefined ? '' : `at most ${formatLength(rollup.domain, p.maxMissing)} missing`,
-    p.settleMs > 0 ? `settle ${formatLength('time', p.settleMs * 1000)}` : '',
-    p.deadlineMs === undefined
-      ? ''
-      : `deadline ${formatLength('time', p.deadlineMs * 1000)} (${p.onDeadline})`,
-  ].filter((s) => s !== '');
   return {
     id: rollup.id,
     upstream: rollup.upstream,
     domain: rollup.domain,
     every: String(config.every),
     timezone: config.timezone,
-    policy: policy.join(', '),
+    policy: describePolicy(rollup),
     rerun: config.rerun,
     target: config.target.type,
     window,
     items: toDrawItems(pieces, window, PLOT_WIDTH, periodSeverity),
     counts,
+    totals,
+    lateWaiting: totals.waiting - (current?.state === 'waiting' ? 1 : 0),
+    current: current === null ? null : { ...current, href: href(current.key) },
+    attention: attention
+      .slice(0, ATTENTION_LISTED)
+      .map((p) => ({ key: p.key, state: p.state, ratio: p.ratio, href: href(p.key) })),
+    attentionCount: attention.length,
     lastTrigger:
       latest === undefined
         ? null
@@ -125,6 +142,32 @@ export async function loadRollup(
             lastError: latest.last_error,
           },
     formatPoint: (point) => rollup.calendar.formatPoint(point),
+  };
+}
+
+/**
+ * The newest period: for a time rollup the one containing now (it has not ended, so it is not
+ * late); for an integer rollup the last one its upstreams reach. Null before `begin`.
+ */
+function newestPeriod({ rollup }: RollupRuntime, end: number, now: number): Period | null {
+  const point = rollup.domain === 'time' ? now : end - 1;
+  if (point < rollup.begin || end <= rollup.begin) return null;
+  return rollup.calendar.periodContaining(point);
+}
+
+/** A period's state and ratio: its stored row, or derived when nothing happened to it. */
+async function currentPeriod(
+  sql: Db,
+  { rollup }: RollupRuntime,
+  period: Period,
+  nowMs: number,
+): Promise<{ key: string; state: PeriodState; ratio: number }> {
+  const [row] = await sql<{ state: PeriodState; ratio: number }[]>`
+    select state, ratio from periods where rollup_id = ${rollup.id} and lo = ${period.start}`;
+  return {
+    key: period.key,
+    state: row?.state ?? derivedState(rollup, period, nowMs),
+    ratio: row?.ratio ?? 0,
   };
 }
 

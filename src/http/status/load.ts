@@ -4,8 +4,12 @@
  * are paged in SQL, rollups ranked from their per-state counts (a few rows each), and only the
  * cards of the page are drawn.
  */
+import { maxLags as configuredMaxLags } from '../../config.js';
+import { freshnessOf } from '../../core/freshness.js';
+import { assetHistories } from '../../index/asset-history.js';
 import { type AssetRow, countAssets, findAsset, pageAssets } from '../../index/assets.js';
 import type { Sql } from '../../index/db.js';
+import { freshnessFacts } from '../../index/freshness.js';
 import { rollupCounts } from '../../index/periods.js';
 import type { RollupRuntime } from '../../scheduler/rollups.js';
 import type { HttpContext } from '../context.js';
@@ -66,7 +70,9 @@ export async function loadPage(
   const overview = !focused && ((assetCount ?? 0) > CARDS_UP_TO || ranked.length > CARDS_UP_TO);
   const size = overview ? OVERVIEW_PAGE_SIZE : PAGE_SIZE;
   const offset = (pq.page - 1) * size;
-  const assetPage = await pageAssets(sql, { names: assetNames, q: pq.q, offset, limit: size });
+  const maxLags = configuredMaxLags(ctx.config);
+  const stale = { maxLags, nowMs: Math.floor(now / 1000) };
+  const assetPage = await pageAssets(sql, { names: assetNames, q: pq.q, offset, limit: size, stale });
   const rollupPage = ranked.slice(offset, offset + size);
   const paging = {
     q: pq.q,
@@ -79,6 +85,7 @@ export async function loadPage(
     generatedAt: new Date(now / 1000),
     now,
     preset: query.start !== undefined && query.end !== undefined ? null : query.preset,
+    followsNow: query.start === undefined && query.end === undefined,
     focus:
       pq.rollup !== undefined ? { rollup: pq.rollup } : pq.asset !== undefined ? { asset: pq.asset } : {},
     paging,
@@ -91,39 +98,34 @@ export async function loadPage(
       upstreams: rollup.upstream.length,
       counts: counts.get(rollup.id)!,
     }));
-    const page: PageView = {
-      ...base,
-      assets: [],
-      rollups: [],
-      overview: { assets: assetPage.rows, rollups: rows },
-    };
+    const facts = await freshnessFacts(
+      sql,
+      assetPage.rows.map((a) => a.name),
+    );
+    const assets = assetPage.rows.map((a) => {
+      const f = facts.get(a.name);
+      const known = { domain: a.domain, coveredUntil: null, lastEventAt: null };
+      const judged = { ...(f ?? known), maxLagMs: maxLags.get(a.name) };
+      return { ...a, coveredUntil: judged.coveredUntil, freshness: freshnessOf(judged, now / 1000) };
+    });
+    const page: PageView = { ...base, assets: [], rollups: [], overview: { assets, rollups: rows } };
     return { page, found: notes.length === 0 };
   }
   // Upstream extents for the rollups' windows, read for just this page's rollups.
   const upstreams = new Set(rollupPage.flatMap((r) => r.rollup.upstream));
   const upstreamRows = await pageAssets(sql, { names: [...upstreams], offset: 0, limit: upstreams.size });
   const byName = new Map<string, AssetRow>(upstreamRows.rows.map((a) => [a.name, a]));
+  const histories = await assetHistories(
+    sql,
+    assetPage.rows.map((a) => a.id),
+  );
   const [assetViews, rollupViews] = await Promise.all([
-    Promise.all(assetPage.rows.map((a) => loadAsset(sql, a, query, now))),
-    Promise.all(rollupPage.map((r) => loadRollup(sql, r, byName, query, now))),
+    Promise.all(
+      assetPage.rows.map((a) => loadAsset(sql, a, query, now, histories.get(a.id), maxLags.get(a.name))),
+    ),
+    Promise.all(rollupPage.map((r) => loadRollup(sql, r, byName, query, now, counts.get(r.rollup.id)!))),
   ]);
-  const page: PageView = {
-    generatedAt: new Date(now / 1000),
-    now,
-    preset: query.start !== undefined && query.end !== undefined ? null : query.preset,
-    focus:
-      pq.rollup !== undefined ? { rollup: pq.rollup } : pq.asset !== undefined ? { asset: pq.asset } : {},
-    assets: assetViews,
-    rollups: rollupViews,
-    paging: {
-      q: pq.q,
-      page: pq.page,
-      pageSize: PAGE_SIZE,
-      assetsTotal: assetPage.total,
-      rollupsTotal: ranked.length,
-    },
-    notes,
-  };
+  const page: PageView = { ...base, assets: assetViews, rollups: rollupViews };
   return { page, found: notes.length === 0 };
 }
 

@@ -1,10 +1,15 @@
 /** What the status page shows, as loaded by the route and drawn by cards.ts and layout.ts. */
+import type { FreshnessJson } from '../../core/freshness.js';
 import type { Domain, Interval } from '../../core/types.js';
 import type { DrawItem } from './pixels.js';
 import type { PresetName } from './window.js';
 
-/** Drawing states of a coverage timeline: the coverage states, plus gaps outside the extent. */
-export const COVERAGE_STATES = ['complete', 'outside', 'replay_required', 'gap'] as const;
+/**
+ * Drawing states of a coverage timeline, least severe first: the coverage states, plus gaps
+ * outside the extent, told apart as before the first completion (`outside`) and between the last
+ * one and now (`behind`: the lag).
+ */
+export const COVERAGE_STATES = ['complete', 'outside', 'behind', 'replay_required', 'gap'] as const;
 export type CoverageDrawState = (typeof COVERAGE_STATES)[number];
 
 /** Period states, least severe first: a pixel holding several periods shows the most severe. */
@@ -43,10 +48,16 @@ export interface AssetView {
   readonly replayCount: number;
   /** Measure of the window no completion covers (gaps inside and outside the extent). */
   readonly missing: number;
+  /** Window-independent facts for the headline. */
+  readonly freshness: FreshnessJson;
+  /** Holes and replay_required ranges since the asset's first event; null when not counted. */
+  readonly history: { readonly gaps: number | null; readonly replayRequired: number | null };
 }
 
 export interface PeriodDetail {
   readonly key: string;
+  /** Link to the period page. */
+  readonly href: string;
   readonly generation: number;
   readonly reason: string | null;
   readonly ratio: number;
@@ -77,9 +88,31 @@ export interface RollupView {
   readonly items: readonly DrawItem<PeriodDetail>[];
   /** Periods overlapping the window, by state. */
   readonly counts: Readonly<Record<PeriodState, number>>;
+  /** Every period since begin, by state, whatever the window. */
+  readonly totals: Readonly<Record<PeriodState, number>>;
+  /** Waiting periods that have ended (time rollups; integer ones: every waiting period but the last). */
+  readonly lateWaiting: number;
+  /** The newest period (the one containing now, for time rollups), and its state and ratio. */
+  readonly current: {
+    readonly key: string;
+    readonly state: PeriodState;
+    readonly ratio: number;
+    readonly href: string;
+  } | null;
+  /** The newest periods of the window that need attention (missed, rerun pending, late), newest first. */
+  readonly attention: readonly AttentionPeriod[];
+  /** How many periods of the window need attention. */
+  readonly attentionCount: number;
   readonly lastTrigger: LastTrigger | null;
   /** A point in the rollup's zone, for tooltips (ISO with offset, or the integer). */
   readonly formatPoint: (point: number) => string | number;
+}
+
+export interface AttentionPeriod {
+  readonly key: string;
+  readonly state: PeriodState;
+  readonly ratio: number;
+  readonly href: string;
 }
 
 export interface PageView {
@@ -87,6 +120,8 @@ export interface PageView {
   readonly now: number;
   /** The preset in force, or null when the query gave both start and end. */
   readonly preset: PresetName | null;
+  /** Whether time windows end at now (no start or end given), so zooming and presets keep following it. */
+  readonly followsNow: boolean;
   /** The focus of the page, when it shows one asset or one rollup. */
   readonly focus: { readonly asset?: string; readonly rollup?: string };
   readonly assets: readonly AssetView[];

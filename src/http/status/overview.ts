@@ -3,10 +3,12 @@
  * timeline, so a page of 50 of each stays a few dozen kilobytes at 10,000 assets and 1,000
  * rollups. Names link to the focused pages, which draw the timelines.
  */
+
+import type { FreshnessJson } from '../../core/freshness.js';
 import type { AssetRow } from '../../index/assets.js';
 import { formatLength, formatPointText } from './format.js';
 import { html, pageHref, type SafeHtml } from './html.js';
-import { type PageView, PERIOD_STATES, type PeriodState } from './model.js';
+import { PERIOD_STATES, type PeriodState } from './model.js';
 
 export interface OverviewRollup {
   readonly id: string;
@@ -15,22 +17,32 @@ export interface OverviewRollup {
   readonly counts: Readonly<Record<PeriodState, number>>;
 }
 
+export type OverviewAsset = AssetRow & {
+  readonly freshness: FreshnessJson;
+  /** End of the newest complete coverage, in points; null when nothing is complete. */
+  readonly coveredUntil: number | null;
+};
+
 export interface Overview {
-  readonly assets: readonly AssetRow[];
+  readonly assets: readonly OverviewAsset[];
   readonly rollups: readonly OverviewRollup[];
 }
 
-export function renderOverviewAssets(assets: readonly AssetRow[], page: PageView): SafeHtml {
+export function renderOverviewAssets(assets: readonly OverviewAsset[]): SafeHtml {
   if (assets.length === 0) return html`<p class="none">No assets to show.</p>`;
   const rows = assets.map((a) => {
-    const until = a.covered_hi === null ? '—' : formatPointText(a.domain, a.covered_hi);
-    const lag =
-      a.domain === 'time' && a.covered_hi !== null
-        ? formatLength('time', Math.max(0, page.now - a.covered_hi))
-        : '';
-    return html`<tr><td><a href="${pageHref({ asset: a.name })}">${a.name}</a></td><td>${a.domain}</td><td>${until}</td><td class="num">${lag}</td><td class="num">${a.segment_count.toLocaleString('en-US')}</td><td class="num">${a.event_count.toLocaleString('en-US')}</td></tr>`;
+    const f = a.freshness;
+    const until = a.coveredUntil === null ? '—' : formatPointText(a.domain, a.coveredUntil);
+    const lag = f.lag_seconds === null ? '' : formatLength('time', f.lag_seconds * 1_000_000);
+    const verdict =
+      f.stale === true
+        ? html`<span class="badge bad" title="${f.stale_reason ?? ''}">stale</span>`
+        : f.stale === false
+          ? html`<span class="badge ok">fresh</span>`
+          : '';
+    return html`<tr data-asset="${a.name}" data-stale="${f.stale === null ? 'unknown' : String(f.stale)}"><td><a href="${pageHref({ asset: a.name })}">${a.name}</a></td><td>${verdict}</td><td>${a.domain}</td><td>${until}</td><td class="num ${f.stale ? 'bad' : ''}">${lag}</td><td class="num">${a.segment_count.toLocaleString('en-US')}</td><td class="num">${a.event_count.toLocaleString('en-US')}</td></tr>`;
   });
-  return html`<table class="overview"><thead><tr><th>asset</th><th>domain</th><th>covered until</th><th>behind now</th><th>segments</th><th>events</th></tr></thead><tbody>${rows}</tbody></table>`;
+  return html`<table class="overview"><thead><tr><th>asset</th><th>freshness</th><th>domain</th><th>covered until</th><th>behind now</th><th>segments</th><th>events</th></tr></thead><tbody>${rows}</tbody></table>`;
 }
 
 export function renderOverviewRollups(rollups: readonly OverviewRollup[]): SafeHtml {

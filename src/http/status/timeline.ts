@@ -28,8 +28,12 @@ export interface TrackOptions<D> {
   readonly data?: (item: DrawItem<D>) => Record<string, string | number | undefined>;
   /** Short text drawn inside an item when it is wide enough (e.g. a generation). */
   readonly text?: (item: DrawItem<D>) => string | undefined;
-  /** Where "now" is, drawn as a marker when inside the window. */
+  /** Where "now" is, drawn as a marker when inside the window (its end included). */
   readonly now?: number | undefined;
+  /** The complete share (0 to 1) of an item drawn alone, shaded from the bottom when partial. */
+  readonly fill?: (item: DrawItem<D>) => number | undefined;
+  /** Where clicking an item leads (e.g. its period page). */
+  readonly href?: (item: DrawItem<D>) => string | undefined;
 }
 
 const fixed = (n: number) => (Math.round(n * 100) / 100).toString();
@@ -48,7 +52,15 @@ export function renderTrack<D>(options: TrackOptions<D>): SafeHtml {
     const data = html`data-state="${item.state}" data-major="${item.major}" data-start="${boundParam(domain, item.start)}" data-end="${boundParam(domain, item.end)}" data-count="${item.count}"${extra}`;
     const title = html`<title>${options.describe(item)}</title>`;
     if (item.major === item.state) {
-      return html`<rect class="s-${item.state}" x="${x}" y="${BAR_Y}" width="${width}" height="${BAR_HEIGHT}" ${data}>${title}</rect>`;
+      const ratio = options.fill?.(item);
+      // A partial period: its complete share rises from the bottom, so 75 % never looks like 0 %.
+      const shade =
+        ratio !== undefined && ratio > 0 && ratio < 1
+          ? html`<rect class="fill" x="${x}" y="${fixed(BAR_Y + BAR_HEIGHT * (1 - ratio))}" width="${width}" height="${fixed(BAR_HEIGHT * ratio)}" data-ratio="${ratio}">${title}</rect>`
+          : '';
+      const drawn = html`<rect class="s-${item.state}" x="${x}" y="${BAR_Y}" width="${width}" height="${BAR_HEIGHT}" ${data}${ratio === undefined ? '' : html` data-ratio="${ratio}"`}>${title}</rect>${shade}`;
+      const href = options.href?.(item);
+      return href === undefined ? drawn : html`<a href="${href}">${drawn}</a>`;
     }
     // Mostly one state with some of a more severe one: the main state, marked on top.
     return html`<g class="mixed">${title}<rect class="s-${item.major} under" x="${x}" y="${BAR_Y}" width="${width}" height="${BAR_HEIGHT}"/><rect class="s-${item.state} mark" x="${x}" y="${BAR_Y}" width="${width}" height="${MARK_HEIGHT}" ${data}/></g>`;
@@ -77,8 +89,8 @@ export function renderTrack<D>(options: TrackOptions<D>): SafeHtml {
   });
   const now = options.now;
   const nowMarker =
-    now !== undefined && now > window.start && now < window.end
-      ? html`<line class="now" x1="${fixed(xOf(now))}" x2="${fixed(xOf(now))}" y1="0" y2="${AXIS_Y + 2}"><title>now</title></line>`
+    now !== undefined && now > window.start && now <= window.end
+      ? html`<line class="now" data-role="now" x1="${fixed(xOf(now))}" x2="${fixed(xOf(now))}" y1="0" y2="${AXIS_Y + 2}"><title>now</title></line>`
       : '';
   return html`<svg class="track track-${options.kind}" viewBox="0 0 ${total} ${HEIGHT}" width="${total}" height="${HEIGHT}" role="img" aria-label="${options.label}" data-window-start="${boundParam(domain, window.start)}" data-window-end="${boundParam(domain, window.end)}"><g transform="translate(${MARGIN} 0)"><rect class="plot" data-role="plot" x="0" y="${BAR_Y}" width="${PLOT_WIDTH}" height="${BAR_HEIGHT}"/>${grid}${rects}${labels}<line class="axis" x1="0" x2="${PLOT_WIDTH}" y1="${AXIS_Y}" y2="${AXIS_Y}"/>${axis}${nowMarker}</g></svg>`;
 }

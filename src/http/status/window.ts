@@ -15,7 +15,8 @@ export const PRESETS = [
   ['1h', HOUR],
 ] as const;
 export type PresetName = (typeof PRESETS)[number][0];
-export const DEFAULT_PRESET: PresetName = '7d';
+/** A day: wide enough to show a feed that stopped overnight, narrow enough to read its last hours. */
+export const DEFAULT_PRESET: PresetName = '1d';
 
 const MIN_TIME_WIDTH = SECOND;
 const MAX_TIME_WIDTH = 50 * 365 * DAY;
@@ -77,7 +78,8 @@ export function presetWidth(name: PresetName): number {
 
 /**
  * The window for one asset or rollup. Time: explicit bounds win; a missing side is the preset's
- * width away from the other; with neither, the preset ends at the covered extent's end (or now).
+ * width away from the other; with neither, the preset ends at now, so every time card shares one
+ * axis and a feed that stopped shows as the empty stretch before the now marker.
  * Integer: explicit bounds win, a missing side comes from the covered extent; presets do not apply.
  * Bounds of the other domain are ignored here, so one query can serve both kinds of asset.
  */
@@ -97,7 +99,8 @@ export function resolveWindow(
     if (start !== undefined && end !== undefined) window = { start, end };
     else if (start !== undefined) window = { start, end: start + width };
     else {
-      const e = end ?? extent?.end ?? nowMicros;
+      // Now, to the next whole second: the window reads `… → 15:31:24`, the marker at its end.
+      const e = end ?? Math.ceil(nowMicros / SECOND) * SECOND;
       window = { start: e - width, end: e };
     }
   } else {
@@ -111,13 +114,20 @@ export function resolveWindow(
   return clamp(window, domain);
 }
 
-/** Shrinks (factor < 1) or widens (factor > 1) a window around its centre. */
+/**
+ * Shrinks (factor < 1) or widens (factor > 1) a window keeping its end: the newest data stays in
+ * view, as zooming around the centre would drop it.
+ */
 export function zoom(window: Interval, factor: number, domain: Domain): Interval {
-  const width = window.end - window.start;
-  const next = Math.round(width * factor);
-  const centre = window.start + width / 2;
-  const start = Math.round(centre - next / 2);
-  return clamp({ start, end: start + next }, domain);
+  const next = Math.round((window.end - window.start) * factor);
+  return clamp({ start: window.end - next, end: window.end }, domain);
+}
+
+/** The preset next narrower (`-1`) or wider (`+1`) than `name`, if any. */
+export function nextPreset(name: PresetName, step: -1 | 1): PresetName | undefined {
+  const i = PRESETS.findIndex(([n]) => n === name);
+  // PRESETS is widest first: narrower is further down the list.
+  return PRESETS[i - step]?.[0];
 }
 
 /** Moves a window by a fraction of its width (negative: earlier). */
