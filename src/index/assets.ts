@@ -47,6 +47,19 @@ export async function listAssets(sql: Db): Promise<AssetRow[]> {
   return sql<AssetRow[]>`select * from assets order by name`;
 }
 
+/** Up to `limit` assets by name after `after` (a keyset page), optionally those whose name contains `q`. */
+export async function assetsByName(
+  sql: Db,
+  opts: { readonly q?: string | undefined; readonly after: string | null; readonly limit: number },
+): Promise<AssetRow[]> {
+  const like = opts.q === undefined ? null : likePattern(opts.q);
+  return sql<AssetRow[]>`
+    select * from assets
+    where (${opts.after}::text is null or name > ${opts.after}::text)
+      and (${like}::text is null or name ilike ${like}::text)
+    order by name limit ${opts.limit}`;
+}
+
 /** How many assets there are, or how many whose name contains `q`. */
 export async function countAssets(sql: Db, q: string | undefined): Promise<number> {
   const like = q === undefined ? null : likePattern(q);

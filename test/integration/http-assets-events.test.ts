@@ -423,6 +423,22 @@ describe('GET /v1/assets', () => {
       event_count: 0,
       covered_extent: null,
     });
+    expect(reply.body).toMatchObject({ total: 3, next_cursor: null });
+  });
+
+  it('pages by name with a cursor, filters by q, and refuses a bad limit or cursor', async () => {
+    const first = await get('/v1/assets?limit=2');
+    expect(first.body.assets.map((a: { asset: string }) => a.asset)).toEqual(['http.offsets', 'http.orders']);
+    expect(first.body.total).toBe(3);
+    const second = await get(`/v1/assets?limit=2&cursor=${first.body.next_cursor}`);
+    expect(second.body).toMatchObject({ assets: [{ asset: 'http.planned' }], total: 3, next_cursor: null });
+    const filtered = await get('/v1/assets?q=ORD');
+    expect(filtered.body).toMatchObject({ assets: [{ asset: 'http.orders' }], total: 1, next_cursor: null });
+    expect((await get('/v1/assets?limit=0')).body).toMatchObject({ code: 'invalid_limit' });
+    expect((await get('/v1/assets?cursor=bm9wZQ')).body).toMatchObject({ code: 'invalid_cursor' });
+    // A cursor of another listing is refused rather than read as a name.
+    const rollupCursor = Buffer.from('r.2').toString('base64url');
+    expect((await get(`/v1/assets?cursor=${rollupCursor}`)).status).toBe(400);
   });
 });
 

@@ -4,13 +4,14 @@ import { parseBound } from '../../core/bounds.js';
 import { DEFAULT_ORDERS, toCoverageAnswer } from '../../core/coverage-answer.js';
 import { BadInputError } from '../../core/errors.js';
 import { assetJson } from '../../index/asset-json.js';
-import { findAsset, listAssets as listAssetRows } from '../../index/assets.js';
+import { assetsByName, countAssets, findAsset } from '../../index/assets.js';
 import { type AssetFacts, queryCoverage } from '../../index/coverage-query.js';
 import { freshnessFacts } from '../../index/freshness.js';
 import type { HttpContext } from '../context.js';
 import { HttpError } from '../errors.js';
 import { route } from '../route.js';
 import { assetCoverage, listAssets } from '../schemas/assets.js';
+import { decodeCursor, encodeCursor } from './paging.js';
 
 const MAX_CACHED_ASSETS = 10_000;
 
@@ -31,12 +32,24 @@ export function registerAssetRoutes(app: FastifyInstance, ctx: HttpContext): voi
 
   const lags = maxLags(ctx.config);
 
-  route(app, ctx, listAssets, async () => {
+  route(app, ctx, listAssets, async ({ query }) => {
     const { sql } = ctx.read();
-    const [rows, facts] = await Promise.all([listAssetRows(sql), freshnessFacts(sql)]);
+    // By name, the cursor being the last name answered: a page costs the same at any depth.
+    const after = query.cursor === undefined ? null : decodeCursor(query.cursor, 'a');
+    const [rows, total] = await Promise.all([
+      assetsByName(sql, { q: query.q, after, limit: query.limit + 1 }),
+      countAssets(sql, query.q),
+    ]);
+    const page = rows.slice(0, query.limit);
+    const facts = await freshnessFacts(
+      sql,
+      page.map((a) => a.name),
+    );
     const now = Date.now();
     return {
-      assets: rows.map((a) => assetJson(a, facts.get(a.name)!, lags.get(a.name), now)),
+      assets: page.map((a) => assetJson(a, facts.get(a.name)!, lags.get(a.name), now)),
+      total,
+      next_cursor: rows.length > query.limit ? encodeCursor('a', page.at(-1)!.name) : null,
     };
   });
 

@@ -19,16 +19,42 @@ export const Asset = z.object({
   ...Freshness.shape,
 });
 
-export const AssetList = z.object({ assets: z.array(Asset) });
+export const DEFAULT_ASSETS = 1000;
+export const MAX_ASSETS = 10_000;
+
+export const AssetListQuery = z.object({
+  q: coded(
+    z.string().optional().meta({ description: "part of the asset's name, any case" }),
+    'invalid_query',
+    'q must be given at most once',
+  ),
+  limit: coded(
+    queryInt(1, MAX_ASSETS, DEFAULT_ASSETS).meta({ description: `page size (default ${DEFAULT_ASSETS})` }),
+    'invalid_limit',
+    `limit must be an integer from 1 to ${MAX_ASSETS}`,
+  ),
+  cursor: coded(
+    z.string().optional().meta({ description: "the previous page's next_cursor" }),
+    'invalid_cursor',
+    'cursor is not one this listing returned (in this order)',
+  ),
+});
+
+export const AssetList = z.object({
+  assets: z.array(Asset),
+  total: z.int().meta({ description: 'assets matching q, on every page' }),
+  next_cursor: z.string().nullable().meta({ description: 'null on the last page' }),
+});
 
 export const listAssets = defineOperation({
   method: 'GET',
   path: '/v1/assets',
   id: 'listAssets',
-  summary: 'Every asset the index knows, with its facts and freshness',
+  summary: 'The assets the index knows, by name, with their facts and freshness, a page at a time',
   access: 'read',
-  answers: { 200: { description: 'the assets, by name', schema: AssetList } },
-  errors: {},
+  query: AssetListQuery,
+  answers: { 200: { description: 'one page of assets, by name', schema: AssetList } },
+  errors: { 400: 'invalid_limit, invalid_cursor, invalid_query' },
 });
 
 const window = 'give the window as ?start=...&end=...';
