@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { Redis } from 'ioredis';
+import { CONFIG_ENV_VARS } from '../src/config.js';
 import { connect, connectOnce, type Sql } from '../src/index/db.js';
 import { migrate } from '../src/index/migrate.js';
 import { createLogger } from '../src/log.js';
@@ -118,17 +119,6 @@ export interface DaemonProcess {
   stop(): Promise<void>;
 }
 
-/** Environment that would override the config file (SPEC §9): never inherited. */
-const OVERRIDES = [
-  'DATABASE_URL',
-  'DATABASE_READ_URL',
-  'REDIS_URL',
-  'PORT',
-  'LOG_LEVEL',
-  'API_TOKENS',
-  'COVERAGE_ROLLUP_CONFIG',
-];
-
 /**
  * The daemon as it runs in production, in a process of its own, so the benchmark's client and
  * producers do not share its event loop. Runs the TypeScript source through tsx's loader.
@@ -138,7 +128,7 @@ export async function spawnDaemon(config: Record<string, unknown>): Promise<Daem
   const path = join(dir, 'config.json');
   writeFileSync(path, JSON.stringify({ ...config, log_level: 'info' }));
   const env = { ...process.env };
-  for (const key of OVERRIDES) delete env[key];
+  for (const key of CONFIG_ENV_VARS) delete env[key]; // the config file decides, never the caller's shell
   // BENCH_COMPILED=1 runs the built daemon (npm run build), as `npm start` does: without tsx's
   // loader, whose transpiler adds to the process's memory.
   const entry =

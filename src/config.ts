@@ -363,6 +363,9 @@ const ENV_FIELDS: Record<string, string> = {
   'http.port': 'PORT',
 };
 
+/** Every environment variable the daemon reads its configuration from (SPEC §9). */
+export const CONFIG_ENV_VARS: readonly string[] = [...Object.values(ENV_FIELDS), 'COVERAGE_ROLLUP_CONFIG'];
+
 export function parseConfig(
   raw: unknown,
   origin = 'config',

@@ -12,6 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { afterAll, afterEach } from 'vitest';
+import { CONFIG_ENV_VARS } from '../../src/config.js';
 import { packageRoot } from '../../src/paths.js';
 
 /**
@@ -25,16 +26,6 @@ const ROOT = packageRoot();
 export const DAEMON_ENTRY = join(ROOT, 'dist', 'src', 'cli', 'main.js');
 /** Each process's stdout and stderr, for reading after a failure. */
 const ARTIFACTS = join(ROOT, 'test-artifacts', 'processes');
-/** Environment that would override the config file (SPEC §9): never inherited. */
-const OVERRIDES = [
-  'DATABASE_URL',
-  'DATABASE_READ_URL',
-  'REDIS_URL',
-  'PORT',
-  'LOG_LEVEL',
-  'API_TOKENS',
-  'COVERAGE_ROLLUP_CONFIG',
-];
 
 /** One pino line: level (30 info, 40 warn, 50 error, 60 fatal), time (ISO), pid, msg, and fields. */
 export interface LogLine {
@@ -99,7 +90,7 @@ export class DaemonProcess {
     this.name = name;
     this.configPath = configPath;
     const env = { ...process.env };
-    for (const key of OVERRIDES) delete env[key];
+    for (const key of CONFIG_ENV_VARS) delete env[key]; // the config file decides, never the caller's shell
     this.child = spawn(process.execPath, [DAEMON_ENTRY, 'start', '--config', configPath], {
       cwd: ROOT,
       env,

@@ -7,6 +7,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CONFIG_ENV_VARS } from '../../src/config.js';
 import { normalizeEvent } from '../../src/core/events.js';
 import { commitEvents } from '../../src/index/commit.js';
 import { testProducer } from '../helpers/daemon.js';
@@ -22,17 +23,6 @@ const prefix = createTestPrefix();
 let db: TestDatabase;
 let configPath: string;
 let producer: ReturnType<typeof testProducer>;
-
-/** Environment that would override the config file (SPEC §9): never inherited. */
-const OVERRIDES = [
-  'DATABASE_URL',
-  'DATABASE_READ_URL',
-  'REDIS_URL',
-  'PORT',
-  'LOG_LEVEL',
-  'API_TOKENS',
-  'COVERAGE_ROLLUP_CONFIG',
-];
 
 function writeConfig(name: string, config: Record<string, unknown>): string {
   const path = join(dir, name);
@@ -64,7 +54,7 @@ interface Run {
 
 function cli(args: string[], options: { config?: string; stdin?: string } = {}): Promise<Run> {
   const env = { ...process.env };
-  for (const key of OVERRIDES) delete env[key];
+  for (const key of CONFIG_ENV_VARS) delete env[key]; // the config file decides, never the caller's shell
   return new Promise((resolve) => {
     const child = execFile(
       process.execPath,
