@@ -271,6 +271,7 @@ async function runOne(layout: Layout, processes: number, db: TestDatabase) {
     daemon_cpu_us_per_event: perEvent(daemonCpu),
     redis_cpu_us_per_event: perEvent(redisCpu),
     startup_seconds: round(startupSeconds, 1),
+    first_commit_after_resume_seconds: round((span!.first.getTime() - resumed) / 1000, 2),
     queue_fill_seconds: round(fillSeconds, 1),
     segments: digest!.segments,
     digest: digest!.digest,
