@@ -89,12 +89,15 @@ async function main(): Promise<void> {
         uncommitted_changes: git('status', '--porcelain', '--untracked-files=no') !== '',
         ...a,
       },
+      // Medians of each pair's quotient: the two runs of a pair saw about the same machine load.
       after_over_before: {
-        ingest_events_per_second: round(
-          a.median_ingest_events_per_second / b.median_ingest_events_per_second,
-          3,
+        ingest_events_per_second: median(
+          after.map((r, i) => round(r.ingest_events_per_second / before[i]!.ingest_events_per_second, 3)),
         ),
-        ratio: round(a.median_ratio / b.median_ratio, 3),
+        ratio: median(after.map((r, i) => round(r.ratio_of_medians / before[i]!.ratio_of_medians, 3))),
+        per_pair_ingest_events_per_second: after.map((r, i) =>
+          round(r.ingest_events_per_second / before[i]!.ingest_events_per_second, 3),
+        ),
       },
       pairs: PAIRS,
       events_per_round: Number(process.env.BENCH_N ?? 100_000),
