@@ -81,6 +81,9 @@ async function main(): Promise<void> {
     }
     const b = summary(before);
     const a = summary(after);
+    // Each pair's quotient: the two halves of a pair saw about the same machine load.
+    const perPair = (f: (r: IngestResult) => number) => after.map((r, i) => round(f(r) / f(before[i]!), 3));
+    const rateQuotients = perPair((r) => r.ingest_events_per_second);
     const result = {
       benchmark: 'ingest-ab',
       before: { commit: baseRev, subject: git('log', '-1', '--format=%s', baseRev), ...b },
@@ -89,15 +92,10 @@ async function main(): Promise<void> {
         uncommitted_changes: git('status', '--porcelain', '--untracked-files=no') !== '',
         ...a,
       },
-      // Medians of each pair's quotient: the two runs of a pair saw about the same machine load.
       after_over_before: {
-        ingest_events_per_second: median(
-          after.map((r, i) => round(r.ingest_events_per_second / before[i]!.ingest_events_per_second, 3)),
-        ),
-        ratio: median(after.map((r, i) => round(r.ratio_of_medians / before[i]!.ratio_of_medians, 3))),
-        per_pair_ingest_events_per_second: after.map((r, i) =>
-          round(r.ingest_events_per_second / before[i]!.ingest_events_per_second, 3),
-        ),
+        ingest_events_per_second: median(rateQuotients),
+        ratio: median(perPair((r) => r.ratio_of_medians)),
+        per_pair_ingest_events_per_second: rateQuotients,
       },
       pairs: PAIRS,
       events_per_round: Number(process.env.BENCH_N ?? 100_000),
