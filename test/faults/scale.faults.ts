@@ -42,8 +42,9 @@ import { buildStream } from './stream.js';
  * start, and once all are ready the queues are resumed, so start-up is not in the rates and every
  * process starts ingesting at once. Reports per configuration the rate (from the database's own
  * ingested_at span, and wall time from resume to drained), the daemons' CPU and Redis's CPU per
- * event, the segment count and a digest of the segments table, and checks that the digest is the
- * same in every configuration. Prints JSON and a markdown table.
+ * event, the segment count, a digest of the segments table and each group's placement. Fails
+ * unless every configuration logged every event into the same digest, every daemon exited 0 and
+ * the groups sat on distinct masters. Prints JSON and a markdown table.
  */
 
 const procs = processHarness();
