@@ -2,9 +2,11 @@
  * Coverage reads under ingest, without and with a read replica (issue 16): the daemon, in its own
  * process, ingests BENCH_EVENTS_PER_S (2,000) events/s from the queue while a client asks
  * BENCH_QUERIES_PER_S (500) coverage questions/s, open loop (latency counts from when a question
- * was due, so a slow answer delays none of the next ones' clocks). Run twice in one go, each on a
+ * was due, so a slow answer delays none of the next ones' clocks). Three modes in one go, each on a
  * fresh database of one local primary with a streaming replica (test/helpers/pg-replica.ts):
- * reads on the primary, then database_read_url on the replica. Goal: with a replica, p99 ≤ 20 ms.
+ * reads on the primary; database_read_url on the replica; and the replica read by a second,
+ * API-only instance (`queue.consume: []`), so answers never wait behind an ingest batch in the
+ * same event loop. Goal: with a replica, p99 ≤ 20 ms.
  * Both servers share this machine, so the replica takes CPU from the primary rather than adding a
  * machine's worth: the figures are a floor for a real second host. Prints JSON.
  *
@@ -29,7 +31,7 @@ const QUERIES_PER_S = Number(process.env.BENCH_QUERIES_PER_S ?? 500);
 const ASSETS = Number(process.env.BENCH_ASSETS ?? 200);
 /** Minutes of history every asset has before the run, so every question finds its asset. */
 const SEEDED_MINUTES = 60;
-const TICK_MS = 10;
+const TICK_MS = 2;
 const T0 = Date.UTC(2026, 0, 1);
 const MINUTE = 60_000;
 
@@ -42,7 +44,8 @@ function openLoop(perSecond: number, fire: (n: number, dueAt: (i: number) => num
   const started = performance.now();
   let sent = 0;
   const timer = setInterval(() => {
-    const due = Math.floor(((performance.now() - started) / 1000) * perSecond);
+    // Question k is due at k / perSecond, so by now floor(elapsed * perSecond) + 1 of them are.
+    const due = Math.floor(((performance.now() - started) / 1000) * perSecond) + 1;
     const first = sent;
     if (due > sent) fire(due - sent, (i) => started + ((first + i) * 1000) / perSecond);
     sent = due;
@@ -51,8 +54,10 @@ function openLoop(perSecond: number, fire: (n: number, dueAt: (i: number) => num
 }
 
 interface Mode {
-  readonly name: 'primary_only' | 'with_replica';
+  readonly name: 'primary_only' | 'with_replica' | 'with_replica_api_instance';
   readonly replica: boolean;
+  /** Coverage questions go to a second instance that ingests nothing. */
+  readonly apiInstance: boolean;
 }
 
 /** Asset `a`'s event for minute `minute` of the day. */
@@ -79,13 +84,18 @@ async function runMode(mode: Mode, pair: Awaited<ReturnType<typeof startReplicaP
       await commitEvents(primary, batch);
     }
     const readUrl = mode.replica ? pair.replicaUrl(database) : undefined;
-    return await underLoad(primary, pair.primaryUrl(database), readUrl);
+    return await underLoad(primary, pair.primaryUrl(database), readUrl, mode.apiInstance);
   } finally {
     await primary.end({ timeout: 1 });
   }
 }
 
-async function underLoad(primary: Sql, databaseUrl: string, readUrl: string | undefined) {
+async function underLoad(
+  primary: Sql,
+  databaseUrl: string,
+  readUrl: string | undefined,
+  apiInstance: boolean,
+) {
   const prefix = uniqueName('crbench');
   const daemon = await spawnDaemon({
     database_url: databaseUrl,
@@ -95,6 +105,16 @@ async function underLoad(primary: Sql, databaseUrl: string, readUrl: string | un
     queue: { prefix },
     assets: [],
   });
+  const reader = apiInstance
+    ? await spawnDaemon({
+        database_url: databaseUrl,
+        ...(readUrl ? { database_read_url: readUrl } : {}),
+        redis_url: REDIS_URL,
+        http: { host: '127.0.0.1', port: 0 },
+        queue: { prefix, consume: [] },
+        assets: [],
+      })
+    : daemon;
   const connection = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
   const queue = new Queue('asset-events', { connection, prefix });
   const agent = new Agent({ keepAlive: true, maxSockets: 64 });
@@ -120,7 +140,7 @@ async function underLoad(primary: Sql, databaseUrl: string, readUrl: string | un
       const asset = `bench.asset${asked++ % ASSETS}`;
       const query = 'start=2026-01-01T00:00:00Z&end=2026-01-02T00:00:00Z';
       const counted = measuring;
-      get(`${daemon.url}/v1/assets/${asset}/coverage?${query}`, { agent }, (res) => {
+      get(`${reader.url}/v1/assets/${asset}/coverage?${query}`, { agent }, (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));
         res.on('end', () => {
@@ -167,6 +187,7 @@ async function underLoad(primary: Sql, databaseUrl: string, readUrl: string | un
   } finally {
     agent.destroy();
     await daemon.stop();
+    if (reader !== daemon) await reader.stop();
     await queue.close();
     connection.disconnect();
     await dropPrefix(prefix);
@@ -178,8 +199,9 @@ async function main(): Promise<void> {
   const results: Record<string, unknown> = {};
   try {
     for (const mode of [
-      { name: 'primary_only', replica: false },
-      { name: 'with_replica', replica: true },
+      { name: 'primary_only', replica: false, apiInstance: false },
+      { name: 'with_replica', replica: true, apiInstance: false },
+      { name: 'with_replica_api_instance', replica: true, apiInstance: true },
     ] as const satisfies readonly Mode[]) {
       results[mode.name] = await runMode(mode, pair);
     }

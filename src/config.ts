@@ -203,7 +203,8 @@ const configSchema = z
         prefix: nonEmpty.default('bull'),
         // The events queue spread over this many queues, one hash-tagged prefix each (ingest/groups.ts).
         groups: z.number().int().min(1).max(1024).default(1),
-        consume: z.array(z.number().int().min(0)).min(1).optional(),
+        // [] ingests nothing: an instance that only serves HTTP (reads, e.g. from a replica) or schedules.
+        consume: z.array(z.number().int().min(0)).optional(),
         concurrency: z.number().int().min(1).max(10_000).default(1000),
         max_payload_bytes: z.number().int().min(256).default(65_536),
         batch_size: z.number().int().min(1).max(10_000).default(500),

@@ -37,6 +37,8 @@ describe('queue groups on one Redis', () => {
     expect((await q0!.getJobCounts('waiting')).waiting).toBe(10);
     expect((await q1!.getJobCounts('waiting')).waiting).toBe(10);
 
+    // An instance that consumes no group (API only) takes nothing from either queue.
+    const none = startWorker(ingestConfig(db, prefix, { queue: { groups: 2, consume: [] } }));
     const second = startWorker(parseConsume(1));
     await drained(q1!);
     expect(await indexCoverage(db.sql, ONE)).toEqual(whole);
@@ -47,7 +49,7 @@ describe('queue groups on one Redis', () => {
     const first = startWorker(parseConsume(0));
     await drained(q0!);
     expect(await indexCoverage(db.sql, ZERO)).toEqual(whole);
-    await Promise.all([first.stop(), second.stop()]);
+    await Promise.all([first.stop(), second.stop(), none.stop()]);
   });
 });
 

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig, parseConfig } from '../../src/config.js';
+import { loadConfig, parseConfig } from '../../src/config.js';
 import { fnv1a32, groupOf } from '../../src/core/routing.js';
 import { consumedGroups, hasHashTag, queueGroups } from '../../src/ingest/groups.js';
 
@@ -60,7 +60,8 @@ describe('queue groups in the config', () => {
       'queue.consume.0: group 2 does not exist: groups are 0 to 1',
     );
     expect(() => parseConfig({ queue: { groups: 2, consume: [1, 1] } })).toThrow('group 1 listed twice');
-    expect(() => parseConfig({ queue: { groups: 2, consume: [] } })).toThrow(ConfigError);
+    // An empty list is an instance that ingests nothing (it serves HTTP or schedules).
+    expect(consumedGroups(parseConfig({ queue: { groups: 2, consume: [] } }).queue)).toEqual([]);
     expect(() => parseConfig({ queue: { groups: 2, prefix: '{cr}' } })).toThrow(
       'queue.prefix: with queue.groups > 1 the prefix must not contain braces',
     );
