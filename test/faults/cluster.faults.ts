@@ -235,11 +235,13 @@ describe('queue groups on a Redis Cluster whose master is killed during a stream
       select a.name, e.event_id, e.ingested_at from events e join assets a on a.id = e.asset_id`;
     const inLog = new Map(logged.map((r) => [`${r.name}\u0000${r.event_id}`, r.ingested_at.getTime()]));
     const lost = [...producer.ackedAt.keys()].filter((k) => !inLog.has(k));
-    // Ingest resumed for group 0: the first of its events acknowledged after the kill, once indexed.
-    const group0After = [...producer.ackedAt]
-      .filter(([k, at]) => at > killedAt && groupOf(k.split('\u0000')[0]!, GROUPS) === 0)
-      .map(([k]) => inLog.get(k))
-      .filter((t): t is number => t !== undefined);
+    // Ingest resumed for group 0: the first of its events indexed once its replica serves the slot
+    // (an event acknowledged after the kill may have been added, and even indexed, before it: the
+    // acknowledgement waits for WAIT 1, so acknowledgement times cannot date the resumption).
+    const group0After = logged
+      .filter((r) => groupOf(r.name, GROUPS) === 0)
+      .map((r) => r.ingested_at.getTime())
+      .filter((t) => t > killedAt + failoverMs);
     const resumeMs = group0After.length > 0 ? Math.min(...group0After) - killedAt : Number.NaN;
     // The producer's share of that: its first group-0 acknowledgement after the kill.
     const group0AckedAfter = [...producer.ackedAt]
@@ -249,7 +251,7 @@ describe('queue groups on a Redis Cluster whose master is killed during a stream
     const mismatched = await sql`
       with ev as (
         select asset_id, range_agg(int8range(lo, hi)) as m from events
-        where kind = 'completion' and hi > lo group by asset_id),
+        where not replay and hi > lo group by asset_id),
       sg as (select asset_id, range_agg(span) as m from segments group by asset_id)
       select a.name from assets a left join ev on ev.asset_id = a.id left join sg on sg.asset_id = a.id
       where ev.m is distinct from sg.m`;
@@ -261,7 +263,11 @@ describe('queue groups on a Redis Cluster whose master is killed during a stream
     for (const d of decisions) if (!(await target.getJob(d.key))) missingAtTarget.push(d.key);
     const dead = groups.map((g) => new Queue(g.deadLetter, { connection: producer.redis, prefix: g.prefix }));
     const deadLettered = (await Promise.all(dead.map(queueCounts))).reduce((n, c) => n + c.waiting, 0);
-    const failed = (await Promise.all(events.map(queueCounts))).reduce((n, c) => n + c.failed, 0);
+    // A job whose events committed but whose completion the dying master refused (ioredis: "Too
+    // many Cluster redirections") is moved to the failed set: harmless, as its event is in the
+    // log (retrying it is idempotent). Only a failed job whose event is missing would be a loss.
+    const failedJobs = (await Promise.all(events.map((q) => q.getFailed(0, -1)))).flat();
+    const failedNotLogged = failedJobs.filter((j) => !inLog.has(`${j.data.asset}\u0000${j.data.id}`));
     const [index] = await sql<{ events: number; segments: number }[]>`
       select (select count(*)::int from events) as events, (select count(*)::int from segments) as segments`;
 
@@ -276,7 +282,7 @@ describe('queue groups on a Redis Cluster whose master is killed during a stream
       index_vs_range_agg_mismatched_assets: mismatched.length,
       duplicate_decisions: duplicateDecisions.length,
       decisions_missing_at_target: missingAtTarget.length,
-      jobs_failed: failed,
+      failed_jobs_not_in_log: failedNotLogged.length,
       dead_lettered: deadLettered,
       unclean_exits: exits.filter((e) => e.code !== 0 || e.signal).length,
       ingest_not_resumed_within_10s: resumeMs <= 10_000 ? 0 : 1,
@@ -292,6 +298,7 @@ describe('queue groups on a Redis Cluster whose master is killed during a stream
         unique_event_ids: stream.uniqueIds,
         acknowledged_ids: producer.ackedAt.size,
         producer_retries: producer.retries,
+        failed_jobs_in_log: failedJobs.length - failedNotLogged.length,
       },
       fault: {
         killed_master: victim.address,
