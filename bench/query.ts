@@ -139,7 +139,7 @@ async function main(): Promise<void> {
       const client = async () => {
         const rows = await db.sql<{ lo: number; hi: number }[]>`
           select e.lo, e.hi from events e join assets a on a.id = e.asset_id
-          where a.name = ${ASSET} and e.kind = 'completion' and e.hi > ${lo} and e.lo < ${hi}`;
+          where a.name = ${ASSET} and not e.replay and e.hi > ${lo} and e.lo < ${hi}`;
         const merged = normalize(rows.map((r) => ({ start: r.lo, end: r.hi })));
         clientMissing = Math.max(0, merged.length - 1);
       };
@@ -149,7 +149,7 @@ async function main(): Promise<void> {
           select cardinality(array_agg(r))::int as n from (
             select unnest(range_agg(int8range(e.lo, e.hi))) as r
             from events e join assets a on a.id = e.asset_id
-            where a.name = ${ASSET} and e.kind = 'completion' and e.hi > ${lo} and e.lo < ${hi}
+            where a.name = ${ASSET} and not e.replay and e.hi > ${lo} and e.lo < ${hi}
           ) t`;
         aggRanges = row?.n ?? 0;
       };
