@@ -449,8 +449,15 @@ describe('the daemon under faults and load', () => {
 async function pauseLeaseHolder(sql: Sql, slots: readonly Slot[]): Promise<Record<string, unknown>> {
   let holder: { slot: Slot; token: number } | undefined;
   for (let i = 0; i < 100 && !holder; i++) {
+    // The pg fault just before may have terminated this pool's idle connection: a query written
+    // before the pool saw the close fails with CONNECTION_CLOSED, and the next one reconnects.
     const [row] = await sql<{ holder: string; token: number; live: boolean }[]>`
-      select holder, token, expires_at > clock_timestamp() as live from scheduler_leases where name = 'scheduler'`;
+      select holder, token, expires_at > clock_timestamp() as live from scheduler_leases where name = 'scheduler'`.catch(
+      (error: { code?: string }) => {
+        if (error.code === 'CONNECTION_CLOSED' || error.code === '57P01') return [];
+        throw error;
+      },
+    );
     const pid = row?.live ? Number(row.holder.split(':')[1]) : undefined;
     const slot = slots.find((s) => s.proc.pid === pid && s.proc.running);
     if (slot) holder = { slot, token: row!.token };
