@@ -2,7 +2,19 @@
 import { z } from 'zod';
 import { DEFAULT_LIMIT, MAX_LIMIT } from '../../core/coverage-answer.js';
 import { defineOperation } from '../operation.js';
-import { Bound, coded, Domain, Freshness, queryInt, ReplayRequiredRange, Span, Timestamp } from './common.js';
+import {
+  Bound,
+  coded,
+  Domain,
+  Freshness,
+  nameFilter,
+  pageCursor,
+  pageLimit,
+  queryInt,
+  ReplayRequiredRange,
+  Span,
+  Timestamp,
+} from './common.js';
 
 export const AssetParams = z.object({
   asset: z.string().meta({ description: 'the asset name, percent-encoded' }),
@@ -23,21 +35,9 @@ export const DEFAULT_ASSETS = 1000;
 export const MAX_ASSETS = 10_000;
 
 export const AssetListQuery = z.object({
-  q: coded(
-    z.string().optional().meta({ description: "part of the asset's name, any case" }),
-    'invalid_query',
-    'q must be given at most once',
-  ),
-  limit: coded(
-    queryInt(1, MAX_ASSETS, DEFAULT_ASSETS).meta({ description: `page size (default ${DEFAULT_ASSETS})` }),
-    'invalid_limit',
-    `limit must be an integer from 1 to ${MAX_ASSETS}`,
-  ),
-  cursor: coded(
-    z.string().optional().meta({ description: "the previous page's next_cursor" }),
-    'invalid_cursor',
-    'cursor is not one this listing returned (in this order)',
-  ),
+  q: nameFilter("part of the asset's name, any case"),
+  limit: pageLimit(DEFAULT_ASSETS, MAX_ASSETS),
+  cursor: pageCursor,
 });
 
 export const AssetList = z.object({

@@ -68,3 +68,22 @@ export function queryInt(min: number, max: number, fallback: number) {
     )
     .default(fallback);
 }
+
+/** A listing's page size, 1 to `max`. */
+export const pageLimit = (fallback: number, max: number) =>
+  coded(
+    queryInt(1, max, fallback).meta({ description: `page size (default ${fallback})` }),
+    'invalid_limit',
+    `limit must be an integer from 1 to ${max}`,
+  );
+
+/** A listing's cursor: the previous page's next_cursor. */
+export const pageCursor = coded(
+  z.string().optional().meta({ description: "the previous page's next_cursor" }),
+  'invalid_cursor',
+  'cursor is not one this listing returned (in this order)',
+);
+
+/** A listing's name filter, `q`, given at most once. */
+export const nameFilter = (description: string) =>
+  coded(z.string().optional().meta({ description }), 'invalid_query', 'q must be given at most once');

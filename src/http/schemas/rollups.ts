@@ -2,7 +2,17 @@
 import { z } from 'zod';
 import { PERIOD_STATES } from '../../core/policy.js';
 import { defineOperation } from '../operation.js';
-import { Bound, coded, PeriodState, queryInt, ReplayRequiredRange, Span, Timestamp } from './common.js';
+import {
+  Bound,
+  coded,
+  nameFilter,
+  PeriodState,
+  pageCursor,
+  pageLimit,
+  ReplayRequiredRange,
+  Span,
+  Timestamp,
+} from './common.js';
 
 export const DEFAULT_ROLLUPS = 100;
 export const MAX_ROLLUPS = 1000;
@@ -10,20 +20,6 @@ export const DEFAULT_PERIODS = 500;
 export const MAX_PERIODS = 10_000;
 
 const unknownRollup = 'unknown_rollup: no rollup with this id is configured';
-const cursorError = 'cursor is not one this listing returned (in this order)';
-
-const limit = (fallback: number, max: number) =>
-  coded(
-    queryInt(1, max, fallback).meta({ description: `page size (default ${fallback})` }),
-    'invalid_limit',
-    `limit must be an integer from 1 to ${max}`,
-  );
-
-const cursor = coded(
-  z.string().optional().meta({ description: "the previous page's next_cursor" }),
-  'invalid_cursor',
-  cursorError,
-);
 
 const count = z.int();
 
@@ -36,13 +32,9 @@ export const StateCounts = z.object(
 );
 
 export const RollupListQuery = z.object({
-  q: coded(
-    z.string().optional().meta({ description: "part of the id or of an upstream's name, any case" }),
-    'invalid_query',
-    'q must be given at most once',
-  ),
-  limit: limit(DEFAULT_ROLLUPS, MAX_ROLLUPS),
-  cursor,
+  q: nameFilter("part of the id or of an upstream's name, any case"),
+  limit: pageLimit(DEFAULT_ROLLUPS, MAX_ROLLUPS),
+  cursor: pageCursor,
 });
 
 export const Policy = z.object({
@@ -98,7 +90,7 @@ export const PeriodListQuery = z.object({
   ),
   end: coded(z.string().optional().meta({ description: 'exclusive' }), 'invalid_bound', once('end')),
   state: coded(PeriodState.optional(), 'invalid_state', `state must be one of ${PERIOD_STATES.join(', ')}`),
-  limit: limit(DEFAULT_PERIODS, MAX_PERIODS),
+  limit: pageLimit(DEFAULT_PERIODS, MAX_PERIODS),
   order: coded(
     z.enum(['asc', 'desc']).optional().meta({
       description: 'default asc for a closed window (start and end), desc (latest first) otherwise',
@@ -106,7 +98,7 @@ export const PeriodListQuery = z.object({
     'invalid_order',
     'order must be asc or desc',
   ),
-  cursor,
+  cursor: pageCursor,
   summary: coded(
     z
       .enum(['true', 'false', '1', '0'])
