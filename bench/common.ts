@@ -105,6 +105,11 @@ export function cpuPerItem(before: CpuSnapshot, after: CpuSnapshot, items: numbe
   return { node: us(node), redis: us(redis), other: us(machine - node - redis), total: us(machine) };
 }
 
+/** The nearest-rank q-quantile (0 < q ≤ 1) of ascending `sorted`; undefined when it is empty. */
+export function quantile(sorted: readonly number[], q: number): number | undefined {
+  return sorted[Math.max(0, Math.ceil(q * sorted.length) - 1)];
+}
+
 export function median(values: readonly number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
   const mid = sorted.length >> 1;

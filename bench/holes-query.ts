@@ -14,6 +14,7 @@ import {
   createBenchDatabase,
   DATABASE_CONNECTION,
   dropPrefix,
+  quantile,
   REDIS_URL,
   round,
   spawnDaemon,
@@ -25,11 +26,6 @@ const REPS = Number(process.env.BENCH_REPS ?? 100);
 const ASSET = 'bench.holey';
 const T0 = Date.UTC(2026, 0, 1);
 const MINUTE = 60_000;
-
-function percentile(values: readonly number[], p: number): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
-}
 
 async function main(): Promise<void> {
   const db = await createBenchDatabase(10);
@@ -101,9 +97,10 @@ async function main(): Promise<void> {
           missing_count: number;
           truncated: boolean;
         };
+        const sortedSamples = samples.sort((a, b) => a - b);
         measured[name] = {
-          p50_ms: round(percentile(samples, 50), 1),
-          p99_ms: round(percentile(samples, 99), 1),
+          p50_ms: round(quantile(sortedSamples, 0.5)!, 1),
+          p99_ms: round(quantile(sortedSamples, 0.99)!, 1),
           bytes: last.bytes,
           missing_in_answer: answer.missing.length,
           missing_count: answer.missing_count,

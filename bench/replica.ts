@@ -22,7 +22,7 @@ import { commitEvents } from '../src/index/commit.js';
 import { connect, type Sql } from '../src/index/db.js';
 import { migrate } from '../src/index/migrate.js';
 import { startReplicaPair } from '../test/helpers/pg-replica.js';
-import { dropPrefix, log, REDIS_URL, round, spawnDaemon, uniqueName } from './common.js';
+import { dropPrefix, log, quantile, REDIS_URL, round, spawnDaemon, uniqueName } from './common.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 20);
 const WARMUP_SECONDS = 3;
@@ -34,10 +34,6 @@ const SEEDED_MINUTES = 60;
 const TICK_MS = 2;
 const T0 = Date.UTC(2026, 0, 1);
 const MINUTE = 60_000;
-
-function percentile(sorted: readonly number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))] ?? 0;
-}
 
 /** Calls `fire(n)` every TICK_MS with how many are due since the start at `perSecond`. */
 function openLoop(perSecond: number, fire: (n: number, dueAt: (i: number) => number) => void) {
@@ -179,8 +175,8 @@ async function underLoad(
       events_ingested_per_second: Math.round((eventsAfter - eventsBefore) / elapsed),
       queue_backlog_at_end: backlog.waiting ?? 0,
       produce_errors: produceErrors,
-      p50_ms: round(percentile(latencies, 50), 1),
-      p99_ms: round(percentile(latencies, 99), 1),
+      p50_ms: round(quantile(latencies, 0.5) ?? 0, 1),
+      p99_ms: round(quantile(latencies, 0.99) ?? 0, 1),
       max_ms: round(latencies[latencies.length - 1] ?? 0, 1),
       ...(readyz.replica ? { replica_at_end: readyz.replica } : {}),
     };

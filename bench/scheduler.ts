@@ -20,6 +20,7 @@ import {
   createBenchDatabase,
   DATABASE_CONNECTION,
   dropPrefix,
+  quantile,
   REDIS_URL,
   round,
   spawnDaemon,
@@ -34,15 +35,13 @@ const FAN_IN = 100;
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
 
-const quantile = (sorted: readonly number[], q: number) =>
-  sorted.length === 0 ? null : sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
 const stats = (values: readonly number[]) => {
   const sorted = [...values].sort((a, b) => a - b);
   const r = (x: number | null) => (x === null ? null : round(x, 1));
   return {
     n: sorted.length,
-    p50: r(quantile(sorted, 0.5)),
-    p99: r(quantile(sorted, 0.99)),
+    p50: r(quantile(sorted, 0.5) ?? null),
+    p99: r(quantile(sorted, 0.99) ?? null),
     max: r(sorted.at(-1) ?? null),
   };
 };

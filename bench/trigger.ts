@@ -12,6 +12,7 @@ import {
   createBenchDatabase,
   DATABASE_CONNECTION,
   dropPrefix,
+  quantile,
   REDIS_URL,
   round,
   spawnDaemon,
@@ -23,9 +24,6 @@ const WARMUP = Number(process.env.BENCH_WARMUP ?? 50);
 const BACKGROUND_RATE = Number(process.env.BENCH_RATE ?? 2000);
 const BACKGROUND_ASSETS = 50;
 const TICK_MS = 50;
-
-const quantile = (sorted: readonly number[], q: number) =>
-  sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
 
 async function main(): Promise<void> {
   const db = await createBenchDatabase();
@@ -116,7 +114,7 @@ async function main(): Promise<void> {
   const byLo = new Map(rows.map((r) => [r.lo, r]));
   const stage = (f: (i: number, r: { ingested: Date; decided: Date }) => number) => {
     const values = measured.map((lo, i) => f(i, byLo.get(lo)!)).sort((a, b) => a - b);
-    return { p50: round(quantile(values, 0.5), 1), p99: round(quantile(values, 0.99), 1) };
+    return { p50: round(quantile(values, 0.5)!, 1), p99: round(quantile(values, 0.99)!, 1) };
   };
   process.stdout.write(
     `${JSON.stringify({
@@ -127,9 +125,9 @@ async function main(): Promise<void> {
       background_events: background,
       background_rate_per_s: round(background / seconds, 0),
       latency_ms: {
-        p50: round(quantile(sorted, 0.5), 1),
-        p90: round(quantile(sorted, 0.9), 1),
-        p99: round(quantile(sorted, 0.99), 1),
+        p50: round(quantile(sorted, 0.5)!, 1),
+        p90: round(quantile(sorted, 0.9)!, 1),
+        p99: round(quantile(sorted, 0.99)!, 1),
         max: round(sorted.at(-1)!, 1),
       },
       goal_p99_ms: 100,
