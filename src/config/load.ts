@@ -1,0 +1,84 @@
+/** Where the config comes from: the YAML file, then environment overrides (SPEC §9). */
+import { readFileSync } from 'node:fs';
+import { parse as parseYaml } from 'yaml';
+import { type Config, configSchema } from './schema.js';
+
+export class ConfigError extends Error {
+  override readonly name = 'ConfigError';
+}
+
+export interface ConfigSource {
+  readonly path?: string | undefined;
+  readonly env?: NodeJS.ProcessEnv;
+}
+
+export function loadConfig({ path, env = process.env }: ConfigSource = {}): Config {
+  const file = path ?? env.COVERAGE_ROLLUP_CONFIG;
+  const raw = file ? readYaml(file) : {};
+  const fromEnv = new Map(
+    Object.entries(ENV_FIELDS).filter(([, name]) => env[name] !== undefined && env[name] !== ''),
+  );
+  return parseConfig(applyEnv(raw, env), file ?? 'defaults', fromEnv);
+}
+
+/** Config fields an environment variable overrides, for errors that name where a value came from. */
+const ENV_FIELDS: Record<string, string> = {
+  database_url: 'DATABASE_URL',
+  database_read_url: 'DATABASE_READ_URL',
+  redis_url: 'REDIS_URL',
+  log_level: 'LOG_LEVEL',
+  api_tokens: 'API_TOKENS',
+  'http.port': 'PORT',
+};
+
+/** Every environment variable the daemon reads its configuration from (SPEC §9). */
+export const CONFIG_ENV_VARS: readonly string[] = [...Object.values(ENV_FIELDS), 'COVERAGE_ROLLUP_CONFIG'];
+
+export function parseConfig(
+  raw: unknown,
+  origin = 'config',
+  fromEnv: ReadonlyMap<string, string> = new Map(),
+): Config {
+  const result = configSchema.safeParse(raw);
+  if (result.success) return result.data;
+  const lines = result.error.issues.map((issue) => {
+    const field = issue.path.length > 0 ? issue.path.join('.') : '(top level)';
+    const envName = [...fromEnv].find(([path]) => field === path || field.startsWith(`${path}.`))?.[1];
+    return `  ${field}${envName ? ` (from ${envName})` : ''}: ${issue.message}`;
+  });
+  throw new ConfigError(`invalid configuration (${origin}):\n${lines.join('\n')}`);
+}
+
+function readYaml(file: string): unknown {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (error) {
+    throw new ConfigError(`cannot read config file ${file}: ${(error as Error).message}`);
+  }
+  try {
+    return parseYaml(text) ?? {};
+  } catch (error) {
+    throw new ConfigError(`config file ${file} is not valid YAML: ${(error as Error).message}`);
+  }
+}
+
+function applyEnv(raw: unknown, env: NodeJS.ProcessEnv): unknown {
+  if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) return raw;
+  const out: Record<string, unknown> = { ...(raw as Record<string, unknown>) };
+  // An empty variable counts as unset, as compose files' `PORT=${PORT}` leave it.
+  if (env.DATABASE_URL) out.database_url = env.DATABASE_URL;
+  if (env.DATABASE_READ_URL) out.database_read_url = env.DATABASE_READ_URL;
+  if (env.REDIS_URL) out.redis_url = env.REDIS_URL;
+  if (env.LOG_LEVEL) out.log_level = env.LOG_LEVEL;
+  if (env.API_TOKENS) {
+    out.api_tokens = env.API_TOKENS.split(',')
+      .map((t) => t.trim())
+      .filter(Boolean);
+  }
+  if (env.PORT) {
+    const port = /^-?\d+$/.test(env.PORT.trim()) ? Number(env.PORT) : env.PORT;
+    out.http = { ...((out.http as object | undefined) ?? {}), port };
+  }
+  return out;
+}

@@ -1,0 +1,243 @@
+import { z } from 'zod';
+import { hasHashTag } from '../ingest/groups.js';
+import { isClusterUrl, redisUrls } from '../ingest/redis.js';
+import { isoDuration, nonEmpty, postgresUrl, type secret, zone } from './fields.js';
+import { targetSchema } from './targets.js';
+
+/**
+ * One schema, one defaults object. Precedence (lowest first): defaults, the YAML file
+ * (--config or COVERAGE_ROLLUP_CONFIG), environment overrides (DATABASE_URL, DATABASE_READ_URL,
+ * REDIS_URL, PORT, LOG_LEVEL, API_TOKENS). A bad value is an error naming the field, never a silent fallback.
+ */
+
+const DAY_MS = 86_400_000;
+
+const assetSchema = z.strictObject({
+  name: nonEmpty,
+  domain: z.enum(['time', 'integer']).optional(),
+  zone: zone.default('UTC'),
+  // How far behind now the asset's complete coverage may fall (integer assets: how long without an event).
+  freshness: z
+    .strictObject({
+      max_lag: isoDuration.refine((ms) => ms > 0, {
+        message: 'expected a duration longer than zero, such as PT20M',
+      }),
+    })
+    .optional(),
+});
+
+const policySchema = z
+  .strictObject({
+    ratio: z.number().gt(0).lte(1).optional(),
+    max_missing: z.union([isoDuration, z.number().int().nonnegative()]).optional(),
+    settle: isoDuration.default(0),
+    deadline: isoDuration.optional(),
+    on_deadline: z.enum(['trigger', 'miss']).optional(),
+    catch_up: isoDuration.optional(),
+  })
+  .refine((p) => p.on_deadline === undefined || p.deadline !== undefined, {
+    path: ['on_deadline'],
+    message: 'on_deadline needs a deadline (e.g. deadline: PT6H)',
+  })
+  .refine((p) => p.catch_up === undefined || p.deadline !== undefined, {
+    path: ['catch_up'],
+    message: 'catch_up bounds deadline triggers: it needs a deadline (e.g. deadline: PT6H)',
+  })
+  .transform((p) => ({ ...p, on_deadline: p.on_deadline ?? ('trigger' as const) }));
+
+const rollupSchema = z.strictObject({
+  id: z
+    .string()
+    .regex(
+      /^[A-Za-z0-9_.-]{1,100}$/,
+      'expected 1-100 letters, digits, "_", "." or "-" (it becomes part of job ids)',
+    ),
+  upstream: z.union([nonEmpty, z.array(nonEmpty).min(1)]).transform((u) => (Array.isArray(u) ? u : [u])),
+  every: z.union([nonEmpty, z.number().int().positive()], {
+    error: (issue) =>
+      issue.input === undefined
+        ? 'required: hour, day, week, month, quarter, year, minute, an ISO duration (PT15M) or an integer bucket size'
+        : undefined,
+  }),
+  timezone: zone.default('UTC'),
+  begin: z
+    .union([nonEmpty, z.number().int(), z.date()])
+    .transform((b) => (b instanceof Date ? b.toISOString() : b)),
+  origin: z.union([nonEmpty, z.number().int()]).optional(),
+  policy: policySchema.default(policySchema.parse({})),
+  rerun: z.enum(['never', 'on_replay', 'on_update']).default('on_replay'),
+  target: targetSchema,
+});
+
+export const configSchema = z
+  .strictObject({
+    database_url: postgresUrl.default('postgres://127.0.0.1:5432/coverage_rollup'),
+    // A streaming replica of database_url that serves coverage answers, listings and the status
+    // page (README "A read replica"); unset, every read goes to database_url.
+    database_read_url: postgresUrl.optional(),
+    // Reads go back to the primary while the replica lags more than this (or cannot say how much).
+    database_read_max_lag: isoDuration
+      .refine((ms) => ms >= 1000, 'must be at least PT1S (the lag is measured every 250 ms)')
+      .default(5_000),
+    // Several comma-separated URLs are the seed nodes of a Redis Cluster.
+    redis_url: z
+      .string()
+      .refine((v) => redisUrls(v).every((u) => /^rediss?:\/\/./.test(u) && URL.canParse(u)), {
+        message:
+          'expected a redis:// or rediss:// URL, or several comma-separated ones for Redis Cluster seed nodes',
+      })
+      .default('redis://127.0.0.1:6379'),
+    log_level: z
+      .preprocess(
+        (v) => (typeof v === 'string' ? v.toLowerCase() : v),
+        z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),
+      )
+      .default('info'),
+    http: z
+      .strictObject({
+        host: nonEmpty.default('0.0.0.0'),
+        port: z.number().int().min(0).max(65535).default(8080),
+        body_limit: z.number().int().positive().default(1_048_576),
+      })
+      .default({ host: '0.0.0.0', port: 8080, body_limit: 1_048_576 }),
+    api_tokens: z.array(z.string().min(16, 'tokens must be at least 16 characters')).default([]),
+    read_tokens: z.array(z.string().min(16, 'tokens must be at least 16 characters')).default([]),
+    queue: z
+      .strictObject({
+        name: nonEmpty.default('asset-events'),
+        dead_letter: nonEmpty.default('asset-events-dead'),
+        prefix: nonEmpty.default('bull'),
+        // The events queue spread over this many queues, one hash-tagged prefix each (ingest/groups.ts).
+        groups: z.number().int().min(1).max(1024).default(1),
+        // [] ingests nothing: an instance that only serves HTTP (reads, e.g. from a replica) or schedules.
+        consume: z.array(z.number().int().min(0)).optional(),
+        concurrency: z.number().int().min(1).max(10_000).default(1000),
+        max_payload_bytes: z.number().int().min(256).default(65_536),
+        batch_size: z.number().int().min(1).max(10_000).default(500),
+        batch_wait: isoDuration.default(5),
+        max_stalled_count: z.number().int().min(1).default(100),
+        // Cut off from PostgreSQL this long (a commit and a probe unanswered): pause, give jobs back.
+        pg_stall_timeout: isoDuration
+          .refine((ms) => ms >= 200, { message: 'must be at least PT0.2S' })
+          .default(5_000),
+      })
+      .default({
+        name: 'asset-events',
+        dead_letter: 'asset-events-dead',
+        prefix: 'bull',
+        groups: 1,
+        concurrency: 1000,
+        max_payload_bytes: 65_536,
+        batch_size: 500,
+        batch_wait: 5,
+        max_stalled_count: 100,
+        pg_stall_timeout: 5_000,
+      }),
+    assets: z.array(assetSchema).default([]),
+    lease: z
+      .strictObject({
+        name: nonEmpty.default('scheduler'),
+        ttl: isoDuration.default(15_000),
+        renew_every: isoDuration.default(5_000),
+        retry_every: isoDuration.default(2_000),
+      })
+      .default({ name: 'scheduler', ttl: 15_000, renew_every: 5_000, retry_every: 2_000 }),
+    scheduler: z
+      .strictObject({
+        enabled: z.boolean().default(true),
+        dispatch_concurrency: z.number().int().min(1).default(16),
+      })
+      .default({ enabled: true, dispatch_concurrency: 16 }),
+    retention: z
+      .strictObject({
+        // How long the event log is kept; see README "Operations: retention".
+        events: isoDuration
+          .refine((ms) => ms > 0, 'must be longer than zero (e.g. P30D)')
+          .default(30 * DAY_MS),
+        // Delivered triggers older than this lose their stored payload and target; null keeps all.
+        history: isoDuration.nullable().default(null),
+        partition: isoDuration
+          .refine((ms) => ms >= 1000 && ms % 1000 === 0, 'must be a whole number of seconds, at least PT1S')
+          .default(DAY_MS),
+        prune_every: isoDuration.refine((ms) => ms >= 1000, 'must be at least PT1S').default(5 * 60_000),
+      })
+      .default({ events: 30 * DAY_MS, history: null, partition: DAY_MS, prune_every: 5 * 60_000 }),
+    shutdown_timeout: isoDuration.default(30_000),
+    rollups: z.array(rollupSchema).default([]),
+  })
+  .superRefine((config, ctx) => {
+    const { ttl, renew_every } = config.lease;
+    if (renew_every * 2 > ttl) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['lease', 'renew_every'],
+        message: 'must be at most half of lease.ttl',
+      });
+    }
+    const seen = new Set<string>();
+    config.rollups.forEach((r, i) => {
+      if (seen.has(r.id))
+        ctx.addIssue({ code: 'custom', path: ['rollups', i, 'id'], message: `duplicate id ${r.id}` });
+      seen.add(r.id);
+    });
+    checkQueueGroups(config, ctx);
+    const names = new Set<string>();
+    config.assets.forEach((a, i) => {
+      if (names.has(a.name))
+        ctx.addIssue({ code: 'custom', path: ['assets', i, 'name'], message: `duplicate ${a.name}` });
+      names.add(a.name);
+    });
+  });
+
+export type Config = z.output<typeof configSchema>;
+
+/** Groups and Cluster: mistakes that would otherwise surface as CROSSSLOT errors or idle queues. */
+function checkQueueGroups(config: Config, ctx: z.RefinementCtx): void {
+  const { groups, consume, prefix } = config.queue;
+  consume?.forEach((index, i) => {
+    if (index >= groups) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['queue', 'consume', i],
+        message: `group ${index} does not exist: groups are 0 to ${groups - 1} (queue.groups: ${groups})`,
+      });
+    } else if (consume.indexOf(index) !== i) {
+      ctx.addIssue({ code: 'custom', path: ['queue', 'consume', i], message: `group ${index} listed twice` });
+    }
+  });
+  if (groups > 1 && /[{}]/.test(prefix)) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['queue', 'prefix'],
+      message: `with queue.groups > 1 the prefix must not contain braces: each group's prefix is {${prefix}-<group>}`,
+    });
+  }
+  if (!isClusterUrl(config.redis_url)) return;
+  // Every key of one BullMQ queue must live in one slot, which only a hash tag in the prefix ensures.
+  if (groups === 1 && !hasHashTag(prefix)) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['queue', 'prefix'],
+      message: `on Redis Cluster the prefix needs a hash tag, e.g. "{${prefix}}" (or set queue.groups > 1)`,
+    });
+  }
+  config.rollups.forEach((r, i) => {
+    if (r.target.type !== 'queue') return;
+    const targetPrefix = r.target.prefix ?? prefix;
+    if (!hasHashTag(targetPrefix)) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['rollups', i, 'target', 'prefix'],
+        message: `on Redis Cluster a queue target's prefix needs a hash tag, e.g. "{${targetPrefix.replace(/[{}]/g, '')}}"`,
+      });
+    }
+  });
+}
+export type RollupConfig = Config['rollups'][number];
+export type TargetConfig = RollupConfig['target'];
+export type Secret = z.output<typeof secret>;
+
+/** Each asset's configured freshness.max_lag in ms, by name. */
+export function maxLags(config: Config): Map<string, number> {
+  return new Map(config.assets.flatMap((a) => (a.freshness ? [[a.name, a.freshness.max_lag] as const] : [])));
+}

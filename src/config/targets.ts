@@ -1,0 +1,53 @@
+/** The downstream targets a rollup triggers: queue, webhook, Airflow 3. */
+import { z } from 'zod';
+import { isoDuration, nonEmpty, secret, targetUrl } from './fields.js';
+
+const airflowTarget = z
+  .strictObject({
+    type: z.literal('airflow'),
+    url: targetUrl,
+    dag_id: nonEmpty,
+    token: secret.optional(),
+    username: secret.optional(),
+    password: secret.optional(),
+    client_id: secret.optional(),
+    client_secret: secret.optional(),
+    timeout: isoDuration.default(10_000),
+  })
+  .superRefine((t, ctx) => {
+    const pairs = [
+      ['username', 'password'],
+      ['client_id', 'client_secret'],
+    ] as const;
+    for (const [a, b] of pairs) {
+      if ((t[a] === undefined) !== (t[b] === undefined)) {
+        const missing = t[a] === undefined ? a : b;
+        ctx.addIssue({ code: 'custom', path: [missing], message: `required with ${missing === a ? b : a}` });
+      }
+    }
+    const ways = [t.token, t.username, t.client_id].filter((v) => v !== undefined).length;
+    if (ways > 1) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['token'],
+        message: 'give one of token, username/password or client_id/client_secret',
+      });
+    }
+  });
+
+export const targetSchema = z.discriminatedUnion('type', [
+  z.strictObject({
+    type: z.literal('queue'),
+    queue: nonEmpty,
+    prefix: z.string().optional(),
+    // No default here: a default would change every stored queue rollup's definition hash.
+    timeout: isoDuration.optional(),
+  }),
+  z.strictObject({
+    type: z.literal('webhook'),
+    url: targetUrl,
+    headers: z.record(z.string(), secret).default({}),
+    timeout: isoDuration.default(10_000),
+  }),
+  airflowTarget,
+]);
