@@ -1,21 +1,18 @@
-import type { TriggerPayload } from '../core/trigger.js';
 import type { Sql } from '../index/db.js';
 import { backoffMs } from '../index/transient.js';
+import {
+  dueTriggers,
+  type OutboxRow,
+  recordDelivered,
+  recordFailed,
+  recordRetry,
+} from '../index/triggers.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
 import type { Targets } from './targets/index.js';
 import type { StoredTarget } from './targets/secrets.js';
 
-interface OutboxRow {
-  rollup_id: string;
-  period_lo: number;
-  generation: number;
-  idempotency_key: string;
-  lease_token: number;
-  attempts: number;
-  target: StoredTarget;
-  payload: TriggerPayload;
-}
+type Row = OutboxRow<StoredTarget>;
 
 const BATCH = 100;
 
@@ -34,11 +31,7 @@ export async function deliverDue(
   metrics: Metrics,
   signal: AbortSignal,
 ): Promise<{ delivered: number; more: boolean }> {
-  const rows = await sql<OutboxRow[]>`
-    select rollup_id, period_lo, generation, idempotency_key, lease_token, attempts, target, payload
-    from triggers
-    where delivered_at is null and failed_at is null and next_attempt_at <= now()
-    order by decided_at desc limit ${BATCH}`;
+  const rows = await dueTriggers<StoredTarget>(sql, BATCH);
   let delivered = 0;
   let next = 0;
   const worker = async () => {
@@ -54,13 +47,12 @@ export async function deliverDue(
 async function deliverOne(
   sql: Sql,
   targets: Targets,
-  row: OutboxRow,
+  row: Row,
   log: Logger,
   metrics: Metrics,
 ): Promise<boolean> {
   const type = row.target.type;
   const result = await targets.deliver(row.target, row.payload);
-  const where = sql`rollup_id = ${row.rollup_id} and period_lo = ${row.period_lo} and generation = ${row.generation}`;
   // The decision's ids, so a delivery line traces back to its 'triggered' line.
   const context = {
     rollup: row.rollup_id,
@@ -72,28 +64,20 @@ async function deliverOne(
     attempt: row.attempts + 1,
   };
   if (result.ok) {
-    await sql`update triggers set delivered_at = now(), attempts = attempts + 1, last_error = null where ${where}`;
+    await recordDelivered(sql, row);
     metrics.deliveries.inc({ target: type, result: 'delivered' });
     log.info(context, 'delivered');
     return true;
   }
   if (result.retry) {
     const delay = Math.round(backoffMs(row.attempts, 500, 60_000)) + 100;
-    await sql`
-      update triggers set attempts = attempts + 1, last_error = ${result.error},
-        next_attempt_at = now() + make_interval(secs => ${delay / 1000})
-      where ${where}`;
+    await recordRetry(sql, row, result.error, delay);
     metrics.deliveries.inc({ target: type, result: 'retry' });
     log.warn({ ...context, error: result.error, retry_in_ms: delay }, 'delivery failed; will retry');
     return false;
   }
-  await sql`update triggers set attempts = attempts + 1, last_error = ${result.error}, failed_at = now() where ${where}`;
+  await recordFailed(sql, row, result.error);
   metrics.deliveries.inc({ target: type, result: 'failed' });
   log.error({ ...context, error: result.error }, 'delivery refused by the target; giving up');
   return false;
-}
-
-/** When the next undelivered trigger is due, as a subquery for the scheduler's timer. */
-export function nextDeliverySql(sql: Sql) {
-  return sql`select min(next_attempt_at) from triggers where delivered_at is null and failed_at is null`;
 }
