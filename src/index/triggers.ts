@@ -1,11 +1,10 @@
 /**
- * Every statement on `triggers`, the outbox of trigger decisions (SPEC §7): one named verb each,
- * saying why it is shaped as it is. The evaluation inserts (in its fenced transaction), the
- * dispatcher reads what is due and records each attempt, the API, status page and CLI read.
- * Compaction of old rows is retention's (src/index/retention.ts).
+ * Statements on `triggers`, the record of trigger decisions (SPEC §7): one named verb each, saying
+ * why it is shaped as it is. The evaluation inserts (in its fenced transaction); the API, the
+ * status page and the CLI read. Deliveries are recorded with their run (src/index/runs.ts), and
+ * compaction of old rows is retention's (src/index/retention.ts).
  */
-import type { TriggerPayload } from '../core/trigger.js';
-import type { Db, Sql, Tx } from './db.js';
+import type { Db, Tx } from './db.js';
 
 /** One trigger decision, as the evaluation makes it. */
 export interface TriggerRow {
@@ -38,59 +37,6 @@ export async function writeTriggers(
       ${triggers.map((t) => t.key)}::text[], ${triggers.map((t) => t.reason)}::text[],
       ${triggers.map((t) => JSON.stringify(t.payload))}::text[]
     ) as t(lo, generation, key, reason, payload)`;
-}
-
-/** An undelivered trigger, as the dispatcher reads it; `Target` is the stored (redacted) target. */
-export interface OutboxRow<Target = unknown> {
-  rollup_id: string;
-  period_lo: number;
-  generation: number;
-  idempotency_key: string;
-  lease_token: number;
-  attempts: number;
-  target: Target;
-  payload: TriggerPayload;
-}
-
-/** Which trigger an attempt is recorded on. */
-export type TriggerId = Pick<OutboxRow, 'rollup_id' | 'period_lo' | 'generation'>;
-
-/**
- * Up to `limit` undelivered triggers due now, newest decision first: a fresh trigger is not
- * queued behind a burst of catch-up decisions or a backlog of retries.
- */
-export async function dueTriggers<Target>(sql: Sql, limit: number): Promise<OutboxRow<Target>[]> {
-  return sql<OutboxRow<Target>[]>`
-    select rollup_id, period_lo, generation, idempotency_key, lease_token, attempts, target, payload
-    from triggers
-    where delivered_at is null and failed_at is null and next_attempt_at <= now()
-    order by decided_at desc limit ${limit}`;
-}
-
-const where = (sql: Sql, t: TriggerId) =>
-  sql`rollup_id = ${t.rollup_id} and period_lo = ${t.period_lo} and generation = ${t.generation}`;
-
-/** A delivery the target accepted: never attempted again. */
-export async function recordDelivered(sql: Sql, t: TriggerId): Promise<void> {
-  await sql`update triggers set delivered_at = now(), attempts = attempts + 1, last_error = null where ${where(sql, t)}`;
-}
-
-/** A transient failure: attempted again after `delayMs` (database time, as `dueTriggers` compares). */
-export async function recordRetry(sql: Sql, t: TriggerId, error: string, delayMs: number): Promise<void> {
-  await sql`
-    update triggers set attempts = attempts + 1, last_error = ${error},
-      next_attempt_at = now() + make_interval(secs => ${delayMs / 1000})
-    where ${where(sql, t)}`;
-}
-
-/** A final refusal (4xx): recorded and not retried. */
-export async function recordFailed(sql: Sql, t: TriggerId, error: string): Promise<void> {
-  await sql`update triggers set attempts = attempts + 1, last_error = ${error}, failed_at = now() where ${where(sql, t)}`;
-}
-
-/** When the next undelivered trigger is due, as a subquery for the scheduler's timer. */
-export function nextDeliverySql(sql: Sql) {
-  return sql`select min(next_attempt_at) from triggers where delivered_at is null and failed_at is null`;
 }
 
 /** Every decision made for one period, oldest first, with its delivery: the period detail's list. */

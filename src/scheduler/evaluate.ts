@@ -10,6 +10,7 @@ import {
   type PeriodUpdate,
   writeUpdates,
 } from '../index/periods/writes.js';
+import { insertFirstRuns } from '../index/runs.js';
 import { type TriggerRow, writeTriggers } from '../index/triggers.js';
 import { loadUpstreams } from '../index/upstreams.js';
 import type { Logger } from '../log.js';
@@ -81,6 +82,8 @@ export async function evaluatePending(ctx: EvaluationContext, now: Date, limit: 
         return [
           writeUpdates(tx, rollup.id, d.updates, now),
           writeTriggers(tx, rollup.id, d.triggers, redactTarget(config.target), ctx.token, now),
+          // After the trigger rows (its key) and the period updates (the generation it matches).
+          insertFirstRuns(tx, rollup.id, d.triggers, ctx.token, now),
         ];
       }),
     ]);

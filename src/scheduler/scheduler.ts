@@ -10,7 +10,7 @@ import type { RedisClient } from '../ingest/redis.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
 import { DeadlineSweep } from './deadline-sweep.js';
-import { deliverDue } from './dispatch.js';
+import { type DispatchContext, deliverDue, policyLookup } from './dispatch.js';
 import { evaluatePending } from './evaluate.js';
 import type { Fence } from './fence.js';
 import { syncRollups } from './rollup-store.js';
@@ -66,6 +66,7 @@ export class Scheduler {
   private readonly toMark = new Set<string>();
   private fullCheckAt = 0;
   private sweeps = new Map<string, DeadlineSweep>();
+  private readonly dispatch: DispatchContext;
 
   constructor(private readonly options: SchedulerOptions) {
     this.targets = new Targets(
@@ -74,6 +75,14 @@ export class Scheduler {
       options.rollups.map((r) => r.config.target),
     );
     this.byId = new Map(options.rollups.map((r) => [r.rollup.id, r]));
+    this.dispatch = {
+      sql: options.sql,
+      targets: this.targets,
+      concurrency: options.dispatchConcurrency,
+      log: options.log,
+      metrics: options.metrics,
+      policyOf: policyLookup(new Map(options.rollups.map((r) => [r.rollup.id, r.rollup.run]))),
+    };
     const pairs = options.rollups.flatMap((r) => r.rollup.upstream.map((asset) => ({ asset, r })));
     this.byUpstream = new Map(
       [...groupBy(pairs, (p) => p.asset)].map(([asset, ps]) => [asset, ps.map((p) => p.r)]),
@@ -195,8 +204,7 @@ export class Scheduler {
       const result = await evaluatePending(ctx, now, round === 0 ? FRESH_BATCH : EVALUATE_BATCH);
       if (result.evaluated > 0) work.done = true;
       // Deliver what was just decided before looking at more.
-      if (result.triggered > 0)
-        await deliverDue(sql, this.targets, this.options.dispatchConcurrency, log, metrics, signal);
+      if (result.triggered > 0) await deliverDue(this.dispatch, signal);
       if (!result.more) break;
       // Fresh events go before the rest of a backlog: mark them and start again from the newest.
       if (this.woken || round === MAX_ROUNDS - 1) {
@@ -223,14 +231,7 @@ export class Scheduler {
       busy = true;
     }
     for (let round = 0; round < MAX_ROUNDS && !signal.aborted; round++) {
-      const { more } = await deliverDue(
-        sql,
-        this.targets,
-        this.options.dispatchConcurrency,
-        log,
-        metrics,
-        signal,
-      );
+      const { more } = await deliverDue(this.dispatch, signal);
       if (!more) break;
       if (this.woken) {
         busy = true; // fresh events first; the rest is delivered on the next pass

@@ -18,7 +18,7 @@ import {
 import { PERIOD_STATES, type PeriodState, type Rerun } from '../../core/policy.js';
 import type { Rollup } from '../../core/rollup.js';
 import type { Db, Sql, Tx } from '../db.js';
-import { nextDeliverySql } from '../triggers.js';
+import { nextRunWorkSql } from '../run-reads.js';
 
 interface Row {
   lo: number;
@@ -235,7 +235,7 @@ export async function seenByTriggers(
 
 /**
  * When the scheduler has work again without new events: the earliest due period (settle or
- * deadline), the earliest undelivered trigger, and whether some marked period is still pending
+ * deadline), the earliest run work (index/run-reads.ts), and whether some marked period is still pending
  * (locked by someone else and skipped). One round trip, whatever the number of rollups.
  */
 export async function schedulerWake(
@@ -245,7 +245,7 @@ export async function schedulerWake(
   const ids = rollupIds as string[];
   const [due] = await sql<{ at: Date | null; delivery: Date | null; skipped: boolean }[]>`
     select (select min(due_at) from periods where due_at is not null and rollup_id = any(${ids}::text[])) as at,
-      (${nextDeliverySql(sql)}) as delivery,
+      (${nextRunWorkSql(sql)}) as delivery,
       exists (select 1 from periods where (dirty or manual_requested) and rollup_id = any(${ids}::text[])) as skipped`;
   return due;
 }
