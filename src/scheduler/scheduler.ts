@@ -12,6 +12,7 @@ import { DeadlineSweep } from './deadline-sweep.js';
 import { type DispatchContext, deliverDue, policyLookup } from './dispatch.js';
 import { evaluatePending } from './evaluate.js';
 import type { Fence } from './fence.js';
+import { type CheckIntervals, DEFAULT_CHECKS, followRuns } from './follow-runs.js';
 import { MarkQueue } from './mark-queue.js';
 import { syncRollups } from './rollup-store.js';
 import { emitSafely, type SchedulerEvents } from './scheduler-events.js';
@@ -36,6 +37,8 @@ export interface SchedulerOptions {
    * it. Default: the database clock (`clock_timestamp()`), the clock `ingested_at` is written by.
    */
   readonly clock?: () => Promise<Date>;
+  /** How often targets are asked about open and recently finished runs. */
+  readonly runChecks?: CheckIntervals;
 }
 
 /** Small enough that a fresh period never waits long behind the transaction in flight. */
@@ -161,8 +164,9 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
     const owed = await this.catchUpDeadlines(signal, now);
     if (owed === null) return 0; // lease lost mid-sweep
     const delivery = await this.deliverBacklog(signal);
-    work.done = marking.marked || fresh.evaluated > 0 || owed.inserted > 0;
-    const busy = marking.more || fresh.busy || owed.busy || delivery.busy;
+    const runs = await this.followRuns(token, signal);
+    work.done = marking.marked || fresh.evaluated > 0 || owed.inserted > 0 || runs.work;
+    const busy = marking.more || fresh.busy || owed.busy || delivery.busy || runs.more;
     const sleepMs = busy ? 0 : await this.untilNextWork(now);
     this.announce('pass', {
       token,
@@ -264,6 +268,13 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
       if (this.woken) return { busy: true }; // fresh events first; the rest on the next pass
     }
     return { busy: false };
+  }
+
+  /** Runs: timeouts, due retries and outcomes, each bounded (a retry is delivered on the next pass). */
+  private async followRuns(token: number, signal: AbortSignal): Promise<{ work: boolean; more: boolean }> {
+    if (signal.aborted) return { work: false, more: false };
+    const checks = this.options.runChecks ?? DEFAULT_CHECKS;
+    return followRuns({ ...this.dispatch, fence: this.options.fence, token, checks }, signal);
   }
 
   /** How long nothing is due: the sweeps, due periods, run work and the next full check. */
