@@ -159,13 +159,17 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
   private async passWork(token: number, signal: AbortSignal, work: { done: boolean }): Promise<number> {
     await this.syncOnNewLease(token);
     const now = await this.clock();
+    // `work.done` as each step ends, so a pass that fails half-way is still timed as busy.
     const marking = await this.marks.mark(this.options.sql, signal, now, this.options.leaseTtlMs);
+    work.done ||= marking.marked;
     const fresh = await this.evaluateFresh(token, signal, now);
+    work.done ||= fresh.evaluated > 0;
     const owed = await this.catchUpDeadlines(signal, now);
     if (owed === null) return 0; // lease lost mid-sweep
+    work.done ||= owed.inserted > 0;
     const delivery = await this.deliverBacklog(signal);
     const runs = await this.followRuns(token, signal);
-    work.done = marking.marked || fresh.evaluated > 0 || owed.inserted > 0 || runs.work;
+    work.done ||= runs.work;
     const busy = marking.more || fresh.busy || owed.busy || delivery.busy || runs.more;
     const sleepMs = busy ? 0 : await this.untilNextWork(now);
     this.announce('pass', {
