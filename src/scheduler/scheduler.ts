@@ -2,7 +2,7 @@ import type { Period } from '../core/calendar.js';
 import { groupBy } from '../core/group-by.js';
 import { concernsAny, EVENTS_CHANNEL } from '../index/commit.js';
 import type { Sql } from '../index/db.js';
-import type { RedisClient } from '../ingest/redis.js';
+import type { QueueConnection } from '../ingest/queue-backend.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
 import { DeadlineSweep, insertOwed } from './deadline-sweep.js';
@@ -17,7 +17,8 @@ import { markTouchedPeriods, rollupsWithNewEvents } from './touch.js';
 
 export interface SchedulerOptions {
   readonly sql: Sql;
-  readonly redis: RedisClient;
+  /** Where queue targets add their jobs. */
+  readonly queues: QueueConnection;
   readonly queuePrefix: string;
   readonly rollups: readonly RollupRuntime[];
   readonly fence: Fence;
@@ -66,7 +67,7 @@ export class Scheduler {
 
   constructor(private readonly options: SchedulerOptions) {
     this.targets = new Targets(
-      options.redis,
+      options.queues,
       options.queuePrefix,
       options.rollups.map((r) => r.config.target),
     );

@@ -2,6 +2,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { groupOf } from '../../src/core/routing.js';
 import { EventQueues } from '../../src/ingest/event-queues.js';
 import { queueGroups } from '../../src/ingest/groups.js';
+import { redisQueues } from '../../src/ingest/queue-backend.js';
 import { deleteKeysWithPrefix, redisConnection } from '../../src/ingest/redis.js';
 import { createTestDatabase } from '../helpers/db.js';
 import { REDIS_URL, uniqueName } from '../helpers/env.js';
@@ -11,7 +12,7 @@ const db = await createTestDatabase();
 const prefix = uniqueName('crgroups');
 const config = ingestConfig(db, prefix, { queue: { groups: 2 } });
 const connection = redisConnection(REDIS_URL);
-const producer = new EventQueues(connection, config.queue);
+const producer = new EventQueues(redisQueues(connection), config.queue);
 const [q0, q1] = producer.queues;
 afterAll(async () => {
   await producer.close();

@@ -1,6 +1,7 @@
 import { Redis } from 'ioredis';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import type { TriggerPayload } from '../../src/core/trigger.js';
+import { redisQueues } from '../../src/ingest/queue-backend.js';
 import { queueTarget } from '../../src/scheduler/targets/queue.js';
 import { startTestDaemon, TEST_TOKEN, testConfig, testProducer, testQueue } from '../helpers/daemon.js';
 import { createTestDatabase } from '../helpers/db.js';
@@ -85,7 +86,7 @@ describe('queue target', () => {
 
   it('delivering the same payload again leaves one job (BullMQ deduplicates on the job id)', async () => {
     const connection = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
-    const target = queueTarget(connection, 'dedupe-runs', prefix);
+    const target = queueTarget(redisQueues(connection), 'dedupe-runs', prefix);
     onTestFinished(async () => {
       await target.close();
       connection.disconnect();

@@ -1,6 +1,6 @@
 import type { TargetConfig } from '../../config.js';
 import type { TriggerPayload } from '../../core/trigger.js';
-import type { RedisClient } from '../../ingest/redis.js';
+import type { QueueConnection } from '../../ingest/queue-backend.js';
 import { airflowTarget } from './airflow.js';
 import { queueTarget } from './queue.js';
 import {
@@ -26,7 +26,7 @@ export class Targets {
   private readonly cache = new Map<string, Target>();
 
   constructor(
-    private readonly redis: RedisClient,
+    private readonly queues: QueueConnection,
     private readonly defaultPrefix: string,
     private readonly live: readonly TargetConfig[],
     private readonly env: NodeJS.ProcessEnv = process.env,
@@ -49,7 +49,7 @@ export class Targets {
     const key = JSON.stringify(config);
     let target = this.cache.get(key);
     if (!target) {
-      target = build(config, this.redis, this.defaultPrefix);
+      target = build(config, this.queues, this.defaultPrefix);
       this.cache.set(key, target);
     }
     return target;
@@ -61,10 +61,10 @@ export class Targets {
   }
 }
 
-function build(config: ResolvedTarget, redis: RedisClient, defaultPrefix: string): Target {
+function build(config: ResolvedTarget, queues: QueueConnection, defaultPrefix: string): Target {
   switch (config.type) {
     case 'queue':
-      return queueTarget(redis, config.queue, config.prefix ?? defaultPrefix, config.timeout);
+      return queueTarget(queues, config.queue, config.prefix ?? defaultPrefix, config.timeout);
     case 'webhook':
       return webhookTarget(config);
     case 'airflow':
