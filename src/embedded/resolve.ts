@@ -31,7 +31,8 @@ export async function resolveDatabase(
   log: Logger,
   role: 'daemon' | 'command',
 ): Promise<ResolvedConfig> {
-  if (config.database_url !== EMBEDDED_DATABASE) return { config, release: async () => {}, forceStop: () => {} };
+  if (config.database_url !== EMBEDDED_DATABASE)
+    return { config, release: async () => {}, forceStop: () => {} };
   const dir = dataDir(config.data_dir);
   if (role === 'daemon') claimDaemon(dir);
   let server: Awaited<ReturnType<typeof ensureServer>>;

@@ -27,7 +27,7 @@ const config = testConfig(db, prefix, {
 });
 const daemon = await startTestDaemon(config);
 const producer = testProducer(config);
-const downstream = testQueue('deadline-runs', prefix);
+const downstream = testQueue('deadline-runs', prefix, config);
 
 /** ISO as the calendar formats UTC points: no fraction when whole seconds. */
 const iso = (ms: number) => new Date(ms).toISOString().replace('.000Z', 'Z');
