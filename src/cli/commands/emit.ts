@@ -54,7 +54,7 @@ export async function runEmit(args: string[], values: EmitOptions): Promise<numb
     }
   } catch (error) {
     process.stderr.write(
-      `coverage-rollup emit: could not enqueue (${config.queue.backend} queue: ${(error as Error).message}); ${sent} of ${events.length} event(s) were enqueued before it failed\n`,
+      `coverage-rollup emit: could not enqueue on ${config.queue.backend === 'redis' ? 'Redis' : 'PostgreSQL'} (${(error as Error).message}); ${sent} of ${events.length} event(s) were enqueued before it failed\n`,
     );
     return 2;
   } finally {
