@@ -25,7 +25,7 @@ export function queueTarget(
       let timer: NodeJS.Timeout | undefined;
       const late = new Promise<never>((_, reject) => {
         timer = setTimeout(
-          () => reject(new Error(`no answer from the queue (${queues.backend}) within ${timeoutMs} ms`)),
+          () => reject(new Error(`no answer from ${queues.backend === 'redis' ? 'Redis' : 'PostgreSQL'} within ${timeoutMs} ms`)),
           timeoutMs,
         );
       });
