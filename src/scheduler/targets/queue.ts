@@ -18,6 +18,7 @@ export function queueTarget(
   timeoutMs = QUEUE_DELIVERY_TIMEOUT_MS,
 ): Target {
   const queue = queues.queue(name, prefix);
+  const store = queues.backend === 'redis' ? 'Redis' : 'PostgreSQL';
   return {
     async deliver(payload: TriggerPayload): Promise<DeliveryResult> {
       const added = queue.add(payload.rollup, payload, { jobId: payload.idempotency_key });
@@ -25,7 +26,7 @@ export function queueTarget(
       let timer: NodeJS.Timeout | undefined;
       const late = new Promise<never>((_, reject) => {
         timer = setTimeout(
-          () => reject(new Error(`no answer from ${queues.backend === 'redis' ? 'Redis' : 'PostgreSQL'} within ${timeoutMs} ms`)),
+          () => reject(new Error(`no answer from ${store} within ${timeoutMs} ms`)),
           timeoutMs,
         );
       });
