@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import { defineRollups } from './config/rollups.js';
 import type { Config } from './config.js';
 import { TokenAuth } from './http/auth.js';
 import { registerRollupRoutes } from './http/routes/rollups.js';
@@ -17,8 +18,8 @@ import { type Logger, redactUrl } from './log.js';
 import { createMetrics, type Metrics } from './metrics.js';
 import { SchedulerLease } from './scheduler/lease.js';
 import { periodGaugeSource } from './scheduler/period-gauges.js';
-import { checkSecretEnv, defineRollups } from './scheduler/rollups.js';
 import { Scheduler } from './scheduler/scheduler.js';
+import { checkSecretEnv } from './scheduler/targets/secrets.js';
 
 export interface Daemon {
   readonly sql: Sql;
@@ -26,6 +27,8 @@ export interface Daemon {
   readonly http: FastifyInstance;
   /** The bound HTTP address, e.g. http://127.0.0.1:8080. */
   readonly url: string;
+  /** The scheduler when this instance schedules (its `pass` and `decided` events), else undefined. */
+  readonly scheduler: Scheduler | undefined;
   /** Stops taking work, drains in-flight work within shutdown_timeout, releases the lease, closes. */
   stop(): Promise<void>;
 }
@@ -91,6 +94,7 @@ export async function startDaemon(config: Config, log: Logger): Promise<Daemon> 
 
     const scheduling = config.scheduler.enabled && rollups.length > 0;
     let schedulerStatus: (() => Record<string, unknown>) | undefined;
+    let running: Scheduler | undefined;
     if (scheduling) {
       // The lease has its own small pool so renewals never wait behind evaluation queries.
       const leaseSql = connect(config.database_url, { max: 2, applicationName: 'coverage-rollup-lease' });
@@ -113,6 +117,10 @@ export async function startDaemon(config: Config, log: Logger): Promise<Daemon> 
         metrics,
         dispatchConcurrency: config.scheduler.dispatch_concurrency,
         leaseTtlMs: config.lease.ttl,
+        runChecks: {
+          openMs: config.scheduler.run_check_every,
+          watchMs: Math.max(30_000, config.scheduler.run_check_every),
+        },
       });
       lease.onAcquired((token) => {
         metrics.leaseLeader.set(1);
@@ -121,6 +129,7 @@ export async function startDaemon(config: Config, log: Logger): Promise<Daemon> 
       });
       lease.onLost(() => metrics.leaseLeader.set(0));
       await scheduler.start();
+      running = scheduler;
       lease.start();
       // Stop evaluating first, then release the lease so a standby takes over at once. A pass
       // stuck on a lock must not keep the lease: once released, its commit would fail the fence.
@@ -174,6 +183,7 @@ export async function startDaemon(config: Config, log: Logger): Promise<Daemon> 
       metrics,
       http,
       url,
+      scheduler: running,
       stop: () => closeAll(closers, log),
     };
   } catch (error) {
