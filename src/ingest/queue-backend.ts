@@ -99,8 +99,12 @@ function postgresQueues(url: string, options: QueueConnectionOptions): QueueConn
     admin ??= connect(url, { max: 1, applicationName: 'coverage-rollup-queue-admin', connectTimeout: 5 });
     return admin;
   };
-  const pool = (prefix: string, max: number): PostgresPoolConfig => ({
+  const pool = (prefix: string, max: number, asyncCommit = false): PostgresPoolConfig => ({
     connectionString: withDefaultUser(url),
+    // A worker's transitions (claim, complete, fail) need not wait for the WAL flush: one lost to
+    // a server crash returns its job to the queue, and redelivery is harmless (ingest and queue
+    // targets are idempotent). Producers keep synchronous commit: an acknowledged add is durable.
+    ...(asyncCommit ? { options: '-c synchronous_commit=off' } : {}),
     schema: queueSchema(prefix),
     migrate: true,
     max,
@@ -115,7 +119,7 @@ function postgresQueues(url: string, options: QueueConnectionOptions): QueueConn
       // The pool serves fetches, completions and lock renewals of `concurrency` jobs at once.
       new pg.Worker<D, R>(name, processor as never, {
         ...tuning,
-        connection: pool(prefix, 8),
+        connection: pool(prefix, 16, true),
       }) as unknown as Worker<D, R>,
     queueEvents: (name, prefix) =>
       new pg.QueueEvents(name, { connection: pool(prefix, 2) }) as unknown as QueueEvents,
