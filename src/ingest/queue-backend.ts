@@ -114,15 +114,16 @@ function postgresQueues(url: string, options: QueueConnectionOptions): QueueConn
   return {
     backend: 'postgres',
     queue: <D>(name: string, prefix: string) =>
-      new pg.Queue<D>(name, { connection: pool(prefix, 4) }) as unknown as Queue<D>,
+      new pg.Queue<D>(name, { connection: pool(prefix, 2) }) as unknown as Queue<D>,
     worker: <D, R>(name: string, prefix: string, processor: Processor<D, R>, tuning: WorkerTuning = {}) =>
-      // The pool serves fetches, completions and lock renewals of `concurrency` jobs at once.
+      // The pool serves fetches, completions and lock renewals of `concurrency` jobs at once. Sizes
+      // stay small: a daemon holds several handles, and a shared server's max_connections is 100.
       new pg.Worker<D, R>(name, processor as never, {
         ...tuning,
-        connection: pool(prefix, 16, true),
+        connection: pool(prefix, 8, true),
       }) as unknown as Worker<D, R>,
     queueEvents: (name, prefix) =>
-      new pg.QueueEvents(name, { connection: pool(prefix, 2) }) as unknown as QueueEvents,
+      new pg.QueueEvents(name, { connection: pool(prefix, 1) }) as unknown as QueueEvents,
     async ping() {
       await adminSql()`select 1`;
     },

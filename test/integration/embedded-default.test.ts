@@ -169,5 +169,5 @@ describe('the embedded default, with no database or Redis configured', () => {
     expect(serverPids()).toEqual([]);
 
     expect(everyLine.filter((l) => l.includes('closed-default-ports'))).toEqual([]);
-  });
+  }, 300_000); // three daemon starts (one with initdb) and a dozen CLI runs
 });
