@@ -17,7 +17,6 @@ import {
   rmSync,
   writeFileSync,
 } from 'node:fs';
-import { createServer } from 'node:net';
 import { arch, platform, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Logger } from '../log.js';
@@ -32,10 +31,10 @@ import {
   type ServerRecord,
   writeServerRecord,
 } from './files.js';
+import { freePort, portFree } from './ports.js';
 
 /** The first port tried for a new cluster: below Linux's ephemeral range, beside 5432. */
 export const EMBEDDED_PORT = 15432;
-const PORT_TRIES = 20;
 const READY_TIMEOUT_MS = 60_000;
 const STOP_TIMEOUT_MS = 20_000;
 
@@ -272,27 +271,6 @@ async function waitReady(dir: DataDir, pid: number): Promise<void> {
       );
     await sleep(25);
   }
-}
-
-/** The first free port from `from` on, else one the system picks. */
-async function freePort(from: number): Promise<number> {
-  for (let port = from; port < from + PORT_TRIES; port++) if (await portFree(port)) return port;
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-function portFree(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const server = createServer();
-    server.once('error', () => resolve(false));
-    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
-  });
 }
 
 function sleep(ms: number): Promise<void> {
