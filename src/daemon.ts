@@ -11,6 +11,7 @@ import { migrate } from './index/migrate.js';
 import { type ReadHandle, ReadReplica } from './index/read-replica.js';
 import { RetentionLoop } from './index/retention-loop.js';
 import { EventQueues } from './ingest/event-queues.js';
+import { queueConnection } from './ingest/queue-backend.js';
 import { isClusterUrl, redisConnection, warnUnlessNoEviction } from './ingest/redis.js';
 import { connectIngest, type IngestWorker, startIngestWorker } from './ingest/worker.js';
 import { type Logger, redactUrl } from './log.js';
@@ -41,9 +42,11 @@ export async function startDaemon(config: Config, log: Logger): Promise<Daemon> 
     {
       database: redactUrl(config.database_url),
       ...(config.database_read_url ? { read_replica: redactUrl(config.database_read_url) } : {}),
-      redis: redactUrl(config.redis_url),
+      queue_backend: config.queue.backend,
+      ...(config.queue.backend === 'redis'
+        ? { redis: redactUrl(config.redis_url), redis_cluster: isClusterUrl(config.redis_url) }
+        : {}),
       queue: config.queue.name,
-      redis_cluster: isClusterUrl(config.redis_url),
       queue_groups: config.queue.groups,
       consumed_groups: config.queue.consume ?? 'all',
     },
@@ -65,11 +68,15 @@ export async function startDaemon(config: Config, log: Logger): Promise<Daemon> 
     }
     const metrics = createMetrics();
     if (rollups.length > 0) metrics.setPeriodSource(periodGaugeSource(sql, rollups, log));
-    const redis = redisConnection(config.redis_url);
-    closers.unshift(async () => void redis.disconnect());
-    // Not awaited: a Redis still coming up must not hold the start; the warning follows when it answers.
-    void warnUnlessNoEviction(redis, log);
-    const eventsQueue = new EventQueues(redis, config.queue);
+    const queues = queueConnection(config);
+    closers.unshift(() => queues.close());
+    if (config.queue.backend === 'redis') {
+      // Not awaited: a Redis still coming up must not hold the start; the warning follows when it answers.
+      const redis = redisConnection(config.redis_url);
+      closers.unshift(async () => void redis.disconnect());
+      void warnUnlessNoEviction(redis, log).finally(() => redis.disconnect());
+    }
+    const eventsQueue = new EventQueues(queues, config.queue);
     // The ingest worker's handler logs this connection's errors; here only so none goes unhandled.
     eventsQueue.on('error', (error) => log.debug({ err: error }, 'events queue connection error'));
     closers.unshift(() => eventsQueue.close());
@@ -106,7 +113,7 @@ export async function startDaemon(config: Config, log: Logger): Promise<Daemon> 
       });
       const scheduler = new Scheduler({
         sql,
-        redis,
+        queues,
         queuePrefix: config.queue.prefix,
         rollups,
         fence: lease,
@@ -162,7 +169,7 @@ export async function startDaemon(config: Config, log: Logger): Promise<Daemon> 
         read: replica?.read ?? (() => ({ sql, asOf: null })),
         ...(replica ? { replicaStatus: replica.status } : {}),
         eventsQueue,
-        redis,
+        queues,
         log,
         metrics,
         auth: new TokenAuth(config.api_tokens, config.read_tokens),

@@ -32,9 +32,12 @@ Options:
   -v, --version              print the version
 
 Environment (overrides the config file):
-  DATABASE_URL       PostgreSQL URL        (default postgres://127.0.0.1:5432/coverage_rollup)
+  DATABASE_URL       PostgreSQL URL        (default: with REDIS_URL unset too, an embedded PostgreSQL
+                     in the data directory; else postgres://127.0.0.1:5432/coverage_rollup)
   DATABASE_READ_URL  PostgreSQL replica for coverage reads and listings (default none)
-  REDIS_URL          Redis URL             (default redis://127.0.0.1:6379)
+  REDIS_URL          Redis URL             (default redis://127.0.0.1:6379, used with QUEUE_BACKEND=redis)
+  QUEUE_BACKEND      redis or postgres     (default redis when a Redis URL is set, else postgres)
+  COVERAGE_ROLLUP_DATA_DIR  the embedded PostgreSQL's directory (default ./.coverage-rollup)
   PORT               HTTP port             (default 8080)
   LOG_LEVEL          fatal..trace, silent  (default info)
   API_TOKENS         comma-separated bearer tokens allowed to write over HTTP

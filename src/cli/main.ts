@@ -7,6 +7,7 @@ import { runEmit } from './commands/emit.js';
 import { runMigrate } from './commands/migrate.js';
 import { runPrune } from './commands/prune.js';
 import { runRetry } from './commands/retry.js';
+import { releaseEmbedded } from './commands/shared.js';
 import { runStart } from './commands/start.js';
 import { runStatus } from './commands/status.js';
 import { COMMAND_HELP, HELP, version } from './help.js';
@@ -85,7 +86,16 @@ async function main(argv: string[]): Promise<number> {
   }
 }
 
-main(process.argv.slice(2)).then(
+/** Runs the command, then stops an embedded server it started for itself (never the daemon's). */
+async function mainReleasing(argv: string[]): Promise<number> {
+  try {
+    return await main(argv);
+  } finally {
+    await releaseEmbedded();
+  }
+}
+
+mainReleasing(process.argv.slice(2)).then(
   (code) => {
     process.exitCode = code;
   },

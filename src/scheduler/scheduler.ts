@@ -4,7 +4,7 @@ import { EVENTS_CHANNEL } from '../index/commit.js';
 import { databaseNow, type Sql } from '../index/db.js';
 import { schedulerWake } from '../index/periods/reads.js';
 import { checkSoon } from '../index/runs.js';
-import type { RedisClient } from '../ingest/redis.js';
+import type { QueueConnection } from '../ingest/queue-backend.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
 import { catchUpDeadlines, DeadlineSweep } from './deadline-sweep.js';
@@ -20,7 +20,8 @@ import { redactTarget } from './targets/secrets.js';
 
 export interface SchedulerOptions {
   readonly sql: Sql;
-  readonly redis: RedisClient;
+  /** Where queue targets add their jobs. */
+  readonly queues: QueueConnection;
   readonly queuePrefix: string;
   readonly rollups: readonly RollupRuntime[];
   readonly fence: Fence;
@@ -73,7 +74,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
     super();
     this.clock = options.clock ?? (() => databaseNow(options.sql));
     this.targets = new Targets(
-      options.redis,
+      options.queues,
       options.queuePrefix,
       options.rollups.map((r) => r.config.target),
       process.env,

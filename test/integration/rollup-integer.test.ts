@@ -23,7 +23,7 @@ const config = testConfig(db, prefix, {
 });
 const daemon = await startTestDaemon(config);
 const producer = testProducer(config);
-const downstream = testQueue('int-runs', prefix);
+const downstream = testQueue('int-runs', prefix, config);
 
 const send = (asset: string, start: number | string, end: number | string) =>
   producer.add('e', { asset, start, end, version: 'snap-7' });

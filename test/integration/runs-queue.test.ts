@@ -4,14 +4,13 @@
  * before its outcome was seen (lost), and outcomes that happen while the daemon is stopped or
  * while the lease moves to another instance.
  */
-import { type Job, Worker } from 'bullmq';
-import { Redis } from 'ioredis';
+import type { Job } from 'bullmq';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startDaemon } from '../../src/daemon.js';
+import { queueConnection } from '../../src/ingest/queue-backend.js';
 import { createLogger } from '../../src/log.js';
 import { testConfig, testProducer, testQueue } from '../helpers/daemon.js';
 import { createTestDatabase } from '../helpers/db.js';
-import { REDIS_URL } from '../helpers/env.js';
 import { createTestPrefix } from '../helpers/redis.js';
 import { waitFor } from '../helpers/wait.js';
 
@@ -80,11 +79,11 @@ const untilRun = (id: string, h: number, ok: (run: Json) => boolean, what: strin
 const cover = (id: string, h: number) => producer.add('e', { asset: `${id}.in`, ...span(h), version: 'v1' });
 
 function worker(queue: string, processor: (job: Job) => Promise<unknown>) {
-  const connection = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
-  const w = new Worker(queue, processor, { connection, prefix });
+  const connection = queueConnection(config);
+  const w = connection.worker(queue, prefix, processor);
   afterAll(async () => {
     await w.close();
-    connection.disconnect();
+    await connection.close();
   });
   return w;
 }
@@ -145,7 +144,7 @@ describe('queue target runs', () => {
   });
 
   it('a job removed before its outcome was seen is lost, never succeeded', async () => {
-    const queue = testQueue('gone-runs', prefix);
+    const queue = testQueue('gone-runs', prefix, config);
     await cover('gone', 3);
     await untilRun('gone', 3, (r) => r.state === 'started', 'the run started');
     const key = `gone@${compact}T030000Z#1`;
@@ -161,7 +160,7 @@ describe('queue target runs', () => {
     // Completed while nobody watches: the job's state is the record, read by the next leader.
     worker('handover-runs', async () => 'ok');
     const key = `handover@${compact}T040000Z#1`;
-    const queue = testQueue('handover-runs', prefix);
+    const queue = testQueue('handover-runs', prefix, config);
     await waitFor(async () => (await queue.getJobState(key)) === 'completed', { what: 'job completed' });
     daemon = await start();
     await untilRun('handover', 4, (r) => r.state === 'succeeded', 'succeeded after the restart');

@@ -1,7 +1,6 @@
-import { Queue, QueueEvents } from 'bullmq';
 import { queueJobReport } from '../../core/runs.js';
 import type { TriggerPayload } from '../../core/trigger.js';
-import type { RedisClient } from '../../ingest/redis.js';
+import type { QueueConnection } from '../../ingest/queue-backend.js';
 import type { DeliveryResult, Observation, ObservedRun, Target } from './target.js';
 
 /** A delivery's bound when the target sets no `timeout`: the webhook's default. */
@@ -10,18 +9,19 @@ export const QUEUE_DELIVERY_TIMEOUT_MS = 10_000;
 /**
  * A BullMQ job whose jobId is the attempt's run id (the idempotency key for attempt 1): adding it
  * twice leaves one job. Each add is
- * bounded in time: a Redis cut off without a reset never answers (ioredis waits with no deadline),
+ * bounded in time (on either backend): a Redis cut off without a reset never answers (ioredis waits with no deadline),
  * and the lease holder's scheduler, which delivers between decisions, must not wait with it. An
  * add given up on may still land later; the retry then finds the job under its id and adds none.
  */
 export function queueTarget(
-  connection: RedisClient,
+  queues: QueueConnection,
   name: string,
   prefix: string,
   timeoutMs = QUEUE_DELIVERY_TIMEOUT_MS,
   onFinished?: (runId: string) => void,
 ): Target {
-  const queue = new Queue(name, { connection, prefix });
+  const queue = queues.queue(name, prefix);
+  const store = queues.backend === 'redis' ? 'Redis' : 'PostgreSQL';
   let events: { stop(): Promise<void> } | undefined;
   return {
     async deliver(payload: TriggerPayload): Promise<DeliveryResult> {
@@ -29,7 +29,10 @@ export function queueTarget(
       added.catch(() => {}); // settles harmlessly after a timeout
       let timer: NodeJS.Timeout | undefined;
       const late = new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new Error(`no answer from Redis within ${timeoutMs} ms`)), timeoutMs);
+        timer = setTimeout(
+          () => reject(new Error(`no answer from ${store} within ${timeoutMs} ms`)),
+          timeoutMs,
+        );
       });
       try {
         await Promise.race([added, late]);
@@ -46,7 +49,7 @@ export function queueTarget(
      * about one round trip, and bounded in time like a delivery.
      */
     async observe(runs: readonly ObservedRun[]): Promise<Observation | { error: string }> {
-      if (onFinished) events ??= wakeOnFinished(connection, name, prefix, onFinished);
+      if (onFinished) events ??= wakeOnFinished(queues, name, prefix, onFinished);
       const ask = Promise.all(
         runs.map(async ({ runId }) => {
           const state = await queue.getJobState(runId);
@@ -60,7 +63,10 @@ export function queueTarget(
       ask.catch(() => {});
       let timer: NodeJS.Timeout | undefined;
       const late = new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new Error(`no answer from Redis within ${timeoutMs} ms`)), timeoutMs);
+        timer = setTimeout(
+          () => reject(new Error(`no answer from ${store} within ${timeoutMs} ms`)),
+          timeoutMs,
+        );
       });
       try {
         return new Map(await Promise.race([ask, late]));
@@ -80,26 +86,19 @@ export function queueTarget(
 /**
  * A wake-up, never the record: BullMQ's event stream says a job completed or failed, and the run
  * is asked about at once instead of at its next check. An event this misses (the stream is
- * trimmed, the daemon was down, a backend without it) only costs the check interval. Runs on its
- * own connection, as a blocking stream read needs.
+ * trimmed, the daemon was down) only costs the check interval. Made by the queue factory, which
+ * gives it a connection of its own on either backend.
  */
 function wakeOnFinished(
-  connection: RedisClient,
+  queues: QueueConnection,
   name: string,
   prefix: string,
   onFinished: (runId: string) => void,
 ): { stop(): Promise<void> } {
-  const own = connection.duplicate();
-  own.on('error', () => {}); // reconnects by itself; the checks cover the gap
-  const events = new QueueEvents(name, { connection: own, prefix, blockingTimeout: 2000 });
-  events.on('error', () => {});
+  const events = queues.queueEvents(name, prefix);
+  events.on('error', () => {}); // reconnects by itself; the checks cover the gap
   const note = ({ jobId }: { jobId: string }) => onFinished(jobId);
   events.on('completed', note);
   events.on('failed', note);
-  return {
-    stop: async () => {
-      own.disconnect();
-      await events.close().catch(() => {});
-    },
-  };
+  return { stop: () => events.close().catch(() => {}) };
 }
