@@ -89,7 +89,8 @@ async function retry(ctx: FollowContext, signal: AbortSignal) {
 
 /** Asks targets about due runs, a bounded number of requests per pass, and applies what changed. */
 async function check(ctx: FollowContext, signal: AbortSignal) {
-  const due = await runsToCheck(ctx.sql, CHECK_BATCH);
+  // Checks due within half an interval go now: a pass every half interval at most, however many runs.
+  const due = await runsToCheck(ctx.sql, CHECK_BATCH, ctx.checks.openMs / 2);
   if (due.length === 0) return { n: 0, more: false };
   const byTarget = new Map<string, FollowedRun[]>();
   for (const run of due) {
