@@ -46,6 +46,8 @@ const CATCH_UP_BATCH = 1000;
 /** Bounded work per pass so a backlog never starves the lease's view of the event loop. */
 const MAX_ROUNDS = 20;
 const SKIPPED_RETRY_MS = 1000;
+/** While a backlog keeps passes busy, runs are followed this often. */
+const BUSY_FOLLOW_MS = 1000;
 /** Every upstream cursor is compared with its log this often, in case a notification was lost. */
 const FULL_CHECK_MS = 60_000;
 
@@ -71,6 +73,7 @@ export class Scheduler {
   private fullCheckAt = 0;
   private sweeps = new Map<string, DeadlineSweep>();
   private readonly dispatch: DispatchContext;
+  private followedAt = 0;
 
   constructor(private readonly options: SchedulerOptions) {
     this.targets = new Targets(
@@ -253,7 +256,9 @@ export class Scheduler {
       }
     }
     // Runs: timeouts, due retries and outcomes, each bounded (a retry is delivered on the next pass).
-    if (!signal.aborted) {
+    // Behind a backlog of decisions, at most once a second: decisions first, yet outcomes still flow.
+    if (!signal.aborted && (!busy || Date.now() - this.followedAt >= BUSY_FOLLOW_MS)) {
+      this.followedAt = Date.now();
       const runs = await followRuns(
         {
           ...this.dispatch,
