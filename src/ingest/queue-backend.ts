@@ -34,7 +34,8 @@ export interface QueueConnection {
     processor: Processor<D, R>,
     tuning?: WorkerTuning,
   ): Worker<D, R>;
-  queueEvents(name: string, prefix: string): QueueEvents;
+  /** `lastEventId`: where a Redis reader starts in the event stream (default: its end). */
+  queueEvents(name: string, prefix: string, options?: { lastEventId?: string }): QueueEvents;
   /** Resolves when the store answers now (readiness), rejects with why otherwise. */
   ping(): Promise<void>;
   /** False while the store is known unreachable: a graceful close would wait for it in vain. */
@@ -70,7 +71,8 @@ export function redisQueues(client: RedisClient): QueueConnection {
     queue: (name, prefix) => new Queue(name, { connection: client, prefix }),
     worker: (name, prefix, processor, tuning = {}) =>
       new Worker(name, processor, { ...tuning, connection: client, prefix }),
-    queueEvents: (name, prefix) => new QueueEvents(name, { connection: client, prefix }),
+    queueEvents: (name, prefix, options = {}) =>
+      new QueueEvents(name, { connection: client, prefix, blockingTimeout: 2000, ...options }),
     async ping() {
       // Not connected: say so at once rather than queue a ping that waits for the reconnect.
       if (client.status !== 'ready') throw new Error(`connection ${client.status}`);
