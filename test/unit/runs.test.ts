@@ -239,7 +239,10 @@ describe('run ids', () => {
 describe('reading targets', () => {
   it('maps BullMQ job states', () => {
     expect(queueJobReport('completed', undefined)).toEqual({ kind: 'target', state: 'succeeded' });
-    expect(queueJobReport('failed', { failedReason: 'boom' })).toMatchObject({ state: 'failed', error: 'boom' });
+    expect(queueJobReport('failed', { failedReason: 'boom' })).toMatchObject({
+      state: 'failed',
+      error: 'boom',
+    });
     expect(queueJobReport('active', undefined)).toMatchObject({ state: 'running' });
     expect(queueJobReport('waiting', { attemptsMade: 0 })).toBeNull();
     expect(queueJobReport('delayed', { attemptsMade: 1 })).toMatchObject({ state: 'running' });

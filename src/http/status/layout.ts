@@ -10,6 +10,8 @@ import { html, pageHref, raw, type SafeHtml } from './html.js';
 import type { PageView } from './model.js';
 import { renderOverviewAssets, renderOverviewRollups } from './overview.js';
 import { renderPeriodBody } from './period-page.js';
+import { runCss } from './run-text.js';
+import { type RunHistory, renderFailedRuns } from './run-views.js';
 import { pageNav } from './window-nav.js';
 
 /** Sent with the page: nothing but inline styles may load or run, whatever text slipped through. */
@@ -83,9 +85,13 @@ ul.why { padding-left: 20px; } ul.why li { margin: 4px 0; }
 table.upstreams td { white-space: normal; vertical-align: top; } table.upstreams ol { margin: 2px 0; padding-left: 18px; }
 .card h2 { margin: 0; font-size: 16px; }
 .error { background: #fff4f2; border: 1px solid #f3b9b2; padding: 10px 14px; border-radius: 6px; }
+.run-badge { display: inline-block; padding: 0 6px; border-radius: 8px; color: #fff; font-size: 12px; white-space: nowrap; }
+table.runs td.error { white-space: normal; min-width: 200px; max-width: 460px; overflow-wrap: anywhere; }
+table.runs td.id { font-family: ui-monospace, monospace; font-size: 12px; }
 ${Object.entries(COLOURS)
   .map(([state, colour]) => `.s-${state} { fill: ${colour}; background: ${colour}; }`)
   .join('\n')}
+${runCss()}
 `);
 
 const LEGEND_COVERAGE = [
@@ -131,22 +137,27 @@ export function renderPage(page: PageView): string {
   const rollups = collapseHealthy(
     page,
     page.rollups,
-    (r) => r.totals.missed === 0 && r.totals.rerun_pending === 0 && r.lateWaiting === 0,
+    (r) => r.failedRuns === 0 && r.totals.missed === 0 && r.totals.rerun_pending === 0 && r.lateWaiting === 0,
     (r) => renderRollupCard(r, page),
-    ['rollup', 'rollups', 'nothing missed, owed a rerun or late'],
+    ['rollup', 'rollups', 'no failed run, nothing missed, owed a rerun or late'],
   );
   const notes = page.notes.map((n) => html`<p class="error">${n}</p>`);
   const body = html`${pageHeader(page.generatedAt)}
-<main>${notes}${search(page)}${pageNav(page)}${legend()}
+<main>${notes}${search(page)}${pageNav(page)}${renderFailedRuns(page.failedRuns, page.generatedAt.getTime())}${legend()}
 <h2>Assets <span class="more">${shown(page, page.overview?.assets.length ?? page.assets.length, page.paging.assetsTotal)} · stale first, then the longest behind now</span></h2>${page.overview ? renderOverviewAssets(page.overview.assets) : assets}
-<h2>Rollups <span class="more">${shown(page, page.overview?.rollups.length ?? page.rollups.length, page.paging.rollupsTotal)} · most missed, owed and waiting first</span></h2>${page.overview ? renderOverviewRollups(page.overview.rollups) : rollups}
+<h2>Rollups <span class="more">${shown(page, page.overview?.rollups.length ?? page.rollups.length, page.paging.rollupsTotal)} · most failed runs, missed, owed and waiting first</span></h2>${page.overview ? renderOverviewRollups(page.overview.rollups) : rollups}
 ${pager(page)}
 </main>`;
   return shell('coverage-rollup status', body, true);
 }
 
-export function renderPeriodPage(rollup: Rollup, answer: PeriodExplanation, nowMs: number): string {
-  const body = html`${pageHeader(new Date(nowMs))}<main>${renderPeriodBody(rollup, answer, nowMs)}</main>`;
+export function renderPeriodPage(
+  rollup: Rollup,
+  answer: PeriodExplanation,
+  runs: RunHistory,
+  nowMs: number,
+): string {
+  const body = html`${pageHeader(new Date(nowMs))}<main>${renderPeriodBody(rollup, answer, runs, nowMs)}</main>`;
   return shell(`${rollup.id} ${answer.period.key}: ${answer.period.state}`, body, true);
 }
 

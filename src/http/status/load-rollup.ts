@@ -34,6 +34,7 @@ export async function loadRollup(
   query: WindowQuery,
   now: number,
   totals: Readonly<Record<PeriodState, number>>,
+  failedRuns: number,
 ): Promise<RollupView> {
   const { rollup, config } = runtime;
   const extents = rollup.upstream.flatMap((name) => {
@@ -141,6 +142,7 @@ export async function loadRollup(
             attempts: latest.attempts,
             lastError: latest.last_error,
           },
+    failedRuns,
     formatPoint: (point) => rollup.calendar.formatPoint(point),
   };
 }
