@@ -1,4 +1,5 @@
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import { isFinished, isOpen, type RunFacts, type RunState } from './core/runs.js';
 
 /**
  * The run metrics (SPEC §11): outcomes by target type and state, run durations, runs given up on,
@@ -15,11 +16,25 @@ import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 export const RUN_TARGET_TYPES = ['queue', 'webhook', 'airflow'] as const;
 export type RunTargetType = (typeof RUN_TARGET_TYPES)[number];
 /** The states a run ends in. */
-export const RUN_OUTCOMES = ['succeeded', 'failed', 'timed_out', 'lost'] as const;
+export const RUN_OUTCOMES = [
+  'succeeded',
+  'failed',
+  'timed_out',
+  'lost',
+] as const satisfies readonly RunState[];
 export type RunOutcome = (typeof RUN_OUTCOMES)[number];
 /** The states of a run still waiting for its outcome. */
-export const OPEN_RUN_STATES = ['pending', 'started', 'running'] as const;
+export const OPEN_RUN_STATES = ['pending', 'started', 'running'] as const satisfies readonly RunState[];
 export type OpenRunState = (typeof OPEN_RUN_STATES)[number];
+
+/** What reportRun (and recordDelivery) answer, as far as the metrics need it. */
+export interface ReportedRun {
+  readonly effect: 'applied' | 'unchanged' | 'stale' | 'refused';
+  /** The run is its period's current one: only then can it be given up on. */
+  readonly current: boolean;
+  readonly before: Pick<RunFacts, 'state'>;
+  readonly after: Pick<RunFacts, 'state' | 'startedAt' | 'finishedAt' | 'nextRetryAt'>;
+}
 
 /** Counts open runs by target type and state when /metrics is scraped (one grouped count). */
 export type OpenRunSource = () => Promise<
@@ -72,6 +87,13 @@ export function createRunMetrics(registry: Registry) {
       for (const c of counts) this.set({ target: c.target, state: c.state }, c.count);
     },
   });
+  /** Records one run's end: a call at each terminal transition, after its commit. */
+  const runEnded = (end: RunEnd) => {
+    const labels = { target: end.target, state: end.state };
+    runs.inc(labels);
+    if (end.seconds !== null) runSeconds.observe(labels, Math.max(0, end.seconds));
+    if (end.final && end.state !== 'succeeded') runsGivenUp.inc(labels);
+  };
   for (const target of RUN_TARGET_TYPES) {
     for (const state of OPEN_RUN_STATES) runsOpen.set({ target, state }, 0);
     for (const state of RUN_OUTCOMES) {
@@ -88,12 +110,26 @@ export function createRunMetrics(registry: Registry) {
     setOpenRunSource(source: OpenRunSource) {
       openSource = source;
     },
-    /** Records one run's end: a call at each terminal transition, after its commit. */
-    runEnded(end: RunEnd) {
-      const labels = { target: end.target, state: end.state };
-      runs.inc(labels);
-      if (end.seconds !== null) runSeconds.observe(labels, Math.max(0, end.seconds));
-      if (end.final && end.state !== 'succeeded') runsGivenUp.inc(labels);
+    runEnded,
+    /**
+     * Counts a committed report that ended a run (an open run moved to a finished state); any
+     * other report (unchanged, refused, a reopen, a start) counts nothing. Call it after the
+     * transaction of reportRun or recordDelivery commits, with the target's type.
+     */
+    runReported(target: string, result: ReportedRun | null) {
+      if (result === null || (result.effect !== 'applied' && result.effect !== 'stale')) return;
+      const { before, after } = result;
+      if (!isOpen(before.state) || !isFinished(after.state)) return;
+      if (!(RUN_TARGET_TYPES as readonly string[]).includes(target)) return;
+      // A run that ends while pending (a delivery refused for good) never started: not timed.
+      const started = before.state !== 'pending' && after.startedAt !== null && after.finishedAt !== null;
+      const seconds = started ? (after.finishedAt! - after.startedAt!) / 1000 : null;
+      runEnded({
+        target: target as RunTargetType,
+        state: after.state as RunOutcome,
+        seconds,
+        final: result.current && after.nextRetryAt === null,
+      });
     },
   };
 }

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
+import type { RunState } from '../../src/core/runs.js';
 import { createMetrics } from '../../src/metrics.js';
-import { OPEN_RUN_STATES, RUN_OUTCOMES, RUN_TARGET_TYPES } from '../../src/metrics-runs.js';
+import { OPEN_RUN_STATES, type ReportedRun, RUN_OUTCOMES, RUN_TARGET_TYPES } from '../../src/metrics-runs.js';
 
 describe('coverage_rollup_decision_latency_seconds', () => {
   it('has a finite bucket within a factor of 3 of any latency from 5 ms to a day', async () => {
@@ -121,5 +122,55 @@ describe('run metrics', () => {
     expect(open).toContain('coverage_rollup_runs_open{target="airflow",state="running"} 7');
     expect(open).toContain('coverage_rollup_runs_open{target="queue",state="pending"} 0');
     expect(open).toHaveLength(RUN_TARGET_TYPES.length * OPEN_RUN_STATES.length);
+  });
+
+  it('count a report only when it ends an open run, and give up only on the current run without a retry', async () => {
+    const metrics = createMetrics();
+    const run = (state: RunState, extra: Partial<ReportedRun['after']> = {}) => ({
+      state,
+      startedAt: 1_000,
+      finishedAt: 31_000,
+      nextRetryAt: null,
+      ...extra,
+    });
+    const report = (
+      before: RunState,
+      after: ReportedRun['after'],
+      effect: ReportedRun['effect'] = 'applied',
+      current = true,
+    ) => metrics.runReported('airflow', { effect, current, before: { state: before }, after });
+    report('running', run('succeeded')); // counted, 30 s
+    report('started', run('failed', { nextRetryAt: 99_000 })); // counted, retried: not given up
+    report('started', run('failed'), 'stale', false); // an older attempt: counted, not given up
+    report('pending', run('failed')); // refused delivery: counted and given up, not timed
+    report('succeeded', run('running')); // a reopen: nothing
+    report('failed', run('failed'), 'unchanged'); // nothing
+    report('succeeded', run('failed'), 'refused'); // nothing
+    report('pending', run('started')); // a start: nothing
+    metrics.runReported('airflow', null); // no such run: nothing
+    metrics.runReported('carrier-pigeon', {
+      effect: 'applied',
+      current: true,
+      before: { state: 'running' },
+      after: run('lost'),
+    });
+    const lines = [
+      ...(await series(metrics, 'coverage_rollup_runs_total')),
+      ...(await series(metrics, 'coverage_rollup_runs_given_up_total')),
+      ...(await series(metrics, 'coverage_rollup_run_duration_seconds')),
+    ].filter((l) => l.includes('target="airflow"') && !l.endsWith(' 0'));
+    expect(lines).toEqual(
+      expect.arrayContaining([
+        'coverage_rollup_runs_total{target="airflow",state="succeeded"} 1',
+        'coverage_rollup_runs_total{target="airflow",state="failed"} 3',
+        'coverage_rollup_runs_given_up_total{target="airflow",state="failed"} 1',
+        'coverage_rollup_run_duration_seconds_sum{target="airflow",state="succeeded"} 30',
+        'coverage_rollup_run_duration_seconds_count{target="airflow",state="failed"} 2',
+      ]),
+    );
+    expect(lines.filter((l) => l.includes('runs_total') || l.includes('given_up'))).toHaveLength(3);
+    expect(await series(metrics, 'coverage_rollup_runs_total')).toHaveLength(
+      RUN_TARGET_TYPES.length * RUN_OUTCOMES.length,
+    ); // no series for a target type outside the closed set
   });
 });
