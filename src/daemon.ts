@@ -17,6 +17,7 @@ import { createMetrics, type Metrics } from './metrics.js';
 import { SchedulerLease } from './scheduler/lease.js';
 import { periodGaugeSource } from './scheduler/period-gauges.js';
 import { checkSecretEnv, defineRollups } from './scheduler/rollups.js';
+import { openRunGaugeSource } from './scheduler/run-gauges.js';
 import { Scheduler } from './scheduler/scheduler.js';
 
 export interface Daemon {
@@ -58,6 +59,7 @@ export async function startDaemon(config: Config, log: Logger): Promise<Daemon> 
     }
     const metrics = createMetrics();
     if (rollups.length > 0) metrics.setPeriodSource(periodGaugeSource(sql, rollups, log));
+    if (rollups.length > 0) metrics.setOpenRunSource(openRunGaugeSource(sql, log));
     const redis = redisConnection(config.redis_url);
     closers.unshift(async () => void redis.disconnect());
     // Not awaited: a Redis still coming up must not hold the start; the warning follows when it answers.

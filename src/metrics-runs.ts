@@ -36,10 +36,15 @@ export interface ReportedRun {
   readonly after: Pick<RunFacts, 'state' | 'startedAt' | 'finishedAt' | 'nextRetryAt'>;
 }
 
-/** Counts open runs by target type and state when /metrics is scraped (one grouped count). */
-export type OpenRunSource = () => Promise<
-  ReadonlyArray<{ readonly target: RunTargetType; readonly state: OpenRunState; readonly count: number }>
->;
+/**
+ * Counts open runs by target type and state when /metrics is scraped (one grouped count); null
+ * when the count could not be had in time, and the gauge keeps its last values.
+ */
+export type OpenRunSource = () => Promise<ReadonlyArray<{
+  readonly target: RunTargetType;
+  readonly state: OpenRunState;
+  readonly count: number;
+}> | null>;
 
 /** One run's end, as the runs core records it. */
 export interface RunEnd {
@@ -82,6 +87,7 @@ export function createRunMetrics(registry: Registry) {
     async collect() {
       if (!openSource) return;
       const counts = await openSource();
+      if (counts === null) return;
       for (const target of RUN_TARGET_TYPES)
         for (const state of OPEN_RUN_STATES) this.set({ target, state }, 0);
       for (const c of counts) this.set({ target: c.target, state: c.state }, c.count);
