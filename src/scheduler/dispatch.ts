@@ -26,6 +26,8 @@ export interface DispatchContext {
   readonly metrics: Metrics;
   /** The run policy of a rollup by id (defaults for one no longer configured). */
   readonly policyOf: (rollupId: string) => RunPolicy;
+  /** The configured target type of a rollup, for the run metrics' `target` label. */
+  readonly targetTypeOf: (rollupId: string) => string | undefined;
 }
 
 /**

@@ -83,6 +83,7 @@ export class Scheduler {
       log: options.log,
       metrics: options.metrics,
       policyOf: policyLookup(new Map(options.rollups.map((r) => [r.rollup.id, r.rollup.run]))),
+      targetTypeOf: (id) => this.byId.get(id)?.config.target.type,
     };
     const pairs = options.rollups.flatMap((r) => r.rollup.upstream.map((asset) => ({ asset, r })));
     this.byUpstream = new Map(

@@ -60,10 +60,24 @@ interface RunJson {
   attempt: number;
   state: string;
   error: string | null;
+  version?: string | null;
 }
 const periodOf = async (rollup: string, key: string) => {
   const response = await fetch(`${daemon.url}/v1/rollups/${rollup}/periods/${key}`);
-  return (await response.json()) as { period: { run: RunJson | null }; runs?: RunJson[] };
+  return (await response.json()) as { period: { run: RunJson | null }; runs: RunJson[] };
+};
+/** Attempts as `attempt state error version`, oldest first. */
+const history = (runs: RunJson[]) =>
+  runs.map((r) => `${r.attempt} ${r.state} ${r.error ?? '-'} ${r.version ?? '-'}`).reverse();
+const metric = async (line: string) => {
+  const body = await (await fetch(`${daemon.url}/metrics`)).text();
+  return Number(
+    body
+      .split('\n')
+      .find((l) => l.startsWith(`${line} `))
+      ?.split(' ')
+      .at(-1),
+  );
 };
 
 const coverHour = (rollup: string) =>
@@ -94,7 +108,11 @@ describe('the example consumers', () => {
       { what: `run succeeded\n${consumer.output.join('')}` },
     );
     expect(period.period.run).toMatchObject({ attempt: 2, state: 'succeeded' });
+    expect(history(period.runs)).toEqual(['1 failed simulated failure of attempt 1 -', '2 succeeded - v7']);
     expect(consumer.output.join('')).toContain('reported failed');
+    expect(await metric('coverage_rollup_runs_total{target="webhook",state="failed"}')).toBe(1);
+    expect(await metric('coverage_rollup_runs_total{target="webhook",state="succeeded"}')).toBe(1);
+    expect(await metric('coverage_rollup_runs_given_up_total{target="webhook",state="failed"}')).toBe(0);
   });
 
   it('downstream_worker.mjs: the BullMQ job failing, then completing, is the run failing, then succeeding', async () => {
@@ -113,6 +131,9 @@ describe('the example consumers', () => {
       { what: `run succeeded\n${worker.output.join('')}` },
     );
     expect(period.period.run).toMatchObject({ attempt: 2, state: 'succeeded' });
+    expect(history(period.runs)).toEqual(['1 failed simulated failure of attempt 1 -', '2 succeeded - -']);
     expect(worker.output.join('')).toContain('simulated failure of attempt 1');
+    expect(await metric('coverage_rollup_runs_total{target="queue",state="failed"}')).toBe(1);
+    expect(await metric('coverage_rollup_runs_total{target="queue",state="succeeded"}')).toBe(1);
   });
 });

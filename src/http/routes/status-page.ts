@@ -7,14 +7,11 @@
  */
 import type { FastifyReply } from 'fastify';
 import { BadInputError } from '../../core/errors.js';
-import { periodOfKey } from '../../core/periods.js';
-import { periodRuns } from '../../index/run-reads.js';
 import type { RollupRuntime } from '../../scheduler/rollups.js';
 import { explainPeriod } from '../period-explain.js';
 import type { RouteRegistrar } from '../server.js';
 import { CONTENT_SECURITY_POLICY, renderErrorPage, renderPage, renderPeriodPage } from '../status/layout.js';
 import { loadPage } from '../status/load.js';
-import { RUN_HISTORY_SHOWN } from '../status/run-views.js';
 import { parseWindowQuery, WindowError } from '../status/window.js';
 
 type Query = Record<string, string | string[] | undefined>;
@@ -55,17 +52,14 @@ export function registerStatusPage(rollups: readonly RollupRuntime[]): RouteRegi
         return send(reply.status(404), renderErrorPage(`No rollup named ${id} is configured.`, 'not found'));
       }
       const nowMs = ctx.now();
-      const { sql } = ctx.read();
-      const answer = await explainPeriod(sql, runtime.rollup, key, nowMs);
+      const answer = await explainPeriod(ctx.read().sql, runtime.rollup, key, nowMs);
       if (answer === null) {
         return send(
           reply.status(404),
           renderErrorPage(`Rollup ${id} has no period ${key} (yet).`, 'not found'),
         );
       }
-      const period = periodOfKey(runtime.rollup, answer.period.key)!;
-      const runs = await periodRuns(sql, id, period.start, RUN_HISTORY_SHOWN);
-      return send(reply, renderPeriodPage(runtime.rollup, answer, runs, nowMs));
+      return send(reply, renderPeriodPage(runtime.rollup, answer, nowMs));
     });
   };
 }

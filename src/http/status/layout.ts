@@ -11,7 +11,7 @@ import type { PageView } from './model.js';
 import { renderOverviewAssets, renderOverviewRollups } from './overview.js';
 import { renderPeriodBody } from './period-page.js';
 import { runCss } from './run-text.js';
-import { type RunHistory, renderFailedRuns } from './run-views.js';
+import { renderFailedRuns } from './run-views.js';
 import { pageNav } from './window-nav.js';
 
 /** Sent with the page: nothing but inline styles may load or run, whatever text slipped through. */
@@ -151,13 +151,8 @@ ${pager(page)}
   return shell('coverage-rollup status', body, true);
 }
 
-export function renderPeriodPage(
-  rollup: Rollup,
-  answer: PeriodExplanation,
-  runs: RunHistory,
-  nowMs: number,
-): string {
-  const body = html`${pageHeader(new Date(nowMs))}<main>${renderPeriodBody(rollup, answer, runs, nowMs)}</main>`;
+export function renderPeriodPage(rollup: Rollup, answer: PeriodExplanation, nowMs: number): string {
+  const body = html`${pageHeader(new Date(nowMs))}<main>${renderPeriodBody(rollup, answer, nowMs)}</main>`;
   return shell(`${rollup.id} ${answer.period.key}: ${answer.period.state}`, body, true);
 }
 

@@ -8,7 +8,7 @@ import type { PeriodExplanation, UpstreamExplanation } from '../period-explain.j
 import { formatLength, formatPointText, formatRatio, formatWhen as when } from './format.js';
 import { html, pageHref, type SafeHtml } from './html.js';
 import { describePolicy } from './policy-text.js';
-import { type RunHistory, renderRunHistory, runReasons } from './run-views.js';
+import { renderRunHistory, runReasons } from './run-views.js';
 import { STATE_TEXT } from './state-text.js';
 
 /** Missing and replay_required ranges listed per upstream on the page; the JSON lists up to 100. */
@@ -136,13 +136,8 @@ function endedText(end: number, nowMs: number): string {
 }
 
 /** The page's body (the shell adds head, styles and refresh). */
-export function renderPeriodBody(
-  rollup: Rollup,
-  answer: PeriodExplanation,
-  runs: RunHistory,
-  nowMs: number,
-): SafeHtml {
-  const { period } = answer;
+export function renderPeriodBody(rollup: Rollup, answer: PeriodExplanation, nowMs: number): SafeHtml {
+  const { period, runs } = answer;
   // The current run: the newest attempt of the period's generation (older generations are history).
   const current = runs.find((a) => a.generation === period.generation);
   const retryHint = `coverage-rollup retry ${rollup.id} --period ${period.key}`;

@@ -5,6 +5,7 @@
  */
 import type { RunState } from '../../core/runs.js';
 import type { RunReportView, RunView } from '../../index/run-reads.js';
+import { MAX_RUNS } from '../period-explain.js';
 import { formatLength, formatWhen } from './format.js';
 import { html, pageHref, type SafeHtml } from './html.js';
 import { RUN_STATE_MEANING, RUN_STATE_TEXT, RUN_TONE, runBadge } from './run-text.js';
@@ -60,9 +61,6 @@ export function renderFailedRuns(view: FailedRunsView, nowMs: number): SafeHtml 
 
 /** A period's attempts as the page gets them: newest first, each with its reports in order. */
 export type RunHistory = ReadonlyArray<RunView & { readonly reports: readonly RunReportView[] }>;
-
-/** Attempts of one period read for its page; a period retried more often says so. */
-export const RUN_HISTORY_SHOWN = 50;
 
 /** Sentences for the period page's "Why": what the current run is, and what happens next. */
 export function runReasons(current: RunView | undefined, retryHint: string, nowMs: number): SafeHtml[] {
@@ -120,6 +118,6 @@ export function renderRunHistory(history: RunHistory, nowMs: number): SafeHtml {
     (a) =>
       html`<tr data-generation="${a.generation}" data-attempt="${a.attempt}" data-run-state="${a.state}"><td class="num">#${a.generation}</td><td class="num">${a.attempt}</td><td>${a.cause}</td><td>${runBadge(a.state)}</td><td>${at(a.created_at)}</td><td>${at(a.started_at)}</td><td>${at(a.finished_at)}</td><td class="num">${took(a)}</td><td class="error ${RUN_TONE[a.state]}">${a.error ?? ''}${a.version !== null ? html` <span class="ver">version ${a.version}</span>` : ''}${reports(a)}</td><td>${a.next_retry_at === null ? '' : when(a.next_retry_at, nowMs)}</td><td class="id">${a.run_id}${a.deliveries > 1 ? html` <span class="more">(${a.deliveries} deliveries)</span>` : ''}</td></tr>`,
   );
-  const capped = history.length >= RUN_HISTORY_SHOWN;
-  return html`<table class="overview runs run-history"><thead><tr><th>generation</th><th>attempt</th><th>cause</th><th>state</th><th>created</th><th>started</th><th>ended</th><th>took</th><th>error and reports</th><th>next retry</th><th>run id</th></tr></thead><tbody>${rows}</tbody></table>${capped ? html`<p class="more">the newest ${RUN_HISTORY_SHOWN} attempts; older ones are in the database</p>` : ''}`;
+  const capped = history.length >= MAX_RUNS;
+  return html`<table class="overview runs run-history"><thead><tr><th>generation</th><th>attempt</th><th>cause</th><th>state</th><th>created</th><th>started</th><th>ended</th><th>took</th><th>error and reports</th><th>next retry</th><th>run id</th></tr></thead><tbody>${rows}</tbody></table>${capped ? html`<p class="more">the newest ${MAX_RUNS} attempts; older ones are in the database</p>` : ''}`;
 }
