@@ -86,20 +86,28 @@ async function main(): Promise<void> {
     return (await response.json()) as T;
   };
   const metrics = async () => (await fetch(`${daemon.url}/metrics`)).text();
-  const idlePass = async () => {
+  /** The pass summary by kind: idle (nothing to do) and busy (a delivery, an outcome, a check). */
+  const passes = async () => {
     const body = await metrics();
-    const read = (pattern: RegExp) => Number(pattern.exec(body)?.[1] ?? Number.NaN);
-    return {
-      p50_ms: round(
-        read(/^coverage_rollup_scheduler_pass_seconds\{quantile="0.5",work="idle"\} (\S+)$/m) * 1000,
-        2,
-      ),
-      p99_ms: round(
-        read(/^coverage_rollup_scheduler_pass_seconds\{quantile="0.99",work="idle"\} (\S+)$/m) * 1000,
-        2,
-      ),
-      passes: read(/^coverage_rollup_scheduler_pass_seconds_count\{work="idle"\} (\S+)$/m),
-    };
+    const read = (q: string, work: string) =>
+      Number(
+        new RegExp(
+          `^coverage_rollup_scheduler_pass_seconds\\{quantile="${q}",work="${work}"\\} (\\S+)$`,
+          'm',
+        ).exec(body)?.[1] ?? Number.NaN,
+      );
+    const count = (work: string) =>
+      Number(
+        new RegExp(`^coverage_rollup_scheduler_pass_seconds_count\\{work="${work}"\\} (\\S+)$`, 'm').exec(
+          body,
+        )?.[1] ?? 0,
+      );
+    const kind = (work: string) => ({
+      p50_ms: round(read('0.5', work) * 1000, 2),
+      p99_ms: round(read('0.99', work) * 1000, 2),
+      passes: count(work),
+    });
+    return { idle: kind('idle'), busy: kind('busy') };
   };
   const leading = async () => {
     for (;;) {
@@ -119,7 +127,7 @@ async function main(): Promise<void> {
   // 1. Idle with no run open.
   await leading();
   await sleep(IDLE_SECONDS * 1000);
-  const idleNoRuns = await idlePass();
+  const idleNoRuns = await passes();
 
   // 2. 1,000 triggers, their jobs left waiting.
   const t0 = performance.now();
@@ -145,7 +153,7 @@ async function main(): Promise<void> {
   daemon = await spawnDaemon(config);
   await leading();
   await sleep(IDLE_SECONDS * 1000);
-  const idleOpenRuns = await idlePass();
+  const idleOpenRuns = await passes();
   const openAfterRestart = await runOf('r0', (await target.getWaiting(0, 0))[0]!.data.period.key);
 
   // 4. Steady completions, one at a time.
@@ -216,7 +224,7 @@ async function main(): Promise<void> {
       poll_ms: POLL_MS,
       all_triggered_ms: allTriggeredMs,
       open_run_after_restart: openAfterRestart,
-      idle_pass: { no_open_runs: idleNoRuns, open_runs: { runs: ROLLUPS, ...idleOpenRuns } },
+      scheduler_passes: { no_open_runs: idleNoRuns, open_runs: { runs: ROLLUPS, ...idleOpenRuns } },
       completion_to_succeeded_ms: {
         steady: stats(steady),
         burst: {
