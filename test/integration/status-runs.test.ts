@@ -124,6 +124,14 @@ describe('runs on the status page', () => {
     );
     const card = await page('/?rollup=runs_a');
     expect(card).toContain('<span class="bad" data-count="failed_runs">2 failed runs</span>');
+    // On the strip, a triggered hour whose run failed is drawn apart; a succeeded one stays triggered.
+    const strip = await page('/?rollup=runs_a&start=2026-11-02T00:00:00Z&end=2026-11-03T00:00:00Z');
+    expect(strip).toMatch(/data-state="run_failed"[^>]*data-key="2026-11-02T10"/);
+    expect(strip).toMatch(/data-state="run_failed"[^>]*data-key="2026-11-02T11"/);
+    expect(strip).toContain('run failed (attempt 1)');
+    const okStrip = await page('/?rollup=runs_ok&start=2026-11-02T00:00:00Z&end=2026-11-03T00:00:00Z');
+    expect(okStrip).toMatch(/data-state="triggered"[^>]*data-key="2026-11-02T10"/);
+    expect(okStrip).toContain('run succeeded (attempt 1)');
     const fine = await page('/?rollup=runs_ok');
     expect(fine).not.toContain('data-count="failed_runs"');
     expect(fine).not.toContain('<h2 id="failed-runs">');

@@ -29,6 +29,7 @@ const COLOURS: Record<string, string> = {
   triggered: '#2563c9',
   rerun_pending: '#9b59d0',
   missed: '#6b1d2a',
+  run_failed: '#d7443e',
 };
 
 const CSS = raw(`
@@ -107,6 +108,7 @@ const LEGEND_PERIODS = [
   ['triggered', 'triggered (#generation)'],
   ['rerun_pending', 'rerun pending'],
   ['missed', 'missed'],
+  ['run_failed', 'triggered, its run failed, timed out or was lost'],
 ] as const;
 
 function legend(): SafeHtml {

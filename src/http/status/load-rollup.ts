@@ -8,14 +8,16 @@ import type { Period } from '../../core/calendar.js';
 import { countStarts } from '../../core/period-count.js';
 import { derivedState, type PeriodView, periodsEnd } from '../../core/periods.js';
 import type { PeriodState } from '../../core/policy.js';
+import { UNSUCCESSFUL_STATES } from '../../core/runs.js';
 import type { AssetRow } from '../../index/assets.js';
 import type { Db } from '../../index/db.js';
 import { countPeriods, listPeriods, summarizePeriods } from '../../index/period-listing.js';
+import { currentRuns } from '../../index/run-reads.js';
 import type { RollupRuntime } from '../../scheduler/rollups.js';
 import { extentOf } from './load-asset.js';
 import type { LastTrigger, PeriodDetail, RollupView } from './model.js';
 import { periodHref } from './period-page.js';
-import { periodSeverity } from './period-severity.js';
+import { periodSeverity, RUN_FAILED } from './period-severity.js';
 import { type DrawPiece, toDrawItems } from './pixels.js';
 import { describePolicy } from './policy-text.js';
 import { PLOT_WIDTH } from './timeline.js';
@@ -74,6 +76,11 @@ export async function loadRollup(
       nowMs,
     );
     attention = page.periods.filter(late).reverse();
+    const runs = await currentRuns(
+      sql,
+      rollup.id,
+      page.periods.filter((p) => p.generation > 0).map((p) => p.start),
+    );
     // Periods nothing happened to (derived: no ratio, no generation) are drawn as one piece per
     // run; the others keep their own details for the tooltip.
     for (const p of page.periods) {
@@ -83,6 +90,7 @@ export async function loadRollup(
         pieces[pieces.length - 1] = { ...last, end: p.end, count: (last.count ?? 1) + 1 };
         continue;
       }
+      const run = runs.get(p.start);
       const detail = {
         key: p.key,
         href: href(p.key),
@@ -90,11 +98,13 @@ export async function loadRollup(
         reason: p.reason,
         ratio: p.ratio,
         triggeredAt: p.triggeredAt,
+        run: run === undefined ? null : { state: run.state, attempt: run.attempt },
       };
+      const state = run !== undefined && UNSUCCESSFUL_STATES.includes(run.state) ? RUN_FAILED : p.state;
       pieces.push(
         plain
           ? { start: p.start, end: p.end, state: p.state }
-          : { start: p.start, end: p.end, state: p.state, detail },
+          : { start: p.start, end: p.end, state, detail },
       );
     }
   } else if (from < to) {

@@ -1,5 +1,6 @@
 /** What the status page shows, as loaded by the route and drawn by cards.ts and layout.ts. */
 import type { FreshnessJson } from '../../core/freshness.js';
+import type { RunState } from '../../core/runs.js';
 import type { Domain, Interval } from '../../core/types.js';
 import type { DrawItem } from './pixels.js';
 import type { PresetName } from './window.js';
@@ -63,6 +64,8 @@ export interface PeriodDetail {
   readonly reason: string | null;
   readonly ratio: number;
   readonly triggeredAt: Date | null;
+  /** The period's current run, if it was triggered. */
+  readonly run: { readonly state: RunState; readonly attempt: number } | null;
 }
 
 export interface LastTrigger {
