@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import { defineRollups } from './config/rollups.js';
 import type { Config } from './config.js';
 import { TokenAuth } from './http/auth.js';
 import { registerRollupRoutes } from './http/routes/rollups.js';
@@ -16,9 +17,9 @@ import { type Logger, redactUrl } from './log.js';
 import { createMetrics, type Metrics } from './metrics.js';
 import { SchedulerLease } from './scheduler/lease.js';
 import { periodGaugeSource } from './scheduler/period-gauges.js';
-import { checkSecretEnv, defineRollups } from './scheduler/rollups.js';
 import { openRunGaugeSource } from './scheduler/run-gauges.js';
 import { Scheduler } from './scheduler/scheduler.js';
+import { checkSecretEnv } from './scheduler/targets/secrets.js';
 
 export interface Daemon {
   readonly sql: Sql;
@@ -110,7 +111,8 @@ export async function startDaemon(config: Config, log: Logger): Promise<Daemon> 
         leaseTtlMs: config.lease.ttl,
         runChecks: {
           openMs: config.scheduler.run_check_every,
-          watchMs: Math.max(30_000, config.scheduler.run_check_every),
+          // A finished Airflow run is asked about again (a clear reopens it) ten times less often.
+          watchMs: Math.min(30_000, Math.max(1000, 10 * config.scheduler.run_check_every)),
         },
       });
       lease.onAcquired((token) => {

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { hasHashTag } from '../ingest/groups.js';
+import { hasHashTag } from '../core/hash-tag.js';
 import { isClusterUrl, redisUrls } from '../ingest/redis.js';
 import { isoDuration, nonEmpty, postgresUrl, type secret, zone } from './fields.js';
 import { targetSchema } from './targets.js';

@@ -4,6 +4,8 @@
  * are paged in SQL, rollups ranked from their per-state counts (a few rows each), and only the
  * cards of the page are drawn.
  */
+
+import type { RollupRuntime } from '../../config/rollups.js';
 import { maxLags as configuredMaxLags } from '../../config.js';
 import { freshnessOf } from '../../core/freshness.js';
 import { UNSUCCESSFUL_STATES } from '../../core/runs.js';
@@ -12,9 +14,8 @@ import { type AssetRow, countAssets, findAsset, pageAssets } from '../../index/a
 import type { Sql } from '../../index/db.js';
 import { failedRuns } from '../../index/failed-runs.js';
 import { freshnessFacts } from '../../index/freshness.js';
-import { rollupCounts } from '../../index/periods.js';
+import { rollupCounts } from '../../index/periods/reads.js';
 import { runCountsOf } from '../../index/run-reads.js';
-import type { RollupRuntime } from '../../scheduler/rollups.js';
 import type { HttpContext } from '../context.js';
 import { loadAsset } from './load-asset.js';
 import { loadRollup } from './load-rollup.js';
