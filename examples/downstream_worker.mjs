@@ -48,8 +48,8 @@ const worker = new Worker(
   {
     connection,
     prefix: process.env.PREFIX ?? 'bull',
-    // Keep finished jobs for a day: after a restart the daemon reconciles open runs by job state,
-    // and a run whose job was already removed can only be recorded as `lost`.
+    // Keep finished jobs for a day: the daemon reads a run's outcome from its job's state, and a
+    // run whose job was removed before any outcome of it was seen can only be recorded as `lost`.
     removeOnComplete: { age: 86_400 },
     removeOnFail: { age: 7 * 86_400 },
   },
