@@ -1,6 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it, onTestFinished } from 'vitest';
 import { packageRoot } from '../../src/paths.js';
 import { startTestDaemon, TEST_TOKEN, testConfig, testProducer } from '../helpers/daemon.js';
 import { createTestDatabase } from '../helpers/db.js';
@@ -37,7 +37,7 @@ const config = testConfig(db, prefix, {
 const daemon = await startTestDaemon(config);
 const producer = testProducer(config);
 
-/** The example as a child process, its output kept for a failure message; ended after the file. */
+/** The example as a child process, its output kept for a failure message; ended after its test. */
 function example(file: string, env: Record<string, string>): { child: ChildProcess; output: string[] } {
   const output: string[] = [];
   const child = spawn(process.execPath, [join(packageRoot(), 'examples', file)], {
@@ -47,7 +47,8 @@ function example(file: string, env: Record<string, string>): { child: ChildProce
   });
   child.stdout!.on('data', (chunk: Buffer) => output.push(chunk.toString()));
   child.stderr!.on('data', (chunk: Buffer) => output.push(chunk.toString()));
-  afterAll(async () => {
+  // Called inside a test: ended when that test finishes (an afterAll there would never run).
+  onTestFinished(async () => {
     if (child.exitCode !== null || child.signalCode !== null) return;
     const exited = new Promise((resolve) => child.once('exit', resolve));
     child.kill('SIGTERM');
