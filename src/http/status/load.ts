@@ -8,7 +8,7 @@
 import type { RollupRuntime } from '../../config/rollups.js';
 import { maxLags as configuredMaxLags } from '../../config.js';
 import { freshnessOf } from '../../core/freshness.js';
-import { UNSUCCESSFUL_STATES } from '../../core/runs.js';
+import { type RunState, UNSUCCESSFUL_STATES } from '../../core/runs.js';
 import { assetHistories } from '../../index/asset-history.js';
 import { type AssetRow, countAssets, findAsset, pageAssets } from '../../index/assets.js';
 import type { Sql } from '../../index/db.js';
@@ -162,7 +162,10 @@ async function worstFirst(sql: Sql, rollups: readonly RollupRuntime[], nowMs: nu
     runCountsOf(sql, ids),
   ]);
   const failed = new Map(
-    ids.map((id) => [id, UNSUCCESSFUL_STATES.reduce((n, s) => n + (runCounts.get(id)?.[s] ?? 0), 0)]),
+    ids.map((id) => {
+      const byState: Partial<Record<RunState, number>> = runCounts.get(id) ?? {};
+      return [id, UNSUCCESSFUL_STATES.reduce((n, s) => n + (byState[s] ?? 0), 0)];
+    }),
   );
   const score = (r: RollupRuntime) => {
     const c = counts.get(r.rollup.id)!;
