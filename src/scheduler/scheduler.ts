@@ -122,20 +122,20 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
     this.wake?.();
   }
 
-  /** A queue job finished: ask about its run now rather than at its next check. */
-  private runFinished(runId: string): void {
-    checkSoon(this.options.sql, [runId]).then(
-      () => this.kick(),
-      () => {}, // the run's regular check still comes
-    );
-  }
-
   async stop(): Promise<void> {
     this.running = false;
     this.kick();
     await this.loop;
     await this.unlisten?.().catch(() => {});
     await this.targets.close();
+  }
+
+  /** A queue job finished: ask about its run now rather than at its next check. */
+  private runFinished(runId: string): void {
+    checkSoon(this.options.sql, [runId]).then(
+      () => this.kick(),
+      () => {}, // the run's regular check still comes
+    );
   }
 
   private async run(): Promise<void> {
