@@ -91,6 +91,7 @@ async function main(): Promise<void> {
       log,
       metrics: createMetrics(),
       policyOf: () => DEFAULT_RUN_POLICY,
+      targetTypeOf: () => 'airflow',
       checks: { openMs: 60_000, watchMs: 600_000 },
     };
     // Every run due: requests per pass until every outcome is known.
