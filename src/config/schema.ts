@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { graphProblems } from '../core/graph.js';
 import { hasHashTag } from '../ingest/groups.js';
 import { isClusterUrl, redisUrls } from '../ingest/redis.js';
 import { isoDuration, nonEmpty, postgresUrl, type secret, zone } from './fields.js';
@@ -67,6 +68,8 @@ const rollupSchema = z.strictObject({
   policy: policySchema.default(policySchema.parse({})),
   rerun: z.enum(['never', 'on_replay', 'on_update']).default('on_replay'),
   target: targetSchema,
+  // The asset a succeeded run covers over its period, so other rollups can chain on it (SPEC §11).
+  output: nonEmpty.optional(),
 });
 
 export const configSchema = z
@@ -180,6 +183,8 @@ export const configSchema = z
         ctx.addIssue({ code: 'custom', path: ['rollups', i, 'id'], message: `duplicate id ${r.id}` });
       seen.add(r.id);
     });
+    for (const p of graphProblems(config.rollups))
+      ctx.addIssue({ code: 'custom', path: ['rollups', p.index, p.field], message: p.message });
     checkQueueGroups(config, ctx);
     const names = new Set<string>();
     config.assets.forEach((a, i) => {

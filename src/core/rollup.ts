@@ -20,6 +20,7 @@ export interface RollupSpec {
     readonly catch_up?: number | undefined;
   };
   readonly rerun: RerunRule;
+  readonly output?: string | undefined;
 }
 
 /** Deadline triggers are owed for a day after the deadline; older periods are missed (SPEC §10). */
@@ -34,6 +35,8 @@ export interface Rollup {
   readonly begin: number;
   readonly policy: Policy;
   readonly rerun: RerunRule;
+  /** The asset a succeeded run covers over its period (SPEC §11 "Output assets"), in this rollup's domain. */
+  readonly output?: string | undefined;
 }
 
 export class RollupDefinitionError extends Error {
@@ -91,6 +94,7 @@ export function defineRollup(spec: RollupSpec): Rollup {
         spec.policy.deadline === undefined ? undefined : (spec.policy.catch_up ?? DEFAULT_CATCH_UP_MS),
     },
     rerun: spec.rerun,
+    ...(spec.output === undefined ? {} : { output: spec.output }),
   };
 }
 
