@@ -4,7 +4,7 @@ import { TokenAuth } from './http/auth.js';
 import { registerRollupRoutes } from './http/routes/rollups.js';
 import { registerStatusPage } from './http/routes/status-page.js';
 import { buildServer } from './http/server.js';
-import { registerDeclaredAssets } from './index/assets.js';
+import { type DeclaredAsset, registerDeclaredAssets } from './index/assets.js';
 import { connect, ensureDatabase, type Sql } from './index/db.js';
 import { migrate } from './index/migrate.js';
 import { type ReadHandle, ReadReplica } from './index/read-replica.js';
@@ -16,7 +16,7 @@ import { type Logger, redactUrl } from './log.js';
 import { createMetrics, type Metrics } from './metrics.js';
 import { SchedulerLease } from './scheduler/lease.js';
 import { periodGaugeSource } from './scheduler/period-gauges.js';
-import { checkSecretEnv, defineRollups } from './scheduler/rollups.js';
+import { checkSecretEnv, defineRollups, type RollupRuntime } from './scheduler/rollups.js';
 import { Scheduler } from './scheduler/scheduler.js';
 
 export interface Daemon {
@@ -50,7 +50,7 @@ export async function startDaemon(config: Config, log: Logger): Promise<Daemon> 
   const closers: Array<() => Promise<void>> = [() => sql.end({ timeout: 5 })];
   try {
     await migrate(sql, log);
-    for (const { declared, recorded } of await registerDeclaredAssets(sql, config.assets)) {
+    for (const { declared, recorded } of await registerDeclaredAssets(sql, declaredAssets(config, rollups))) {
       log.warn(
         { asset: declared.name, declared: { domain: declared.domain, zone: declared.zone }, recorded },
         'config declares this asset unlike the index recorded it at first sight; the recorded domain stands, and events with the other are dead-lettered',
@@ -231,4 +231,18 @@ async function closeAll(closers: Array<() => Promise<void>>, log: Logger): Promi
       log.warn({ err: error }, 'error while shutting down');
     }
   }
+}
+
+/**
+ * The assets config declares, and every rollup's output in that rollup's domain (unless declared):
+ * an output is known, all gap, before its first run, and its domain is fixed by the rollup.
+ */
+function declaredAssets(config: Config, rollups: readonly RollupRuntime[]): DeclaredAsset[] {
+  const named = new Set(config.assets.map((a) => a.name));
+  const outputs = rollups.flatMap(({ rollup }) =>
+    rollup.output === undefined || named.has(rollup.output)
+      ? []
+      : [{ name: rollup.output, domain: rollup.domain, zone: 'UTC' }],
+  );
+  return [...config.assets, ...outputs];
 }

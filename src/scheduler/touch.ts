@@ -2,6 +2,7 @@ import { groupBy } from '../core/group-by.js';
 import { derivedState } from '../core/periods.js';
 import type { Rollup } from '../core/rollup.js';
 import type { Sql, Tx } from '../index/db.js';
+import { type CondemnedPeriod, condemnOutputs } from '../index/outputs.js';
 import type { RollupRuntime } from './rollups.js';
 import { limitTransaction } from './transaction-limits.js';
 
@@ -79,11 +80,13 @@ export async function markTouchedPeriods(
       order by u.asset_id, e.seq`;
     const byAsset: Map<number, EventRow[]> = groupBy(events, (e) => e.asset_id);
     const moved = behind.filter((b) => byAsset.has(b.id));
-    await Promise.all([
-      ...moved.map((b) => {
-        const touches = touchedPeriods(rollup, byAsset.get(b.id)!);
-        return touches.size > 0 ? markPeriods(tx, rollup, b.name, touches) : undefined;
-      }),
+    const [condemned] = await Promise.all([
+      Promise.all(
+        moved.map((b) => {
+          const touches = touchedPeriods(rollup, byAsset.get(b.id)!);
+          return touches.size > 0 ? markPeriods(tx, rollup, b.name, touches) : [];
+        }),
+      ),
       moved.length === 0
         ? undefined
         : tx`
@@ -91,6 +94,8 @@ export async function markTouchedPeriods(
             from unnest(${moved.map((b) => b.name)}::text[], ${moved.map((b) => byAsset.get(b.id)!.at(-1)!.seq)}::int8[]) as u(asset, seq)
             where c.rollup_id = ${rollup.id} and c.asset_name = u.asset`,
     ]);
+    // Periods that now owe a rerun condemn their output in this same transaction (SPEC §11).
+    await condemnOutputs(tx, rollup, condemned.flat());
     // A full read from any upstream: there may be more to mark now.
     return moved.some((b) => byAsset.get(b.id)!.length === batch);
   });
@@ -150,7 +155,7 @@ async function markPeriods(
   rollup: Rollup,
   asset: string,
   touches: Map<number, Touch>,
-): Promise<void> {
+): Promise<CondemnedPeriod[]> {
   const los = [...touches.keys()];
   const ts = [...touches.values()];
   // A period gets its row when first touched, in the state it had until then (derived: waiting, or
@@ -167,9 +172,11 @@ async function markPeriods(
         ${los}::int8[], ${ts.map((t) => t.hi)}::int8[], ${ts.map((t) => t.key)}::text[], ${states}::text[]
       )
       on conflict do nothing`,
-    tx<{ lo: number; seen: number | null }[]>`
-      select lo, (trigger_seqs ->> ${asset})::int8 as seen from periods
-      where rollup_id = ${rollup.id} and lo = any(${los}::int8[]) and generation > 0`,
+    // Locked: whether the mark below turns `triggered` into `rerun_pending` is decided on this row.
+    tx<{ lo: number; seen: number | null; state: string; generation: number }[]>`
+      select lo, (trigger_seqs ->> ${asset})::int8 as seen, state, generation from periods
+      where rollup_id = ${rollup.id} and lo = any(${los}::int8[]) and generation > 0
+      for update`,
   ]);
   const seenOf = new Map(triggered.map((r) => [r.lo, r.seen ?? 0]));
   const reruns = los.map((lo, i) => {
@@ -191,6 +198,13 @@ async function markPeriods(
       ${los}::int8[], ${ts.map((t) => t.lastChangeAt?.toISOString() ?? null)}::timestamptz[], ${reruns}::text[]
     ) as u(lo, changed_at, rerun)
     where p.rollup_id = ${rollup.id} and p.lo = u.lo`;
+  const rowOf = new Map(triggered.map((r) => [r.lo, r]));
+  return los.flatMap((lo, i) => {
+    const row = rowOf.get(lo);
+    return reruns[i] !== null && row?.state === 'triggered'
+      ? [{ start: lo, end: ts[i]!.hi, generation: row.generation }]
+      : [];
+  });
 }
 
 /** Every period overlapping [start, end), paged so one very wide event cannot hit the calendar's cap. */
