@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { Config } from './config.js';
 import { TokenAuth } from './http/auth.js';
+import { registerGraphRoute } from './http/routes/graph.js';
 import { registerRollupRoutes } from './http/routes/rollups.js';
 import { registerStatusPage } from './http/routes/status-page.js';
 import { buildServer } from './http/server.js';
@@ -156,7 +157,7 @@ export async function startDaemon(config: Config, log: Logger): Promise<Daemon> 
         ...(schedulerStatus ? { schedulerStatus } : {}),
         retentionStatus: () => retention.status(),
       },
-      [registerRollupRoutes(rollups), registerStatusPage(rollups)],
+      [registerRollupRoutes(rollups), registerGraphRoute(rollups), registerStatusPage(rollups)],
     );
     const url = await http.listen({ host: config.http.host, port: config.http.port });
     closers.unshift(() => http.close());
