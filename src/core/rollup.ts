@@ -1,6 +1,7 @@
 import { parseIntegerBound, parseTimeBound } from './bounds.js';
 import { type Calendar, createCalendar, parseEvery } from './calendar.js';
 import type { Policy, RerunRule } from './policy.js';
+import { DEFAULT_RUN_POLICY, type RunPolicy } from './runs.js';
 import type { Domain } from './types.js';
 
 /** A rollup's raw definition, as the config schema hands it over (durations already in ms). */
@@ -21,6 +22,8 @@ export interface RollupSpec {
   };
   readonly rerun: RerunRule;
   readonly output?: string | undefined;
+  /** The run policy (SPEC §11), durations in ms; defaults to DEFAULT_RUN_POLICY. */
+  readonly run?: { readonly retries: number; readonly backoff: number; readonly timeout: number } | undefined;
 }
 
 /** Deadline triggers are owed for a day after the deadline; older periods are missed (SPEC §10). */
@@ -37,6 +40,8 @@ export interface Rollup {
   readonly rerun: RerunRule;
   /** The asset a succeeded run covers over its period (SPEC §11 "Output assets"), in this rollup's domain. */
   readonly output?: string | undefined;
+  /** Retries, backoff and timeout of its runs. */
+  readonly run: RunPolicy;
 }
 
 export class RollupDefinitionError extends Error {
@@ -95,6 +100,9 @@ export function defineRollup(spec: RollupSpec): Rollup {
     },
     rerun: spec.rerun,
     ...(spec.output === undefined ? {} : { output: spec.output }),
+    run: spec.run
+      ? { retries: spec.run.retries, backoffMs: spec.run.backoff, timeoutMs: spec.run.timeout }
+      : DEFAULT_RUN_POLICY,
   };
 }
 

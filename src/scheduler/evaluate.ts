@@ -2,6 +2,7 @@ import { groupBy } from '../core/group-by.js';
 import { decide, type PeriodState } from '../core/policy.js';
 import { buildPayload } from '../core/trigger.js';
 import type { Sql } from '../index/db.js';
+import { insertFirstRuns } from '../index/runs.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
 import { type PeriodUpdate, type TriggerRow, writeTriggers, writeUpdates } from './decision-sql.js';
@@ -102,6 +103,8 @@ export async function evaluatePending(ctx: EvaluationContext, now: Date, limit: 
         return [
           writeUpdates(tx, rollup.id, d.updates, now),
           writeTriggers(tx, rollup.id, d.triggers, redactTarget(config.target), ctx.token, now),
+          // After the trigger rows (its key) and the period updates (the generation it matches).
+          insertFirstRuns(tx, rollup.id, d.triggers, ctx.token, now),
         ];
       }),
     ]);

@@ -2,11 +2,12 @@ import type { Period } from '../core/calendar.js';
 import { groupBy } from '../core/group-by.js';
 import { concernsAny, EVENTS_CHANNEL } from '../index/commit.js';
 import type { Sql } from '../index/db.js';
+import { nextRunWorkSql } from '../index/run-reads.js';
 import type { RedisClient } from '../ingest/redis.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
 import { DeadlineSweep, insertOwed } from './deadline-sweep.js';
-import { deliverDue, nextDeliverySql } from './dispatch.js';
+import { type DispatchContext, deliverDue, policyLookup } from './dispatch.js';
 import { evaluatePending } from './evaluate.js';
 import type { Fence } from './fence.js';
 import { syncRollups } from './rollup-store.js';
@@ -63,6 +64,7 @@ export class Scheduler {
   private readonly toMark = new Set<string>();
   private fullCheckAt = 0;
   private sweeps = new Map<string, DeadlineSweep>();
+  private readonly dispatch: DispatchContext;
 
   constructor(private readonly options: SchedulerOptions) {
     this.targets = new Targets(
@@ -71,6 +73,14 @@ export class Scheduler {
       options.rollups.map((r) => r.config.target),
     );
     this.byId = new Map(options.rollups.map((r) => [r.rollup.id, r]));
+    this.dispatch = {
+      sql: options.sql,
+      targets: this.targets,
+      concurrency: options.dispatchConcurrency,
+      log: options.log,
+      metrics: options.metrics,
+      policyOf: policyLookup(new Map(options.rollups.map((r) => [r.rollup.id, r.rollup.run]))),
+    };
     const pairs = options.rollups.flatMap((r) => r.rollup.upstream.map((asset) => ({ asset, r })));
     this.byUpstream = new Map(
       [...groupBy(pairs, (p) => p.asset)].map(([asset, ps]) => [asset, ps.map((p) => p.r)]),
@@ -192,8 +202,7 @@ export class Scheduler {
       const result = await evaluatePending(ctx, now, round === 0 ? FRESH_BATCH : EVALUATE_BATCH);
       if (result.evaluated > 0) work.done = true;
       // Deliver what was just decided before looking at more.
-      if (result.triggered > 0)
-        await deliverDue(sql, this.targets, this.options.dispatchConcurrency, log, metrics, signal);
+      if (result.triggered > 0) await deliverDue(this.dispatch, signal);
       if (!result.more) break;
       // Fresh events go before the rest of a backlog: mark them and start again from the newest.
       if (this.woken || round === MAX_ROUNDS - 1) {
@@ -220,14 +229,7 @@ export class Scheduler {
       busy = true;
     }
     for (let round = 0; round < MAX_ROUNDS && !signal.aborted; round++) {
-      const { more } = await deliverDue(
-        sql,
-        this.targets,
-        this.options.dispatchConcurrency,
-        log,
-        metrics,
-        signal,
-      );
+      const { more } = await deliverDue(this.dispatch, signal);
       if (!more) break;
       if (this.woken) {
         busy = true; // fresh events first; the rest is delivered on the next pass
@@ -241,7 +243,7 @@ export class Scheduler {
     const ids = [...this.byId.keys()];
     const [due] = await sql<{ at: Date | null; delivery: Date | null; skipped: boolean }[]>`
       select (select min(due_at) from periods where due_at is not null and rollup_id = any(${ids}::text[])) as at,
-        (${nextDeliverySql(sql)}) as delivery,
+        (${nextRunWorkSql(sql)}) as delivery,
         exists (select 1 from periods where (dirty or manual_requested) and rollup_id = any(${ids}::text[])) as skipped`;
     if (due?.skipped) wakeAt = Math.min(wakeAt, now.getTime() + SKIPPED_RETRY_MS);
     for (const at of [due?.at, due?.delivery]) if (at) wakeAt = Math.min(wakeAt, at.getTime());
