@@ -3,6 +3,8 @@
  * (its current attempt and state). Each verb says why it is shaped as it is. The moves themselves
  * are decided by src/core/runs.ts; here they are loaded and stored.
  */
+
+import type { Rollup } from '../core/rollup.js';
 import {
   applyReport,
   isOpen,
@@ -16,6 +18,7 @@ import {
   UNSUCCESSFUL_STATES,
 } from '../core/runs.js';
 import type { Db, Sql, Tx } from './db.js';
+import { recordOutput } from './outputs.js';
 
 /** One attempt of one trigger: the primary key of `runs`. */
 export interface RunRef {
@@ -90,8 +93,14 @@ export async function reportRun(
   report: RunReport,
   source: ReportSource,
   policy: RunPolicy,
-  opts: { readonly recordUnchanged?: boolean } = {},
+  opts: {
+    readonly recordUnchanged?: boolean;
+    /** Needed for target reports: a success commits the rollup's output (SPEC §11) with it. */
+    readonly rollup?: Rollup;
+  } = {},
 ): Promise<ReportResult | null> {
+  if (report.kind === 'target' && opts.rollup === undefined)
+    throw new Error('reportRun: a target report needs its rollup, whose output a success covers');
   const [period] = await tx<{ generation: number; run_attempt: number | null; now: Date }[]>`
     select generation, run_attempt, clock_timestamp() as now from periods
     where rollup_id = ${ref.rollupId} and lo = ${ref.lo} for update`;
@@ -127,6 +136,7 @@ export async function reportRun(
   }
   if (effect === 'applied') {
     await tx`update periods set run_state = ${after.state} where rollup_id = ${ref.rollupId} and lo = ${ref.lo}`;
+    if (after.state === 'succeeded' && opts.rollup) await recordOutput(tx, opts.rollup, ref, after.version);
   }
   if (effect !== 'unchanged' || opts.recordUnchanged) {
     const state = report.kind === 'target' ? report.state : moved ? after.state : report.kind;
