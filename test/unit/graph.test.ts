@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, parseConfig } from '../../src/config.js';
+import { ConfigError, loadConfig, parseConfig } from '../../src/config.js';
 import { buildGraph, findCycle, type GraphRollup, graphProblems } from '../../src/core/graph.js';
 import { defineRollups } from '../../src/scheduler/rollups.js';
 
@@ -143,6 +143,24 @@ describe('config refuses a rollup graph that cannot run', () => {
   ])('%#: refused, naming what is wrong', (rollups, message) => {
     expect(() => parseConfig({ rollups })).toThrow(ConfigError);
     expect(() => parseConfig({ rollups })).toThrow(message);
+  });
+
+  it('accepts the chain example: raw -> hourly -> daily -> monthly, one layer per edge', () => {
+    const rollups = defineRollups(loadConfig({ path: 'config/chain.yaml', env: {} }));
+    expect(rollups.map((r) => [r.rollup.id, r.rollup.output])).toEqual([
+      ['events_hourly', 'agg.events_hourly'],
+      ['events_daily', 'agg.events_daily'],
+      ['events_monthly', 'agg.events_monthly'],
+    ]);
+    expect(buildGraph(rollups.map((r) => r.rollup)).nodes.map((n) => n.name)).toEqual([
+      'events.raw',
+      'events_hourly',
+      'agg.events_hourly',
+      'events_daily',
+      'agg.events_daily',
+      'events_monthly',
+      'agg.events_monthly',
+    ]);
   });
 
   it('accepts a chain, and each output takes its rollup domain', () => {
