@@ -107,6 +107,10 @@ export async function startDaemon(config: Config, log: Logger): Promise<Daemon> 
         metrics,
         dispatchConcurrency: config.scheduler.dispatch_concurrency,
         leaseTtlMs: config.lease.ttl,
+        runChecks: {
+          openMs: config.scheduler.run_check_every,
+          watchMs: Math.max(30_000, config.scheduler.run_check_every),
+        },
       });
       lease.onAcquired((token) => {
         metrics.leaseLeader.set(1);

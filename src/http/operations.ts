@@ -5,6 +5,7 @@ import { postEvents, postReplayRequirement } from './schemas/events.js';
 import { getGraph } from './schemas/graph.js';
 import { healthz, metrics, openapi, readyz } from './schemas/health.js';
 import { listPeriods, listRollups, periodDetail, triggerPeriod } from './schemas/rollups.js';
+import { postRunReport, retryPeriod } from './schemas/runs.js';
 
 export const OPERATIONS: readonly Operation[] = [
   listAssets,
@@ -15,6 +16,8 @@ export const OPERATIONS: readonly Operation[] = [
   listPeriods,
   periodDetail,
   triggerPeriod,
+  retryPeriod,
+  postRunReport,
   getGraph,
   healthz,
   readyz,

@@ -2,7 +2,7 @@
  * Why one period is in its state (SPEC §10), computed once for `GET /v1/rollups/{id}/periods/{key}`
  * and for the status page's period page: per upstream its ratio, missing and replay_required
  * ranges and versions; the policy's verdict now (satisfied or not, settle remaining, deadline);
- * and every trigger decision made for it, with its delivery.
+ * every trigger decision made for it, with its delivery; and its runs (SPEC §11), with their reports.
  */
 
 import type { ReplayRequiredJson, SpanJson } from '../core/coverage-answer.js';
@@ -17,10 +17,14 @@ import {
 } from '../core/policy.js';
 import type { Rollup } from '../core/rollup.js';
 import type { Db } from '../index/db.js';
+import { periodRuns, type RunReportView, type RunView } from '../index/run-reads.js';
 import { loadUpstreams, upstreamFacts } from '../scheduler/upstreams.js';
+import { runJson } from './routes/run-json.js';
 
 /** Ranges listed per upstream at most; the counts say how many there are. */
 const MAX_RANGES = 100;
+/** Runs listed at most (every attempt of every generation, newest first). */
+const MAX_RUNS = 100;
 
 interface StoredRow {
   state: PeriodState;
@@ -33,6 +37,7 @@ interface StoredRow {
   reason: string | null;
   triggered_at: Date | null;
   due_at: Date | null;
+  run_attempt: number | null;
 }
 
 interface TriggerRow {
@@ -73,6 +78,7 @@ export interface PeriodExplanation {
     triggered_at: string | null;
     rerun: 'replay' | 'update' | null;
     manual_requested: boolean;
+    run: ReturnType<typeof runJson> | null;
   };
   upstreams: Record<string, UpstreamExplanation>;
   verdict: {
@@ -94,6 +100,8 @@ export interface PeriodExplanation {
     attempts: number;
     last_error: string | null;
   }>;
+  /** Every attempt of every generation, newest first, each with its reports. */
+  runs: Array<RunView & { reports: RunReportView[] }>;
 }
 
 /** The explanation of the rollup's period `key` at `nowMs`; null when it has no such period (yet). */
@@ -111,16 +119,20 @@ export async function explainPeriod(
   ) {
     return null;
   }
-  const [[row], triggers, upstreams] = await Promise.all([
+  const [[row], triggers, upstreams, runs] = await Promise.all([
     sql<StoredRow[]>`
       select state, generation, ratio, satisfied_since, last_change_at, rerun, manual_requested, reason,
-        triggered_at, due_at
+        triggered_at, due_at, run_attempt
       from periods where rollup_id = ${rollup.id} and lo = ${period.start}`,
     sql<TriggerRow[]>`
       select generation, reason, idempotency_key, lease_token, decided_at, delivered_at, failed_at, attempts, last_error
       from triggers where rollup_id = ${rollup.id} and period_lo = ${period.start} order by generation`,
     loadUpstreams(sql, rollup, [period]),
+    periodRuns(sql, rollup.id, period.start, MAX_RUNS),
   ]);
+  const current = row
+    ? runs.find((r) => r.generation === row.generation && r.attempt === row.run_attempt)
+    : undefined;
   const { facts, coverages } = upstreamFacts(rollup, { lo: period.start, hi: period.end }, upstreams);
   const periodFacts: PeriodFacts = row
     ? {
@@ -156,6 +168,7 @@ export async function explainPeriod(
       triggered_at: iso(row?.triggered_at ?? null),
       rerun: row?.rerun ?? null,
       manual_requested: row?.manual_requested ?? false,
+      run: current ? runJson(current) : null,
     },
     upstreams: Object.fromEntries(
       [...coverages].map(([name, { domain, coverage }], i): [string, UpstreamExplanation] => [
@@ -211,5 +224,6 @@ export async function explainPeriod(
       attempts: t.attempts,
       last_error: t.last_error,
     })),
+    runs,
   };
 }

@@ -10,6 +10,7 @@ import { DeadlineSweep, insertOwed } from './deadline-sweep.js';
 import { type DispatchContext, deliverDue, policyLookup } from './dispatch.js';
 import { evaluatePending } from './evaluate.js';
 import type { Fence } from './fence.js';
+import { type CheckIntervals, DEFAULT_CHECKS, followRuns } from './follow-runs.js';
 import { syncRollups } from './rollup-store.js';
 import type { RollupRuntime } from './rollups.js';
 import { Targets } from './targets/index.js';
@@ -29,6 +30,8 @@ export interface SchedulerOptions {
   readonly leaseTtlMs: number;
   /** Longest sleep between passes when nothing wakes the scheduler earlier. */
   readonly pollMs?: number;
+  /** How often targets are asked about open and recently finished runs. */
+  readonly runChecks?: CheckIntervals;
 }
 
 const TOUCH_BATCH = 5000;
@@ -235,6 +238,21 @@ export class Scheduler {
         busy = true; // fresh events first; the rest is delivered on the next pass
         break;
       }
+    }
+    // Runs: timeouts, due retries and outcomes, each bounded (a retry is delivered on the next pass).
+    if (!signal.aborted) {
+      const runs = await followRuns(
+        {
+          ...this.dispatch,
+          fence: this.options.fence,
+          token,
+          rollupOf: (id) => this.byId.get(id)?.rollup,
+          checks: this.options.runChecks ?? DEFAULT_CHECKS,
+        },
+        signal,
+      );
+      if (runs.work) work.done = true;
+      if (runs.more) busy = true;
     }
     if (busy) return 0;
     let wakeAt = Number.POSITIVE_INFINITY;

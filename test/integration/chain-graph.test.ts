@@ -89,7 +89,7 @@ describe('the graph', () => {
         { kind: 'target', state: 'failed', error: 'boom' },
         'callback',
         hourly.run,
-        { rollup: hourly },
+        { record: 'all', rollup: hourly },
       ),
     );
     // Another hour is triggered, then reprocessed: rerun pending.

@@ -56,6 +56,7 @@ const untilRun = (hour: string, generation: number) =>
 const report = (hour: string, generation: number, r: RunReport, attempt = 1) =>
   db.sql.begin((tx) =>
     reportRun(tx, { rollupId: 'hourly', lo: lo(hour), generation, attempt }, r, 'callback', rollup.run, {
+      record: 'all',
       rollup,
     }),
   );
@@ -123,9 +124,7 @@ describe('output assets', () => {
           succeeded,
           'callback',
           rollup.run,
-          {
-            rollup,
-          },
+          { record: 'all', rollup },
         );
         throw new Error('rolled back');
       }),
@@ -174,6 +173,7 @@ describe('output assets', () => {
           succeeded,
           'callback',
           rollup.run,
+          { record: 'all' },
         ),
       ),
     ).rejects.toThrow('needs its rollup');
