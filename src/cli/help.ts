@@ -21,7 +21,7 @@ Commands:
   status [--json]            assets, rollups and the scheduler lease at a glance
   prune [--dry-run] [--json] one retention pass now: drop event-log partitions past
                              retention.events, compact old delivered triggers
-  demo [--serve]             a one-minute tour on a fresh demo database (config/demo.yaml)
+  demo [--serve] [--chain]   a one-minute tour on a fresh demo database (config/demo.yaml)
 
 Options:
   -c, --config FILE          YAML config file (default: $COVERAGE_ROLLUP_CONFIG, else built-in defaults)
@@ -135,7 +135,7 @@ ${CONFIG_OPTION}
 Exit codes: 0 done, 1 something past retention was held back by a scheduler cursor (or another
 instance was pruning), 2 error.
 `,
-  demo: `Usage: coverage-rollup demo [--serve] [--config FILE]
+  demo: `Usage: coverage-rollup demo [--serve] [--chain] [--config FILE]
 
 A one-minute tour on its own database (coverage_rollup_demo) and queue prefix (crdemo), reset on
 each run, with the rollups of config/demo.yaml. From --config, DATABASE_URL or REDIS_URL it takes
@@ -143,5 +143,7 @@ only where PostgreSQL and Redis are.
 
 Options:
   --serve             keep the daemon and its status page up afterwards (Ctrl-C stops)
+  --chain             config/chain.yaml instead: a month of raw slices through hourly -> daily ->
+                      monthly, then one raw hour reprocessed, rerunning each level once, in order
 ${CONFIG_OPTION}`,
 };

@@ -4,6 +4,7 @@ import { type Config, loadConfig } from '../../config.js';
 import { toCoverageAnswer } from '../../core/coverage-answer.js';
 import type { TriggerPayload } from '../../core/trigger.js';
 import { startDaemon } from '../../daemon.js';
+import { chainDemoConfig, runChainDemo } from '../../demo/chain.js';
 import { type DemoEvent, demoScript, HOLE, REPROCESSED_HOUR } from '../../demo/producer.js';
 import { findAsset } from '../../index/assets.js';
 import { queryCoverage } from '../../index/coverage-query.js';
@@ -16,6 +17,7 @@ import { formatRatio, plural } from '../format.js';
 interface DemoOptions {
   readonly config?: string | undefined;
   readonly serve?: boolean | undefined;
+  readonly chain?: boolean | undefined;
 }
 
 const DAY = {
@@ -32,12 +34,24 @@ const print = (line: string) => process.stdout.write(`${line}\n`);
  */
 export async function runDemo(values: DemoOptions): Promise<number> {
   const demo = loadConfig({ path: join(packageRoot(), 'config', 'demo.yaml') });
-  const config = demoConfig(demo, values.config === undefined ? demo : loadConfig({ path: values.config }));
+  const base = demoConfig(demo, values.config === undefined ? demo : loadConfig({ path: values.config }));
+  const config = values.chain
+    ? chainDemoConfig(loadConfig({ path: join(packageRoot(), 'config', 'chain.yaml'), env: {} }), base)
+    : base;
   const log = createLogger(config.log_level);
   print(`resetting database ${DEMO_DATABASE} and Redis keys ${DEMO_PREFIX}:* (the demo's own)`);
   await resetDemoState(config.database_url, config.redis_url, config.queue.prefix);
   const daemon = await startDaemon(config, log);
   const statusUrl = `${daemon.url.replace('0.0.0.0', '127.0.0.1')}/`;
+  if (values.chain) {
+    try {
+      await runChainDemo(daemon, config, print, values.serve ? statusUrl : undefined);
+      await serveOrExit(values.serve === true, statusUrl);
+      return 0;
+    } finally {
+      await daemon.stop();
+    }
+  }
   const connection = redisConnection(config.redis_url);
   const producer = new Queue(config.queue.name, { connection, prefix: config.queue.prefix });
   const workerConnection = redisConnection(config.redis_url);
@@ -108,15 +122,7 @@ export async function runDemo(values: DemoOptions): Promise<number> {
       );
     }
     print(`${received.length} triggers delivered to the demo-runs queue.`);
-    if (values.serve) {
-      print(`serving: open ${statusUrl} (Ctrl-C to stop)`);
-      await new Promise<void>((resolve) => {
-        process.once('SIGINT', () => resolve());
-        process.once('SIGTERM', () => resolve());
-      });
-    } else {
-      print(`run \`npm run demo -- --serve\` to keep the daemon and its status page up.`);
-    }
+    await serveOrExit(values.serve === true, statusUrl);
     return 0;
   } finally {
     await downstream.close();
@@ -125,6 +131,19 @@ export async function runDemo(values: DemoOptions): Promise<number> {
     workerConnection.disconnect();
     await daemon.stop();
   }
+}
+
+/** With --serve, keeps the daemon up until Ctrl-C (or SIGTERM); otherwise says how to. */
+async function serveOrExit(serve: boolean, statusUrl: string): Promise<void> {
+  if (!serve) {
+    print(`run \`npm run demo -- --serve\` to keep the daemon and its status page up.`);
+    return;
+  }
+  print(`serving: open ${statusUrl} (Ctrl-C to stop)`);
+  await new Promise<void>((resolve) => {
+    process.once('SIGINT', () => resolve());
+    process.once('SIGTERM', () => resolve());
+  });
 }
 
 function hhmm(ms: number): string {
