@@ -17,7 +17,8 @@ CREATE TABLE runs (
   error text,
   -- The version a successful run reported (callback), if any.
   version text,
-  lease_token bigint NOT NULL,
+  -- The lease that made it (null for a manual retry, which any instance may make).
+  lease_token bigint,
   created_at timestamptz NOT NULL DEFAULT now(),
   -- Pending: when the next delivery try is due (now, or later after a transient failure).
   due_at timestamptz,

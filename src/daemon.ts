@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import { defineRollups, type RollupRuntime } from './config/rollups.js';
 import type { Config } from './config.js';
 import { TokenAuth } from './http/auth.js';
 import { registerGraphRoute } from './http/routes/graph.js';
@@ -17,8 +18,8 @@ import { type Logger, redactUrl } from './log.js';
 import { createMetrics, type Metrics } from './metrics.js';
 import { SchedulerLease } from './scheduler/lease.js';
 import { periodGaugeSource } from './scheduler/period-gauges.js';
-import { checkSecretEnv, defineRollups, type RollupRuntime } from './scheduler/rollups.js';
 import { Scheduler } from './scheduler/scheduler.js';
+import { checkSecretEnv } from './scheduler/targets/secrets.js';
 
 export interface Daemon {
   readonly sql: Sql;

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { graphProblems } from '../core/graph.js';
-import { hasHashTag } from '../ingest/groups.js';
+import { hasHashTag } from '../core/hash-tag.js';
 import { isClusterUrl, redisUrls } from '../ingest/redis.js';
 import { isoDuration, nonEmpty, postgresUrl, type secret, zone } from './fields.js';
 import { targetSchema } from './targets.js';

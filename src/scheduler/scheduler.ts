@@ -1,21 +1,23 @@
+import type { RollupRuntime } from '../config/rollups.js';
 import type { Period } from '../core/calendar.js';
 import { groupBy } from '../core/group-by.js';
 import { concernsAny, EVENTS_CHANNEL } from '../index/commit.js';
+import { rollupsWithNewEvents } from '../index/cursors.js';
 import type { Sql } from '../index/db.js';
-import { nextRunWorkSql } from '../index/run-reads.js';
+import { schedulerWake } from '../index/periods/reads.js';
+import { insertOwed } from '../index/periods/writes.js';
 import type { RedisClient } from '../ingest/redis.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
-import { DeadlineSweep, insertOwed } from './deadline-sweep.js';
+import { DeadlineSweep } from './deadline-sweep.js';
 import { type DispatchContext, deliverDue, policyLookup } from './dispatch.js';
 import { evaluatePending } from './evaluate.js';
 import type { Fence } from './fence.js';
 import { type CheckIntervals, DEFAULT_CHECKS, followRuns } from './follow-runs.js';
 import { syncRollups } from './rollup-store.js';
-import type { RollupRuntime } from './rollups.js';
 import { Targets } from './targets/index.js';
 import { redactTarget } from './targets/secrets.js';
-import { markTouchedPeriods, rollupsWithNewEvents } from './touch.js';
+import { markTouchedPeriods } from './touch.js';
 
 export interface SchedulerOptions {
   readonly sql: Sql;
@@ -258,11 +260,7 @@ export class Scheduler {
     let wakeAt = Number.POSITIVE_INFINITY;
     for (const sweep of this.sweeps.values()) wakeAt = Math.min(wakeAt, sweep.wakeAt);
     // Periods still pending here were locked by someone else (skipped): look again shortly.
-    const ids = [...this.byId.keys()];
-    const [due] = await sql<{ at: Date | null; delivery: Date | null; skipped: boolean }[]>`
-      select (select min(due_at) from periods where due_at is not null and rollup_id = any(${ids}::text[])) as at,
-        (${nextRunWorkSql(sql)}) as delivery,
-        exists (select 1 from periods where (dirty or manual_requested) and rollup_id = any(${ids}::text[])) as skipped`;
+    const due = await schedulerWake(sql, [...this.byId.keys()]);
     if (due?.skipped) wakeAt = Math.min(wakeAt, now.getTime() + SKIPPED_RETRY_MS);
     for (const at of [due?.at, due?.delivery]) if (at) wakeAt = Math.min(wakeAt, at.getTime());
     if (this.fullCheckAt > 0) wakeAt = Math.min(wakeAt, this.fullCheckAt + FULL_CHECK_MS);

@@ -1,8 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { defineRollups } from '../../src/config/rollups.js';
 import { ConfigError, loadConfig, parseConfig } from '../../src/config.js';
 import { buildGraph, findCycle, type GraphRollup, graphProblems } from '../../src/core/graph.js';
-import { defineRollups } from '../../src/scheduler/rollups.js';
 
 /** Brute-force model: rollup i reaches j when a path of "i's output is an upstream of k" edges leads there. */
 function reach(rollups: readonly GraphRollup[]): boolean[][] {

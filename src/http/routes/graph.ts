@@ -1,5 +1,5 @@
 /** `GET /v1/graph` (SPEC §11 "Graph"): the rollup graph with each node's state. */
-import type { RollupRuntime } from '../../scheduler/rollups.js';
+import type { RollupRuntime } from '../../config/rollups.js';
 import { loadGraph } from '../graph/load.js';
 import { route } from '../route.js';
 import { getGraph } from '../schemas/graph.js';

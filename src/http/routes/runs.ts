@@ -3,13 +3,13 @@
  * `POST /v1/rollups/{id}/periods/{key}/retry` (a manual retry of one period's run).
  */
 import type { FastifyInstance } from 'fastify';
+import type { RollupRuntime } from '../../config/rollups.js';
 import { periodOfKey } from '../../core/periods.js';
 import { DEFAULT_RUN_POLICY, parseRunId, type RunReport } from '../../core/runs.js';
 import { EVENTS_CHANNEL } from '../../index/commit.js';
 import { currentRuns, runAt, runByKey } from '../../index/run-reads.js';
 import { retryPeriodRun } from '../../index/run-retry.js';
 import { reportRun } from '../../index/runs.js';
-import type { RollupRuntime } from '../../scheduler/rollups.js';
 import type { HttpContext } from '../context.js';
 import { HttpError } from '../errors.js';
 import { route } from '../route.js';
