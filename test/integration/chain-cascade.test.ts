@@ -112,7 +112,7 @@ const succeeded = (rollupId: string, start: string, generation: number) =>
       const runs = await runsOf(rollupId, start, generation);
       return runs.find((r) => r.state === 'succeeded');
     },
-    { timeout: 90_000, what: `${rollupId} ${start} generation ${generation} succeeded` },
+    { timeout: 240_000, what: `${rollupId} ${start} generation ${generation} succeeded` },
   );
 
 /**
@@ -159,7 +159,7 @@ describe('a reprocessed raw hour under hourly -> daily -> monthly', () => {
     const [month] = await db.sql`
       select e.version from events e join assets a on a.id = e.asset_id where a.name = 'agg.monthly'`;
     expect(month).toEqual({ version: 'monthly#1' });
-  }, 120_000);
+  }, 300_000);
 
   it('reruns the hour, then its day, then its month: once each, each after the level below succeeded', async () => {
     const before = (await decisions()).length;
@@ -180,7 +180,7 @@ describe('a reprocessed raw hour under hourly -> daily -> monthly', () => {
       all.find((d) => d.rollup_id === rollupId && d.generation === 2)!.decided_at;
     expect(decided('daily').getTime()).toBeGreaterThanOrEqual(hourRun!.finished_at!.getTime());
     expect(decided('monthly').getTime()).toBeGreaterThanOrEqual(dayRun!.finished_at!.getTime());
-  }, 120_000);
+  }, 300_000);
 
   it('waits through a failure and retry in the middle of the chain, still once per level', async () => {
     const before = (await decisions()).length;
@@ -203,7 +203,7 @@ describe('a reprocessed raw hour under hourly -> daily -> monthly', () => {
     expect(seen).toContain('daily@20261120T000000Z#2~a2');
     const monthly = (await decisions()).find((d) => d.rollup_id === 'monthly' && d.generation === 3)!;
     expect(monthly.decided_at.getTime()).toBeGreaterThanOrEqual(dayRuns[1]!.finished_at!.getTime());
-  }, 120_000);
+  }, 300_000);
 
   it('a generation superseded while it runs writes no output; only the newest rerun moves the chain', async () => {
     const before = (await decisions()).length;
@@ -236,5 +236,5 @@ describe('a reprocessed raw hour under hourly -> daily -> monthly', () => {
       { replay: false, version: 'hourly#3' },
     ]);
     expect((await runsOf('hourly', hour, 2)).map((r) => r.state)).toEqual(['succeeded']);
-  }, 120_000);
+  }, 300_000);
 });
