@@ -129,7 +129,7 @@ const quiet = () =>
           as busy`;
       return !row!.busy;
     },
-    { timeout: 60_000, what: 'the chain to settle' },
+    { timeout: 180_000, what: 'the chain to settle' },
   );
 
 /** The decisions made since `before`, as `rollup@period-start#generation reason`. */
