@@ -46,7 +46,7 @@ export async function runDemo(values: DemoOptions): Promise<number> {
   if (values.chain) {
     try {
       await runChainDemo(daemon, config, print, values.serve ? statusUrl : undefined);
-      await serveOrExit(values.serve === true, statusUrl);
+      await serveOrExit(values.serve === true, statusUrl, '--chain --serve');
       return 0;
     } finally {
       await daemon.stop();
@@ -134,9 +134,9 @@ export async function runDemo(values: DemoOptions): Promise<number> {
 }
 
 /** With --serve, keeps the daemon up until Ctrl-C (or SIGTERM); otherwise says how to. */
-async function serveOrExit(serve: boolean, statusUrl: string): Promise<void> {
+async function serveOrExit(serve: boolean, statusUrl: string, flags = '--serve'): Promise<void> {
   if (!serve) {
-    print(`run \`npm run demo -- --serve\` to keep the daemon and its status page up.`);
+    print(`run \`npm run demo -- ${flags}\` to keep the daemon and its status page up.`);
     return;
   }
   print(`serving: open ${statusUrl} (Ctrl-C to stop)`);
