@@ -113,7 +113,8 @@ export async function startDaemon(config: Config, log: Logger): Promise<Daemon> 
         leaseTtlMs: config.lease.ttl,
         runChecks: {
           openMs: config.scheduler.run_check_every,
-          watchMs: Math.max(30_000, config.scheduler.run_check_every),
+          // A finished Airflow run is asked about again (a clear reopens it) ten times less often.
+          watchMs: Math.min(30_000, Math.max(1000, 10 * config.scheduler.run_check_every)),
         },
       });
       lease.onAcquired((token) => {

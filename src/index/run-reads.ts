@@ -72,8 +72,12 @@ export interface FollowedRun {
   readonly payload: TriggerPayload;
 }
 
-/** Runs whose target is due to be asked about them (open, or watched after finishing), longest-waiting first. */
-export async function runsToCheck(sql: Sql, limit: number): Promise<FollowedRun[]> {
+/**
+ * Runs whose target is due to be asked about them (open, or watched after finishing), longest-
+ * waiting first; `aheadMs` takes those due soon as well, so checks spread over time are made in
+ * a few passes rather than one pass each.
+ */
+export async function runsToCheck(sql: Sql, limit: number, aheadMs = 0): Promise<FollowedRun[]> {
   const rows = await sql<
     (RefRow & {
       run_id: string;
@@ -85,7 +89,7 @@ export async function runsToCheck(sql: Sql, limit: number): Promise<FollowedRun[
   >`
     select r.rollup_id, r.period_lo, r.generation, r.attempt, r.run_id, r.state, r.finished_at, t.target, t.payload
     from runs r join triggers t using (rollup_id, period_lo, generation)
-    where r.check_at <= clock_timestamp()
+    where r.check_at <= clock_timestamp() + make_interval(secs => ${aheadMs / 1000})
     order by r.check_at limit ${limit}`;
   return rows.map((r) => ({
     run: ref(r),

@@ -5,6 +5,7 @@ import { EVENTS_CHANNEL } from '../index/commit.js';
 import { databaseNow, type Sql } from '../index/db.js';
 import { schedulerWake } from '../index/periods/reads.js';
 import { insertOwed } from '../index/periods/writes.js';
+import { checkSoon } from '../index/runs.js';
 import type { RedisClient } from '../ingest/redis.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
@@ -79,6 +80,8 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
       options.redis,
       options.queuePrefix,
       options.rollups.map((r) => r.config.target),
+      process.env,
+      (runId) => this.runFinished(runId),
     );
     this.byId = new Map(options.rollups.map((r) => [r.rollup.id, r]));
     this.dispatch = {
@@ -121,6 +124,14 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
     await this.loop;
     await this.unlisten?.().catch(() => {});
     await this.targets.close();
+  }
+
+  /** A queue job finished: ask about its run now rather than at its next check. */
+  private runFinished(runId: string): void {
+    checkSoon(this.options.sql, [runId]).then(
+      () => this.kick(),
+      () => {}, // the run's regular check still comes
+    );
   }
 
   private async run(): Promise<void> {

@@ -44,6 +44,7 @@ const config = testConfig(db, prefix, {
     rollup('slow', 'slow-runs', { retries: 0, timeout: 'PT1S' }),
     rollup('gone', 'gone-runs', { retries: 0 }),
     rollup('handover', 'handover-runs', { retries: 0 }),
+    rollup('tidy', 'tidy-runs', { retries: 0 }),
   ],
 });
 const producer = testProducer(config);
@@ -79,9 +80,13 @@ const untilRun = (id: string, h: number, ok: (run: Json) => boolean, what: strin
   );
 const cover = (id: string, h: number) => producer.add('e', { asset: `${id}.in`, ...span(h), version: 'v1' });
 
-function worker(queue: string, processor: (job: Job) => Promise<unknown>) {
+function worker(
+  queue: string,
+  processor: (job: Job) => Promise<unknown>,
+  options: { removeOnComplete?: { count: number } } = {},
+) {
   const connection = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
-  const w = new Worker(queue, processor, { connection, prefix });
+  const w = new Worker(queue, processor, { connection, prefix, ...options });
   afterAll(async () => {
     await w.close();
     connection.disconnect();
@@ -152,6 +157,21 @@ describe('queue target runs', () => {
     await (await queue.getJob(key))!.remove();
     const lost = await untilRun('gone', 3, (r) => r.state === 'lost', 'the run lost');
     expect(lost.period.run.error).toMatch(/removed/);
+  });
+
+  it('a job its worker removes on completion is succeeded: the completion event was seen', async () => {
+    const queue = testQueue('tidy-runs', prefix);
+    const key = `tidy@${compact}T060000Z#1`;
+    worker('tidy-runs', async () => 'ok', { removeOnComplete: { count: 0 } });
+    await cover('tidy', 6);
+    const done = await untilRun(
+      'tidy',
+      6,
+      (r) => r.state === 'succeeded' || r.state === 'lost',
+      'an outcome',
+    );
+    expect(done.period.run.state).toBe('succeeded');
+    expect(await queue.getJobState(key)).toBe('unknown');
   });
 
   it('an outcome reached while no daemon runs, and one reached after the lease moved, are both recorded', async () => {

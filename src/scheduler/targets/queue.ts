@@ -1,5 +1,5 @@
-import { Queue } from 'bullmq';
-import { queueJobReport } from '../../core/runs.js';
+import { Queue, QueueEvents } from 'bullmq';
+import { queueJobReport, type RunReport } from '../../core/runs.js';
 import type { TriggerPayload } from '../../core/trigger.js';
 import type { RedisClient } from '../../ingest/redis.js';
 import type { DeliveryResult, Observation, ObservedRun, Target } from './target.js';
@@ -19,8 +19,20 @@ export function queueTarget(
   name: string,
   prefix: string,
   timeoutMs = QUEUE_DELIVERY_TIMEOUT_MS,
+  onFinished?: (runId: string) => void,
 ): Target {
   const queue = new Queue(name, { connection, prefix });
+  // Outcomes the event stream told of, for jobs removed on completion (removeOnComplete) before
+  // their run was asked about; bounded, and only ever consulted for a job that is gone.
+  const finished = new Map<string, RunReport>();
+  const events =
+    onFinished &&
+    wakeOnFinished(connection, name, prefix, (jobId, report) => {
+      finished.delete(jobId);
+      finished.set(jobId, report);
+      if (finished.size > MAX_FINISHED) finished.delete(finished.keys().next().value!);
+      onFinished(jobId);
+    });
   return {
     async deliver(payload: TriggerPayload): Promise<DeliveryResult> {
       const added = queue.add(payload.rollup, payload, { jobId: payload.run_id ?? payload.idempotency_key });
@@ -47,11 +59,13 @@ export function queueTarget(
       const ask = Promise.all(
         runs.map(async ({ runId }) => {
           const state = await queue.getJobState(runId);
-          if (['completed', 'active', 'unknown'].includes(state))
+          if (state === 'completed' || state === 'active')
             return [runId, queueJobReport(state, undefined)] as const;
           // Failed (its reason) or waiting (attempts made so far); removed in between is gone.
-          const job = await queue.getJob(runId);
-          return [runId, queueJobReport(job ? state : 'unknown', job)] as const;
+          const job = state === 'unknown' ? undefined : await queue.getJob(runId);
+          // Gone: succeeded or failed if the event stream told of it (removed on completion), else lost.
+          if (!job) return [runId, finished.get(runId) ?? queueJobReport('unknown', undefined)] as const;
+          return [runId, queueJobReport(state, job)] as const;
         }),
       );
       ask.catch(() => {});
@@ -67,6 +81,44 @@ export function queueTarget(
         clearTimeout(timer);
       }
     },
-    close: () => queue.close(),
+    close: async () => {
+      await events?.stop();
+      await queue.close();
+    },
+  };
+}
+
+/** Completion events remembered per queue for removed jobs. */
+const MAX_FINISHED = 10_000;
+
+/**
+ * A wake-up, not the record: BullMQ's event stream says a job completed or failed (for good: a
+ * failure BullMQ retries is not in the stream as `failed`), and the run is asked about at once
+ * instead of at its next check. An event this misses (the stream is trimmed, the daemon was down,
+ * a backend without it) costs only the check interval, except for a job removed on completion,
+ * which is then lost. Runs on its own connection, as a blocking stream read needs.
+ */
+function wakeOnFinished(
+  connection: RedisClient,
+  name: string,
+  prefix: string,
+  onFinished: (jobId: string, report: RunReport) => void,
+): { stop(): Promise<void> } {
+  const own = connection.duplicate();
+  own.on('error', () => {}); // reconnects by itself; the checks cover the gap
+  // Stream ids are Redis's clock in ms: read from a minute back rather than from the end ('$'),
+  // so a job that finishes while the reader is still starting (or on a skewed clock) is not missed.
+  const lastEventId = `${Date.now() - 60_000}-0`;
+  const events = new QueueEvents(name, { connection: own, prefix, blockingTimeout: 2000, lastEventId });
+  events.on('error', () => {});
+  events.on('completed', ({ jobId }) => onFinished(jobId, { kind: 'target', state: 'succeeded' }));
+  events.on('failed', ({ jobId, failedReason }) =>
+    onFinished(jobId, { kind: 'target', state: 'failed', error: failedReason || 'the job failed' }),
+  );
+  return {
+    stop: async () => {
+      own.disconnect();
+      await events.close().catch(() => {});
+    },
   };
 }
