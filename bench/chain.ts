@@ -15,6 +15,7 @@
  */
 import { Queue, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
+import { chainLevel, chainSettled } from '../test/helpers/chain.js';
 import {
   createBenchDatabase,
   DATABASE_CONNECTION,
@@ -40,16 +41,9 @@ const compact = (t: number) => `${iso(t).slice(0, 19).replace(/[-:]/g, '')}Z`;
 async function main(): Promise<void> {
   const db = await createBenchDatabase();
   const prefix = uniqueName('crbench');
-  const level = (id: string, upstream: string, every: string) => ({
-    id,
-    upstream: [upstream],
-    every,
-    begin: '2026-11-01',
-    rerun: 'on_replay',
-    run: { retries: 2, backoff: 'PT1S', timeout: 'PT30M' },
-    output: `agg.${id}`,
-    target: { type: 'queue', queue: 'chain-runs' },
-  });
+  const level = (id: string, upstream: string, every: string) =>
+    chainLevel(id, upstream, every, { backoff: 'PT1S', queue: 'chain-runs' });
+
   const rollups = Array.from({ length: CHAINS }, (_, c) => [
     level(`h${c}`, `raw.${c}`, 'hour'),
     level(`d${c}`, `agg.h${c}`, 'day'),
@@ -97,15 +91,8 @@ async function main(): Promise<void> {
     const [row] = await db.sql.unsafe<{ n: number }[]>(`select count(*)::int as n from runs where ${where}`);
     return row!.n;
   };
-  const quiet = () =>
-    poll('the chains to settle', async () => {
-      const [row] = await db.sql<{ busy: boolean }[]>`
-        select exists (select 1 from rollup_cursors c join assets a on a.name = c.asset_name where c.seq < a.last_seq)
-          or exists (select 1 from periods where dirty or manual_requested or due_at is not null or state = 'rerun_pending')
-          or exists (select 1 from runs where state in ('pending', 'started', 'running') or next_retry_at is not null)
-          as busy`;
-      return !row!.busy;
-    });
+  const quiet = () => poll('the chains to settle', () => chainSettled(db.sql));
+
   const decidedAt = async (keys: readonly string[]) => {
     const rows = await db.sql<{ k: string; at: Date }[]>`
       select idempotency_key as k, decided_at as at from triggers where idempotency_key = any(${keys as string[]}::text[])`;

@@ -2,6 +2,7 @@ import { type Job, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
 import { connect } from '../../src/index/db.js';
+import { chainLevel, chainSettled } from '../helpers/chain.js';
 import { createTestDatabase } from '../helpers/db.js';
 import { type DaemonProcess, logTime, processHarness } from '../helpers/process.js';
 import { waitFor } from '../helpers/wait.js';
@@ -29,16 +30,7 @@ const db = await createTestDatabase();
 const redis = await RedisServer.start();
 afterAll(() => redis.destroy());
 
-const level = (id: string, upstream: string, every: string) => ({
-  id,
-  upstream: [upstream],
-  every,
-  begin: '2026-11-01',
-  rerun: 'on_replay',
-  run: { retries: 2, backoff: 'PT0.5S', timeout: 'PT5M' },
-  output: `agg.${id}`,
-  target: { type: 'queue', queue: `${id}-runs` },
-});
+const level = (id: string, upstream: string, every: string) => chainLevel(id, upstream, every);
 const config = {
   ...daemonConfig({
     databaseUrl: db.url,
@@ -116,17 +108,7 @@ describe('the cascade guarantee under a leader kill', () => {
         { timeout: 180_000, interval: 100, what: `${k} succeeded` },
       );
     const settled = () =>
-      waitFor(
-        async () => {
-          const [row] = await sql<{ busy: boolean }[]>`
-            select exists (select 1 from rollup_cursors c join assets a on a.name = c.asset_name where c.seq < a.last_seq)
-              or exists (select 1 from periods where dirty or manual_requested or due_at is not null or state = 'rerun_pending')
-              or exists (select 1 from runs where state in ('pending', 'started', 'running') or next_retry_at is not null)
-              as busy`;
-          return !row!.busy;
-        },
-        { timeout: 120_000, interval: 200, what: 'the chain to settle' },
-      );
+      waitFor(() => chainSettled(sql), { timeout: 120_000, interval: 200, what: 'the chain to settle' });
 
     // ---- the month, built bottom up ----
     await send(

@@ -1,6 +1,7 @@
 import { type Job, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
+import { chainLevel, chainSettled } from '../helpers/chain.js';
 import { startTestDaemon, testConfig, testProducer } from '../helpers/daemon.js';
 import { createTestDatabase } from '../helpers/db.js';
 import { REDIS_URL } from '../helpers/env.js';
@@ -15,16 +16,8 @@ import { waitFor } from '../helpers/wait.js';
 
 const db = await createTestDatabase();
 const prefix = createTestPrefix();
-const level = (id: string, upstream: string, every: string) => ({
-  id,
-  upstream: [upstream],
-  every,
-  begin: '2026-11-01',
-  rerun: 'on_replay',
-  run: { retries: 2, backoff: 'PT0.3S', timeout: 'PT5M' },
-  output: `agg.${id}`,
-  target: { type: 'queue', queue: `${id}-runs` },
-});
+const level = (id: string, upstream: string, every: string) =>
+  chainLevel(id, upstream, every, { backoff: 'PT0.3S' });
 const config = testConfig(db, prefix, {
   scheduler: { run_check_every: 'PT0.1S' },
   rollups: [
@@ -115,22 +108,7 @@ const succeeded = (rollupId: string, start: string, generation: number) =>
     { timeout: 240_000, what: `${rollupId} ${start} generation ${generation} succeeded` },
   );
 
-/**
- * Nothing left to happen: every upstream event marked, no period dirty, due or owing a rerun, no
- * run open or waiting for a retry. Any further rerun would first show up as one of these.
- */
-const quiet = () =>
-  waitFor(
-    async () => {
-      const [row] = await db.sql<{ busy: boolean }[]>`
-        select exists (select 1 from rollup_cursors c join assets a on a.name = c.asset_name where c.seq < a.last_seq)
-          or exists (select 1 from periods where dirty or manual_requested or due_at is not null or state = 'rerun_pending')
-          or exists (select 1 from runs where state in ('pending', 'started', 'running') or next_retry_at is not null)
-          as busy`;
-      return !row!.busy;
-    },
-    { timeout: 180_000, what: 'the chain to settle' },
-  );
+const quiet = () => waitFor(() => chainSettled(db.sql), { timeout: 180_000, what: 'the chain to settle' });
 
 /** The decisions made since `before`, as `rollup@period-start#generation reason`. */
 const newSince = async (before: number) =>
