@@ -50,6 +50,8 @@ const CATCH_UP_BATCH = 1000;
 /** Bounded work per pass so a backlog never starves the lease's view of the event loop. */
 const MAX_ROUNDS = 20;
 const SKIPPED_RETRY_MS = 1000;
+/** While a backlog keeps passes busy, runs are followed this often. */
+const BUSY_FOLLOW_MS = 1000;
 
 /**
  * The lease holder's loop: woken by committed events (LISTEN), by its own timers (settle,
@@ -72,6 +74,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
   private sweeps = new Map<string, DeadlineSweep>();
   private readonly dispatch: DispatchContext;
   private readonly clock: () => Promise<Date>;
+  private followedAt = 0;
 
   constructor(private readonly options: SchedulerOptions) {
     super();
@@ -175,7 +178,8 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
     const owed = await this.catchUpDeadlines(signal, now);
     if (owed === null) return 0; // lease lost mid-sweep
     const delivery = await this.deliverBacklog(signal);
-    const runs = await this.followRuns(token, signal);
+    const behind = marking.more || fresh.busy || owed.busy || delivery.busy;
+    const runs = await this.followRuns(token, signal, behind);
     work.done = marking.marked || fresh.evaluated > 0 || owed.inserted > 0 || runs.work;
     const busy = marking.more || fresh.busy || owed.busy || delivery.busy || runs.more;
     const sleepMs = busy ? 0 : await this.untilNextWork(now);
@@ -281,9 +285,18 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
     return { busy: false };
   }
 
-  /** Runs: timeouts, due retries and outcomes, each bounded (a retry is delivered on the next pass). */
-  private async followRuns(token: number, signal: AbortSignal): Promise<{ work: boolean; more: boolean }> {
+  /**
+   * Runs: timeouts, due retries and outcomes, each bounded (a retry is delivered on the next pass).
+   * Behind a backlog of decisions, at most once a second: decisions first, yet outcomes still flow.
+   */
+  private async followRuns(
+    token: number,
+    signal: AbortSignal,
+    behind: boolean,
+  ): Promise<{ work: boolean; more: boolean }> {
     if (signal.aborted) return { work: false, more: false };
+    if (behind && Date.now() - this.followedAt < BUSY_FOLLOW_MS) return { work: false, more: false };
+    this.followedAt = Date.now();
     const checks = this.options.runChecks ?? DEFAULT_CHECKS;
     const rollupOf = (id: string) => this.byId.get(id)?.rollup;
     return followRuns({ ...this.dispatch, fence: this.options.fence, token, rollupOf, checks }, signal);

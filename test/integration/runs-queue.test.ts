@@ -130,7 +130,7 @@ describe('queue target runs', () => {
     const listing = (await daemon.http.inject({ url: '/v1/rollups' })).json() as Json;
     expect(listing.rollups.find((r: Json) => r.id === 'flaky')).toMatchObject({
       run: { retries: 2, backoff: 'PT0.3S', timeout: 'PT1M' },
-      runs: { succeeded: 1, failed: 0 },
+      runs: { pending: 0, started: 0, running: 0, failed: 0, timed_out: 0, lost: 0 },
     });
   });
 
@@ -145,6 +145,8 @@ describe('queue target runs', () => {
     expect(failed.periods.map((p: Json) => p.key)).toEqual([hourOf(2)]);
     const none = (await daemon.http.inject({ url: `/v1/rollups/slow/periods?run_state=succeeded` })).json();
     expect(none.periods).toEqual([]);
+    const counts = (await daemon.http.inject({ url: '/v1/rollups?q=slow' })).json() as Json;
+    expect(counts.rollups[0].runs).toMatchObject({ timed_out: 1, started: 0 });
     const bad = await daemon.http.inject({ url: `/v1/rollups/slow/periods?run_state=done` });
     expect(bad.json()).toMatchObject({ code: 'invalid_run_state' });
   });

@@ -59,9 +59,9 @@ export function queueTarget(
       const ask = Promise.all(
         runs.map(async ({ runId }) => {
           const state = await queue.getJobState(runId);
-          if (state === 'completed' || state === 'active')
+          if (state !== 'failed' && state !== 'unknown')
             return [runId, queueJobReport(state, undefined)] as const;
-          // Failed (its reason) or waiting (attempts made so far); removed in between is gone.
+          // Failed: its reason; removed in between is gone.
           const job = state === 'unknown' ? undefined : await queue.getJob(runId);
           // Gone: succeeded or failed if the event stream told of it (removed on completion), else lost.
           if (!job) return [runId, finished.get(runId) ?? queueJobReport('unknown', undefined)] as const;
