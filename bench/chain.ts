@@ -61,8 +61,9 @@ async function main(): Promise<void> {
   const connection = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
   const producer = new Queue('asset-events', { connection, prefix });
   const runs = new Queue('chain-runs', { connection, prefix });
+  const workerConnection = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
   const worker = new Worker('chain-runs', async () => {}, {
-    connection: new Redis(REDIS_URL, { maxRetriesPerRequest: null }),
+    connection: workerConnection,
     prefix,
     concurrency: 500,
   });
@@ -266,6 +267,8 @@ async function main(): Promise<void> {
     })}\n`,
   );
   await worker.close();
+  // A connection the worker was given is not closed with it: left open, it keeps the process alive.
+  workerConnection.disconnect();
   await runs.close();
   await producer.close();
   connection.disconnect();
