@@ -92,6 +92,7 @@ async function main(): Promise<void> {
       metrics: createMetrics(),
       policyOf: () => DEFAULT_RUN_POLICY,
       targetTypeOf: () => 'airflow',
+      rollupOf: () => undefined,
       checks: { openMs: 60_000, watchMs: 600_000 },
     };
     // Every run due: requests per pass until every outcome is known.

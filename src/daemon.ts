@@ -1,11 +1,12 @@
 import type { FastifyInstance } from 'fastify';
-import { defineRollups } from './config/rollups.js';
+import { defineRollups, type RollupRuntime } from './config/rollups.js';
 import type { Config } from './config.js';
 import { TokenAuth } from './http/auth.js';
+import { registerGraphRoute } from './http/routes/graph.js';
 import { registerRollupRoutes } from './http/routes/rollups.js';
 import { registerStatusPage } from './http/routes/status-page.js';
 import { buildServer } from './http/server.js';
-import { registerDeclaredAssets } from './index/assets.js';
+import { type DeclaredAsset, registerDeclaredAssets } from './index/assets.js';
 import { connect, ensureDatabase, type Sql } from './index/db.js';
 import { migrate } from './index/migrate.js';
 import { type ReadHandle, ReadReplica } from './index/read-replica.js';
@@ -61,7 +62,7 @@ export async function startDaemon(config: Config, log: Logger): Promise<Daemon> 
   const budget = shutdownBudget(config.shutdown_timeout);
   try {
     await migrate(sql, log);
-    for (const { declared, recorded } of await registerDeclaredAssets(sql, config.assets)) {
+    for (const { declared, recorded } of await registerDeclaredAssets(sql, declaredAssets(config, rollups))) {
       log.warn(
         { asset: declared.name, declared: { domain: declared.domain, zone: declared.zone }, recorded },
         'config declares this asset unlike the index recorded it at first sight; the recorded domain stands, and events with the other are dead-lettered',
@@ -179,7 +180,7 @@ export async function startDaemon(config: Config, log: Logger): Promise<Daemon> 
         ...(schedulerStatus ? { schedulerStatus } : {}),
         retentionStatus: () => retention.status(),
       },
-      [registerRollupRoutes(rollups), registerStatusPage(rollups)],
+      [registerRollupRoutes(rollups), registerGraphRoute(rollups), registerStatusPage(rollups)],
     );
     const url = await http.listen({ host: config.http.host, port: config.http.port });
     closers.unshift(() => http.close());
@@ -279,4 +280,18 @@ async function closeAll(closers: Array<() => Promise<void>>, log: Logger): Promi
       log.warn({ err: error }, 'error while shutting down');
     }
   }
+}
+
+/**
+ * The assets config declares, and every rollup's output in that rollup's domain (unless declared):
+ * an output is known, all gap, before its first run, and its domain is fixed by the rollup.
+ */
+function declaredAssets(config: Config, rollups: readonly RollupRuntime[]): DeclaredAsset[] {
+  const named = new Set(config.assets.map((a) => a.name));
+  const outputs = rollups.flatMap(({ rollup }) =>
+    rollup.output === undefined || named.has(rollup.output)
+      ? []
+      : [{ name: rollup.output, domain: rollup.domain, zone: 'UTC' }],
+  );
+  return [...config.assets, ...outputs];
 }

@@ -24,7 +24,7 @@ Commands:
   retry ROLLUP --period KEY  retry one period's failed, timed-out or lost run (a new attempt)
   retry ROLLUP --failed --start S --end E
                              retry every period of [S, E) whose run failed, timed out or was lost
-  demo [--serve]             a one-minute tour on a fresh demo database (config/demo.yaml)
+  demo [--serve] [--chain]   a one-minute tour on a fresh demo database (config/demo.yaml)
 
 Options:
   -c, --config FILE          YAML config file (default: $COVERAGE_ROLLUP_CONFIG, else built-in defaults)
@@ -156,7 +156,7 @@ ${CONFIG_OPTION}
 Exit codes: 0 done (also when the window had nothing to retry), 1 the named period could not be
 retried (no run yet, or its run is open or succeeded), 2 usage or runtime error.
 `,
-  demo: `Usage: coverage-rollup demo [--serve] [--config FILE]
+  demo: `Usage: coverage-rollup demo [--serve] [--chain] [--config FILE]
 
 A one-minute tour on its own database (coverage_rollup_demo) and queue prefix (crdemo), reset on
 each run, with the rollups of config/demo.yaml. From --config, DATABASE_URL or REDIS_URL it takes
@@ -164,5 +164,7 @@ only where PostgreSQL and Redis are.
 
 Options:
   --serve             keep the daemon and its status page up afterwards (Ctrl-C stops)
+  --chain             config/chain.yaml instead: a month of raw slices through hourly -> daily ->
+                      monthly, then one raw hour reprocessed, rerunning each level once, in order
 ${CONFIG_OPTION}`,
 };

@@ -33,6 +33,7 @@ async function main(argv: string[]): Promise<number> {
       replay: { type: 'boolean' },
       file: { type: 'string', short: 'f' },
       serve: { type: 'boolean' },
+      chain: { type: 'boolean' },
       order: { type: 'string' },
       'max-lag': { type: 'string' },
       'require-known': { type: 'boolean' },

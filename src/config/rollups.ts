@@ -11,11 +11,19 @@ export interface RollupRuntime {
   readonly config: RollupConfig;
 }
 
-/** Builds every configured rollup, or fails start-up naming the field and what is wrong. */
+/**
+ * Builds every configured rollup, or fails start-up naming the field and what is wrong. An
+ * output asset takes its rollup's domain, so an upstream that is another rollup's output must be
+ * in the reader's domain, as must a declared asset.
+ */
 export function defineRollups(config: Config): RollupRuntime[] {
-  const declared = new Map(config.assets.map((a) => [a.name, a.domain]));
-  return config.rollups.map((spec, i) => {
-    const at = (field: string) => `rollups.${i}.${field} (${spec.id})`;
+  const at = (i: number, field: string) => `rollups.${i}.${field} (${config.rollups[i]!.id})`;
+  const fail = (i: number, error: unknown): never => {
+    if (error instanceof RollupDefinitionError)
+      throw new ConfigError(`invalid configuration:\n  ${at(i, error.field)}: ${error.message}`);
+    throw error;
+  };
+  const runtimes = config.rollups.map((spec, i) => {
     try {
       const rollup = defineRollup(spec);
       if (rollup.domain === 'integer' && spec.target.type === 'airflow') {
@@ -24,20 +32,49 @@ export function defineRollups(config: Config): RollupRuntime[] {
           'an airflow target needs a time rollup (a data interval of instants)',
         );
       }
-      for (const asset of rollup.upstream) {
-        const domain = declared.get(asset);
-        if (domain && domain !== rollup.domain) {
-          throw new RollupDefinitionError(
-            'upstream',
-            `asset ${asset} is declared ${domain} but this rollup is ${rollup.domain}`,
-          );
-        }
-      }
       return { rollup, config: spec };
     } catch (error) {
-      if (error instanceof RollupDefinitionError)
-        throw new ConfigError(`invalid configuration:\n  ${at(error.field)}: ${error.message}`);
-      throw error;
+      return fail(i, error);
     }
   });
+  const declared = new Map(config.assets.map((a) => [a.name, a.domain]));
+  const written = new Map(
+    runtimes.flatMap((r) => (r.rollup.output ? [[r.rollup.output, r.rollup] as const] : [])),
+  );
+  runtimes.forEach(({ rollup }, i) => {
+    const output = rollup.output;
+    const domain = output === undefined ? undefined : declared.get(output);
+    if (domain && domain !== rollup.domain) {
+      fail(
+        i,
+        new RollupDefinitionError(
+          'output',
+          `asset ${output} is declared ${domain} but this rollup is ${rollup.domain}`,
+        ),
+      );
+    }
+    for (const asset of rollup.upstream) {
+      const domain = declared.get(asset);
+      if (domain && domain !== rollup.domain) {
+        fail(
+          i,
+          new RollupDefinitionError(
+            'upstream',
+            `asset ${asset} is declared ${domain} but this rollup is ${rollup.domain}`,
+          ),
+        );
+      }
+      const writer = written.get(asset);
+      if (writer && writer.domain !== rollup.domain) {
+        fail(
+          i,
+          new RollupDefinitionError(
+            'upstream',
+            `asset ${asset} is the output of ${writer.domain} rollup ${writer.id} but this rollup is ${rollup.domain}`,
+          ),
+        );
+      }
+    }
+  });
+  return runtimes;
 }

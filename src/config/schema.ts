@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { graphProblems } from '../core/graph.js';
 import { hasHashTag } from '../core/hash-tag.js';
 import { isClusterUrl, redisUrls } from '../ingest/redis.js';
 import { isoDuration, nonEmpty, postgresUrl, type secret, zone } from './fields.js';
@@ -110,6 +111,8 @@ const rollupSchema = z.strictObject({
   rerun: z.enum(['never', 'on_replay', 'on_update']).default('on_replay'),
   run: runSchema.default({ retries: 2, backoff: 60_000, timeout: 6 * 3_600_000 }),
   target: targetSchema,
+  // The asset a succeeded run covers over its period, so other rollups can chain on it (SPEC §11).
+  output: nonEmpty.optional(),
 });
 
 const configObject = z
@@ -232,6 +235,8 @@ const configObject = z
         ctx.addIssue({ code: 'custom', path: ['rollups', i, 'id'], message: `duplicate id ${r.id}` });
       seen.add(r.id);
     });
+    for (const p of graphProblems(config.rollups))
+      ctx.addIssue({ code: 'custom', path: ['rollups', p.index, p.field], message: p.message });
     checkQueueGroups(config, ctx);
     const names = new Set<string>();
     config.assets.forEach((a, i) => {

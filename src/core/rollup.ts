@@ -21,6 +21,7 @@ export interface RollupSpec {
     readonly catch_up?: number | undefined;
   };
   readonly rerun: RerunRule;
+  readonly output?: string | undefined;
   /** The run policy (SPEC §11), durations in ms; defaults to DEFAULT_RUN_POLICY. */
   readonly run?: { readonly retries: number; readonly backoff: number; readonly timeout: number } | undefined;
 }
@@ -37,6 +38,8 @@ export interface Rollup {
   readonly begin: number;
   readonly policy: Policy;
   readonly rerun: RerunRule;
+  /** The asset a succeeded run covers over its period (SPEC §11 "Output assets"), in this rollup's domain. */
+  readonly output?: string | undefined;
   /** Retries, backoff and timeout of its runs. */
   readonly run: RunPolicy;
 }
@@ -96,6 +99,7 @@ export function defineRollup(spec: RollupSpec): Rollup {
         spec.policy.deadline === undefined ? undefined : (spec.policy.catch_up ?? DEFAULT_CATCH_UP_MS),
     },
     rerun: spec.rerun,
+    ...(spec.output === undefined ? {} : { output: spec.output }),
     run: spec.run
       ? { retries: spec.run.retries, backoffMs: spec.run.backoff, timeoutMs: spec.run.timeout }
       : DEFAULT_RUN_POLICY,

@@ -2,6 +2,7 @@
 import type { Operation } from './operation.js';
 import { assetCoverage, listAssets } from './schemas/assets.js';
 import { postEvents, postReplayRequirement } from './schemas/events.js';
+import { getGraph } from './schemas/graph.js';
 import { healthz, metrics, openapi, readyz } from './schemas/health.js';
 import { listPeriods, listRollups, periodDetail, triggerPeriod } from './schemas/rollups.js';
 import { postRunReport, retryPeriod } from './schemas/runs.js';
@@ -17,6 +18,7 @@ export const OPERATIONS: readonly Operation[] = [
   triggerPeriod,
   retryPeriod,
   postRunReport,
+  getGraph,
   healthz,
   readyz,
   metrics,

@@ -5,7 +5,7 @@ import { applyChanges } from '../core/segments.js';
 import type { Change, Domain, Segment } from '../core/types.js';
 import { type AssetRow, lockAssets } from './assets.js';
 import type { Db, Sql, Tx } from './db.js';
-import { createCurrentPartition } from './partitions.js';
+import { createCurrentPartition, createCurrentPartitionIn } from './partitions.js';
 import { insertSegments, removeSegments, segmentsTouchingMany } from './segments-sql.js';
 
 /** Per event, in input order: accepted now, seen before (same key), or refused by the index. */
@@ -77,6 +77,23 @@ export async function commitEvents(
     if (!isNoPartition(error)) throw error;
     await createCurrentPartition(sql, at ?? undefined);
     return sql.begin((tx) => commitOn(tx, events, at));
+  }
+}
+
+/**
+ * Commits events inside the caller's transaction, through the same path as commitEvents, so they
+ * commit or roll back with the caller's own writes: a run's success with its output's completion,
+ * a period's rerun mark with its output's condemnation (SPEC §11). A savepoint lets a missing
+ * partition be made and the commit redone without losing the caller's work.
+ */
+export async function commitEventsIn(tx: Tx, events: readonly NormalizedEvent[]): Promise<CommitOutcome[]> {
+  if (events.length === 0) return [];
+  try {
+    return await tx.savepoint((sp) => commitOn(sp, events, null));
+  } catch (error) {
+    if (!isNoPartition(error)) throw error;
+    await createCurrentPartitionIn(tx);
+    return commitOn(tx, events, null);
   }
 }
 

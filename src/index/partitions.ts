@@ -1,5 +1,5 @@
 import { type PartitionBounds, parsePartitionName, partitionsToCreate } from '../core/partitions.js';
-import type { Db, Sql } from './db.js';
+import type { Db, Sql, Tx } from './db.js';
 
 export interface EventPartition extends PartitionBounds {
   /** A DETACH ... CONCURRENTLY that was interrupted: finalise it, then drop. */
@@ -53,13 +53,16 @@ export async function createPartitionsAhead(
  * e.g. a commit from a tool without the daemon): continues the newest partition's width.
  */
 export async function createCurrentPartition(sql: Sql, now = new Date()): Promise<void> {
-  const newest = (await listPartitions(sql)).at(-1);
+  await sql.begin((tx) => createCurrentPartitionIn(tx, now));
+}
+
+/** The same, inside the caller's transaction (the partition commits with it). */
+export async function createCurrentPartitionIn(tx: Tx, now = new Date()): Promise<void> {
+  const newest = (await listPartitions(tx)).at(-1);
   const width = newest && newest.lo > 0 ? newest.hi - newest.lo : 86_400;
-  await sql.begin(async (tx) => {
-    // Two committers may both find it missing: one creates, the other finds it made.
-    await tx`select pg_advisory_xact_lock(hashtext('coverage-rollup.partitions'))`;
-    await createPartitionsAhead(tx, width, 0, now);
-  });
+  // Two committers may both find it missing: one creates, the other finds it made.
+  await tx`select pg_advisory_xact_lock(hashtext('coverage-rollup.partitions'))`;
+  await createPartitionsAhead(tx, width, 0, now);
 }
 
 /**

@@ -3,6 +3,8 @@
  * (its current attempt and state). Each verb says why it is shaped as it is. The moves themselves
  * are decided by src/core/runs.ts; here they are loaded and stored.
  */
+
+import type { Rollup } from '../core/rollup.js';
 import {
   applyReport,
   manualRetryRefusal,
@@ -15,6 +17,7 @@ import {
   UNSUCCESSFUL_STATES,
 } from '../core/runs.js';
 import type { Db, Sql, Tx } from './db.js';
+import { recordOutput } from './outputs.js';
 
 /** One attempt of one trigger: the primary key of `runs`. */
 export interface RunRef {
@@ -89,8 +92,17 @@ export async function reportRun(
   report: RunReport,
   source: ReportSource,
   policy: RunPolicy,
-  opts: { readonly record: 'all' | 'changes' },
+  opts: {
+    readonly record: 'all' | 'changes';
+    /**
+     * Needed for target reports: a success commits the rollup's output (SPEC §11) with it. Null
+     * for a rollup no longer configured (nothing to write).
+     */
+    readonly rollup?: Rollup | null;
+  },
 ): Promise<ReportResult | null> {
+  if (report.kind === 'target' && opts.rollup === undefined)
+    throw new Error('reportRun: a target report needs its rollup, whose output a success covers');
   // Pipelined, in this order: the period's lock is taken before the run's.
   const [[period], [row]] = await Promise.all([
     tx<{ generation: number; run_attempt: number | null; now: Date }[]>`
@@ -141,6 +153,9 @@ export async function reportRun(
   }
   // Pipelined too: one round trip for the writes.
   await Promise.all(writes);
+  // A success of the period's current run covers the rollup's output, in this transaction.
+  if (effect === 'applied' && after.state === 'succeeded' && opts.rollup)
+    await recordOutput(tx, opts.rollup, ref, after.version);
   return { effect, current, before, after, now };
 }
 

@@ -5,6 +5,7 @@
  * 1,000 open runs and nothing due costs a few index probes.
  */
 
+import type { Rollup } from '../core/rollup.js';
 import type { RunPolicy, RunReport } from '../core/runs.js';
 import { attemptPayload } from '../core/trigger.js';
 import type { Sql } from '../index/db.js';
@@ -44,6 +45,8 @@ export interface FollowContext {
   readonly metrics: Metrics;
   readonly policyOf: (rollupId: string) => RunPolicy;
   readonly targetTypeOf: (rollupId: string) => string | undefined;
+  /** The configured rollup, whose output a success covers; undefined once it is no longer configured. */
+  readonly rollupOf: (rollupId: string) => Rollup | undefined;
   readonly checks: CheckIntervals;
 }
 
@@ -145,7 +148,10 @@ async function apply(
 ): Promise<FollowedRun> {
   const source = type === 'airflow' ? 'airflow' : 'queue';
   const result = await ctx.sql.begin((tx) =>
-    reportRun(tx, r.run, report, source, ctx.policyOf(r.run.rollupId), { record: 'changes' }),
+    reportRun(tx, r.run, report, source, ctx.policyOf(r.run.rollupId), {
+      record: 'changes',
+      rollup: ctx.rollupOf(r.run.rollupId) ?? null,
+    }),
   );
   ctx.metrics.runReported(type, result);
   if (!result || (result.effect !== 'applied' && result.effect !== 'stale')) return r;

@@ -274,7 +274,8 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
     if (behind && Date.now() - this.followedAt < BUSY_FOLLOW_MS) return { work: false, more: false };
     this.followedAt = Date.now();
     const checks = this.options.runChecks ?? DEFAULT_CHECKS;
-    return followRuns({ ...this.dispatch, fence: this.options.fence, token, checks }, signal);
+    const rollupOf = (id: string) => this.byId.get(id)?.rollup;
+    return followRuns({ ...this.dispatch, fence: this.options.fence, token, rollupOf, checks }, signal);
   }
 
   /** How long nothing is due: the sweeps, due periods, run work and the next full check. */

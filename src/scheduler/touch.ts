@@ -1,9 +1,10 @@
 import { groupBy } from '../core/group-by.js';
 import { derivedState } from '../core/periods.js';
-import { rerunOwed } from '../core/policy.js';
+import { rerunOwed, stateAfterMark } from '../core/policy.js';
 import type { Rollup } from '../core/rollup.js';
 import { advanceCursors, openCursors, setCursor } from '../index/cursors.js';
 import type { Sql, Tx } from '../index/db.js';
+import { type CondemnedPeriod, condemnOutputs } from '../index/outputs.js';
 import { seenByTriggers } from '../index/periods/reads.js';
 import { insertTouched, markTouched } from '../index/periods/writes.js';
 import { limitTransaction } from './transaction-limits.js';
@@ -79,11 +80,13 @@ export async function markTouchedPeriods(
       order by u.asset_id, e.seq`;
     const byAsset: Map<number, EventRow[]> = groupBy(events, (e) => e.asset_id);
     const moved = behind.filter((b) => byAsset.has(b.id));
-    await Promise.all([
-      ...moved.map((b) => {
-        const touches = touchedPeriods(rollup, byAsset.get(b.id)!);
-        return touches.size > 0 ? markPeriods(tx, rollup, b.name, touches) : undefined;
-      }),
+    const [condemned] = await Promise.all([
+      Promise.all(
+        moved.map((b) => {
+          const touches = touchedPeriods(rollup, byAsset.get(b.id)!);
+          return touches.size > 0 ? markPeriods(tx, rollup, b.name, touches) : [];
+        }),
+      ),
       moved.length === 0
         ? undefined
         : advanceCursors(
@@ -92,6 +95,8 @@ export async function markTouchedPeriods(
             moved.map((b) => ({ asset: b.name, seq: byAsset.get(b.id)!.at(-1)!.seq })),
           ),
     ]);
+    // Periods that now owe a rerun condemn their output in this same transaction (SPEC §11).
+    await condemnOutputs(tx, rollup, condemned.flat());
     // A full read from any upstream: there may be more to mark now.
     return moved.some((b) => byAsset.get(b.id)!.length === batch);
   });
@@ -151,7 +156,7 @@ async function markPeriods(
   rollup: Rollup,
   asset: string,
   touches: Map<number, Touch>,
-): Promise<void> {
+): Promise<CondemnedPeriod[]> {
   const los = [...touches.keys()];
   const ts = [...touches.values()];
   // A period gets its row when first touched, in the state it had until then (derived: waiting, or
@@ -169,15 +174,19 @@ async function markPeriods(
     ),
     seenByTriggers(tx, rollup.id, asset, los),
   ]);
+  const reruns = los.map((lo, i) => rerunOwed(rollup.rerun, seenOf.get(lo)?.seen, ts[i]!));
   await markTouched(
     tx,
     rollup.id,
-    los.map((lo, i) => ({
-      lo,
-      changedAt: ts[i]!.lastChangeAt,
-      rerun: rerunOwed(rollup.rerun, seenOf.get(lo), ts[i]!),
-    })),
+    los.map((lo, i) => ({ lo, changedAt: ts[i]!.lastChangeAt, rerun: reruns[i]! })),
   );
+  // The periods this mark turned from triggered to rerun_pending (their rows are locked above).
+  return los.flatMap((lo, i) => {
+    const row = seenOf.get(lo);
+    return row && stateAfterMark(row.state, reruns[i]!) === 'rerun_pending' && row.state === 'triggered'
+      ? [{ start: lo, end: ts[i]!.hi, generation: row.generation }]
+      : [];
+  });
 }
 
 /** Every period overlapping [start, end), paged so one very wide event cannot hit the calendar's cap. */

@@ -324,6 +324,12 @@ describe('answers conform to the document', () => {
     await answer({ method: 'POST', path, url: url('api_hourly', hour.start), headers: reader, status: 403 });
   });
 
+  it('GET /v1/graph', async () => {
+    const graph = await answer({ path: '/v1/graph', url: '/v1/graph', headers: reader, status: 200 });
+    expect(graph.edges).toEqual([{ from: 'asset:api.orders', to: 'rollup:api_hourly', role: 'upstream' }]);
+    await answer({ path: '/v1/graph', url: '/v1/graph', status: 401 });
+  });
+
   it('the probes and metrics', async () => {
     await answer({ path: '/healthz', url: '/healthz', status: 200 });
     const ready = await answer({ path: '/readyz', url: '/readyz', status: 200 });

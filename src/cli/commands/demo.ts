@@ -3,6 +3,7 @@ import { type Config, loadConfig } from '../../config.js';
 import { toCoverageAnswer } from '../../core/coverage-answer.js';
 import type { TriggerPayload } from '../../core/trigger.js';
 import { startDaemon } from '../../daemon.js';
+import { chainDemoConfig, runChainDemo } from '../../demo/chain.js';
 import { type DemoEvent, demoScript, HOLE, REPROCESSED_HOUR } from '../../demo/producer.js';
 import { resolveDatabase } from '../../embedded/resolve.js';
 import { findAsset } from '../../index/assets.js';
@@ -17,6 +18,7 @@ import { formatRatio, plural } from '../format.js';
 interface DemoOptions {
   readonly config?: string | undefined;
   readonly serve?: boolean | undefined;
+  readonly chain?: boolean | undefined;
 }
 
 const DAY = {
@@ -41,7 +43,11 @@ export async function runDemo(values: DemoOptions): Promise<number> {
     'command',
   );
   try {
-    return await runDemoOn(demoConfig(demo, server.config), log, values);
+    const base = demoConfig(demo, server.config);
+    const config = values.chain
+      ? chainDemoConfig(loadConfig({ path: join(packageRoot(), 'config', 'chain.yaml'), env: {} }), base)
+      : base;
+    return await runDemoOn(config, log, values);
   } finally {
     await server.release();
   }
@@ -53,6 +59,15 @@ async function runDemoOn(config: Config, log: ReturnType<typeof createLogger>, v
   await resetDemoState(config);
   const daemon = await startDaemon(config, log);
   const statusUrl = `${daemon.url.replace('0.0.0.0', '127.0.0.1')}/`;
+  if (values.chain) {
+    try {
+      await runChainDemo(daemon, config, print, values.serve ? statusUrl : undefined);
+      await serveOrExit(values.serve === true, statusUrl, '--chain --serve');
+      return 0;
+    } finally {
+      await daemon.stop();
+    }
+  }
   const connection = queueConnection(config);
   const producer = connection.queue(config.queue.name, config.queue.prefix);
   const received: TriggerPayload[] = [];
@@ -123,15 +138,7 @@ async function runDemoOn(config: Config, log: ReturnType<typeof createLogger>, v
       );
     }
     print(`${received.length} triggers delivered to the demo-runs queue.`);
-    if (values.serve) {
-      print(`serving: open ${statusUrl} (Ctrl-C to stop)`);
-      await new Promise<void>((resolve) => {
-        process.once('SIGINT', () => resolve());
-        process.once('SIGTERM', () => resolve());
-      });
-    } else {
-      print(`run \`npm run demo -- --serve\` to keep the daemon and its status page up.`);
-    }
+    await serveOrExit(values.serve === true, statusUrl);
     return 0;
   } finally {
     await downstream.close();
@@ -139,6 +146,19 @@ async function runDemoOn(config: Config, log: ReturnType<typeof createLogger>, v
     await connection.close();
     await daemon.stop();
   }
+}
+
+/** With --serve, keeps the daemon up until Ctrl-C (or SIGTERM); otherwise says how to. */
+async function serveOrExit(serve: boolean, statusUrl: string, flags = '--serve'): Promise<void> {
+  if (!serve) {
+    print(`run \`npm run demo -- ${flags}\` to keep the daemon and its status page up.`);
+    return;
+  }
+  print(`serving: open ${statusUrl} (Ctrl-C to stop)`);
+  await new Promise<void>((resolve) => {
+    process.once('SIGINT', () => resolve());
+    process.once('SIGTERM', () => resolve());
+  });
 }
 
 function hhmm(ms: number): string {

@@ -41,7 +41,10 @@ export function registerRunRoutes(rollups: readonly RollupRuntime[]) {
       };
       const policy = byId.get(ref.rollupId)?.rollup.run ?? DEFAULT_RUN_POLICY;
       const result = await ctx.sql.begin(async (tx) => {
-        const moved = await reportRun(tx, ref, report, 'callback', policy, { record: 'all' });
+        const moved = await reportRun(tx, ref, report, 'callback', policy, {
+          record: 'all',
+          rollup: byId.get(ref.rollupId)?.rollup ?? null,
+        });
         // A retry now owed: wake the lease holder, whose timer does not know of it yet.
         if (moved?.after.nextRetryAt) await tx`select pg_notify(${EVENTS_CHANNEL}, '')`;
         return moved;

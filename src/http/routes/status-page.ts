@@ -8,9 +8,16 @@
 import type { FastifyReply } from 'fastify';
 import type { RollupRuntime } from '../../config/rollups.js';
 import { BadInputError } from '../../core/errors.js';
+import { loadGraph } from '../graph/load.js';
 import { explainPeriod } from '../period-explain.js';
 import type { RouteRegistrar } from '../server.js';
-import { CONTENT_SECURITY_POLICY, renderErrorPage, renderPage, renderPeriodPage } from '../status/layout.js';
+import {
+  CONTENT_SECURITY_POLICY,
+  renderErrorPage,
+  renderGraphPage,
+  renderPage,
+  renderPeriodPage,
+} from '../status/layout.js';
 import { loadPage } from '../status/load.js';
 import { parseWindowQuery, WindowError } from '../status/window.js';
 
@@ -42,6 +49,13 @@ export function registerStatusPage(rollups: readonly RollupRuntime[]): RouteRegi
         }
         throw error;
       }
+    });
+
+    app.get('/graph', async (request, reply) => {
+      ctx.auth.requireRead(request);
+      const nowMs = ctx.now();
+      const graph = await loadGraph(ctx, ctx.read().sql, rollups, nowMs);
+      return send(reply, renderGraphPage(graph, new Date(nowMs)));
     });
 
     app.get<{ Params: { id: string; key: string } }>('/rollups/:id/periods/:key', async (request, reply) => {

@@ -4,8 +4,10 @@
  */
 
 import type { Rollup } from '../../core/rollup.js';
+import type { GraphJson } from '../graph/load.js';
 import type { PeriodExplanation } from '../period-explain.js';
 import { renderAssetCard, renderRollupCard } from './cards.js';
+import { GRAPH_CSS, graphLegend, renderGraph } from './graph-page.js';
 import { html, pageHref, raw, type SafeHtml } from './html.js';
 import type { PageView } from './model.js';
 import { renderOverviewAssets, renderOverviewRollups } from './overview.js';
@@ -93,6 +95,7 @@ ${Object.entries(COLOURS)
   .map(([state, colour]) => `.s-${state} { fill: ${colour}; background: ${colour}; }`)
   .join('\n')}
 ${runCss()}
+${GRAPH_CSS}
 `);
 
 const LEGEND_COVERAGE = [
@@ -158,8 +161,15 @@ export function renderPeriodPage(rollup: Rollup, answer: PeriodExplanation, nowM
   return shell(`${rollup.id} ${answer.period.key}: ${answer.period.state}`, body, true);
 }
 
+/** The rollup graph page (`/graph`), drawn from the same answer as `GET /v1/graph`. */
+export function renderGraphPage(graph: GraphJson, generatedAt: Date): string {
+  const rollups = graph.nodes.filter((n) => n.kind === 'rollup').length;
+  const body = html`${pageHeader(generatedAt)}<main><h2>Rollup graph <span class="more">${rollups} rollups, ${graph.nodes.length - rollups} assets · <a href="/v1/graph">/v1/graph</a></span></h2>${graphLegend()}${renderGraph(graph)}</main>`;
+  return shell('coverage-rollup graph', body, true);
+}
+
 function pageHeader(generatedAt: Date): SafeHtml {
-  return html`<header class="page"><h1><a href="/">coverage-rollup</a> status</h1><span>generated ${generatedAt.toISOString()} · reloads every ${REFRESH_SECONDS} s</span><span><a href="/v1/assets">/v1/assets</a> · <a href="/v1/rollups">/v1/rollups</a> · <a href="/readyz">/readyz</a> · <a href="/metrics">/metrics</a></span></header>`;
+  return html`<header class="page"><h1><a href="/">coverage-rollup</a> status</h1><span>generated ${generatedAt.toISOString()} · reloads every ${REFRESH_SECONDS} s</span><span><a href="/graph">graph</a> · <a href="/v1/assets">/v1/assets</a> · <a href="/v1/rollups">/v1/rollups</a> · <a href="/readyz">/readyz</a> · <a href="/metrics">/metrics</a></span></header>`;
 }
 
 /**

@@ -247,18 +247,22 @@ export async function storedStarts(db: Db, rollupId: string, los: readonly numbe
 
 /**
  * For the triggered periods among `los`: the log position of `asset` their last trigger saw (0
- * when it recorded none). A period absent from the answer was never triggered: no rerun is owed.
+ * when it recorded none), with their state and generation. A period absent from the answer was
+ * never triggered: no rerun is owed. Locked (for update) until the marking commits: whether the
+ * mark turns `triggered` into `rerun_pending`, and so condemns the rollup's output (SPEC §11), is
+ * decided on these rows, and a run's success on the same period waits for it (or it for the success).
  */
 export async function seenByTriggers(
   tx: Tx,
   rollupId: string,
   asset: string,
   los: readonly number[],
-): Promise<Map<number, number>> {
-  const rows = await tx<{ lo: number; seen: number | null }[]>`
-    select lo, (trigger_seqs ->> ${asset})::int8 as seen from periods
-    where rollup_id = ${rollupId} and lo = any(${los as number[]}::int8[]) and generation > 0`;
-  return new Map(rows.map((r) => [r.lo, r.seen ?? 0]));
+): Promise<Map<number, { seen: number; state: PeriodState; generation: number }>> {
+  const rows = await tx<{ lo: number; seen: number | null; state: PeriodState; generation: number }[]>`
+    select lo, (trigger_seqs ->> ${asset})::int8 as seen, state, generation from periods
+    where rollup_id = ${rollupId} and lo = any(${los as number[]}::int8[]) and generation > 0
+    for update`;
+  return new Map(rows.map((r) => [r.lo, { seen: r.seen ?? 0, state: r.state, generation: r.generation }]));
 }
 
 /**
