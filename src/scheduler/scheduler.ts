@@ -1,19 +1,22 @@
+import type { RollupRuntime } from '../config/rollups.js';
 import type { Period } from '../core/calendar.js';
 import { groupBy } from '../core/group-by.js';
 import { concernsAny, EVENTS_CHANNEL } from '../index/commit.js';
+import { rollupsWithNewEvents } from '../index/cursors.js';
 import type { Sql } from '../index/db.js';
+import { schedulerWake } from '../index/periods/reads.js';
+import { insertOwed } from '../index/periods/writes.js';
 import type { RedisClient } from '../ingest/redis.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
-import { DeadlineSweep, insertOwed } from './deadline-sweep.js';
-import { deliverDue, nextDeliverySql } from './dispatch.js';
+import { DeadlineSweep } from './deadline-sweep.js';
+import { type DispatchContext, deliverDue, policyLookup } from './dispatch.js';
 import { evaluatePending } from './evaluate.js';
 import type { Fence } from './fence.js';
 import { syncRollups } from './rollup-store.js';
-import type { RollupRuntime } from './rollups.js';
 import { Targets } from './targets/index.js';
 import { redactTarget } from './targets/secrets.js';
-import { markTouchedPeriods, rollupsWithNewEvents } from './touch.js';
+import { markTouchedPeriods } from './touch.js';
 
 export interface SchedulerOptions {
   readonly sql: Sql;
@@ -63,6 +66,7 @@ export class Scheduler {
   private readonly toMark = new Set<string>();
   private fullCheckAt = 0;
   private sweeps = new Map<string, DeadlineSweep>();
+  private readonly dispatch: DispatchContext;
 
   constructor(private readonly options: SchedulerOptions) {
     this.targets = new Targets(
@@ -71,6 +75,14 @@ export class Scheduler {
       options.rollups.map((r) => r.config.target),
     );
     this.byId = new Map(options.rollups.map((r) => [r.rollup.id, r]));
+    this.dispatch = {
+      sql: options.sql,
+      targets: this.targets,
+      concurrency: options.dispatchConcurrency,
+      log: options.log,
+      metrics: options.metrics,
+      policyOf: policyLookup(new Map(options.rollups.map((r) => [r.rollup.id, r.rollup.run]))),
+    };
     const pairs = options.rollups.flatMap((r) => r.rollup.upstream.map((asset) => ({ asset, r })));
     this.byUpstream = new Map(
       [...groupBy(pairs, (p) => p.asset)].map(([asset, ps]) => [asset, ps.map((p) => p.r)]),
@@ -192,8 +204,7 @@ export class Scheduler {
       const result = await evaluatePending(ctx, now, round === 0 ? FRESH_BATCH : EVALUATE_BATCH);
       if (result.evaluated > 0) work.done = true;
       // Deliver what was just decided before looking at more.
-      if (result.triggered > 0)
-        await deliverDue(sql, this.targets, this.options.dispatchConcurrency, log, metrics, signal);
+      if (result.triggered > 0) await deliverDue(this.dispatch, signal);
       if (!result.more) break;
       // Fresh events go before the rest of a backlog: mark them and start again from the newest.
       if (this.woken || round === MAX_ROUNDS - 1) {
@@ -220,14 +231,7 @@ export class Scheduler {
       busy = true;
     }
     for (let round = 0; round < MAX_ROUNDS && !signal.aborted; round++) {
-      const { more } = await deliverDue(
-        sql,
-        this.targets,
-        this.options.dispatchConcurrency,
-        log,
-        metrics,
-        signal,
-      );
+      const { more } = await deliverDue(this.dispatch, signal);
       if (!more) break;
       if (this.woken) {
         busy = true; // fresh events first; the rest is delivered on the next pass
@@ -238,14 +242,7 @@ export class Scheduler {
     let wakeAt = Number.POSITIVE_INFINITY;
     for (const sweep of this.sweeps.values()) wakeAt = Math.min(wakeAt, sweep.wakeAt);
     // Periods still pending here were locked by someone else (skipped): look again shortly.
-    const ids = [...this.byId.keys()];
-    const [due] = await sql<{ at: Date | null; delivery: Date | null; skipped: boolean }[]>`
-      select (select min(due_at) from periods where due_at is not null and rollup_id = any(${ids}::text[])) as at,
-        (${nextDeliverySql(sql)}) as delivery,
-        -- The newest pending period, in periods_pending's order, rather than exists(): PostgreSQL
-        -- drops an EXISTS' order and limit, and without statistics then scans the table instead.
-        (select lo from periods where (dirty or manual_requested) and rollup_id = any(${ids}::text[])
-          order by lo desc limit 1) is not null as skipped`;
+    const due = await schedulerWake(sql, [...this.byId.keys()]);
     if (due?.skipped) wakeAt = Math.min(wakeAt, now.getTime() + SKIPPED_RETRY_MS);
     for (const at of [due?.at, due?.delivery]) if (at) wakeAt = Math.min(wakeAt, at.getTime());
     if (this.fullCheckAt > 0) wakeAt = Math.min(wakeAt, this.fullCheckAt + FULL_CHECK_MS);

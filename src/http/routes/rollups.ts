@@ -1,11 +1,11 @@
 import type { FastifyInstance } from 'fastify';
+import type { RollupRuntime } from '../../config/rollups.js';
 import { parseBound } from '../../core/bounds.js';
 import { BadInputError } from '../../core/errors.js';
 import type { PeriodView, Run } from '../../core/periods.js';
-import { EVENTS_CHANNEL } from '../../index/commit.js';
-import { countPeriods, listPeriods, summarizePeriods } from '../../index/period-listing.js';
-import { coveredHiOf, rollupCounts } from '../../index/periods.js';
-import type { RollupRuntime } from '../../scheduler/rollups.js';
+import { countPeriods, listPeriods, summarizePeriods } from '../../index/periods/listing.js';
+import { coveredHiOf, rollupCounts } from '../../index/periods/reads.js';
+import { requestManualRun } from '../../index/periods/writes.js';
 import type { HttpContext } from '../context.js';
 import { HttpError } from '../errors.js';
 import { policyJson } from '../policy-json.js';
@@ -104,13 +104,7 @@ export function registerRollupRoutes(rollups: readonly RollupRuntime[]): RouteRe
       if (period.start < rollup.begin) throw refuse("is before the rollup's begin");
       // Periods exist up to now: a manual run of one that has not begun would run on no data.
       if (rollup.domain === 'time' && period.start > ctx.now() * 1000) throw refuse('has not begun');
-      await ctx.sql.begin(async (tx) => {
-        await tx`
-          insert into periods (rollup_id, lo, hi, key) values (${rollup.id}, ${period.start}, ${period.end}, ${period.key})
-          on conflict do nothing`;
-        await tx`update periods set manual_requested = true, dirty = true where rollup_id = ${rollup.id} and lo = ${period.start}`;
-        await tx`select pg_notify(${EVENTS_CHANNEL}, '')`;
-      });
+      await requestManualRun(ctx.sql, rollup.id, period);
       ctx.log.info({ rollup: rollup.id, period: period.key }, 'manual trigger requested');
       return {
         rollup: rollup.id,

@@ -6,23 +6,30 @@ import { type DeliveryResult, getJson, postJson, resultOfStatus, type Target } f
 
 export type AirflowConfig = Omit<Extract<ResolvedTarget, { type: 'airflow' }>, 'type'>;
 
-/** Airflow run ids allow letters, digits and `_.~+-`; the idempotency key maps onto them one to one. */
-export function dagRunId(idempotencyKey: string): string {
-  return `coverage_rollup__${idempotencyKey.replace('@', '__').replace('#', '__gen')}`;
+/**
+ * Airflow run ids allow letters, digits and `_.~+-`; the idempotency key maps onto them one to one,
+ * and attempt N > 1 of a run adds `_aN` (`coverage_rollup__orders_daily__20250601T000000Z__gen1_a2`).
+ */
+export function dagRunId(idempotencyKey: string, attempt = 1): string {
+  const base = `coverage_rollup__${idempotencyKey.replace('@', '__').replace('#', '__gen')}`;
+  return attempt > 1 ? `${base}_a${attempt}` : base;
 }
+
+/** Logical-date offsets per attempt, in µs: unique for generations below this many. */
+const ATTEMPT_OFFSET_US = 100_000;
 
 /**
  * The run's logical date. Airflow 3 keeps (dag_id, logical_date) unique and drops the data
  * interval of a run without a logical date, so a rerun of a period (generation g > 1) cannot reuse
- * the period start: it gets the start plus g - 1 microseconds, which leaves `ds`, `ts_nodash` and
- * the data interval as they are.
+ * the period start: it gets the start plus g - 1 microseconds, and attempt a > 1 of it another
+ * (a - 1) x 0.1 s, which leaves `ds`, `ts_nodash` and the data interval as they are.
  */
 export function logicalDate(payload: TriggerPayload): string {
   const start = String(payload.period.start);
-  if (payload.generation <= 1) return start;
-  return String(
-    formatPoint('time', parseTimeBound(start, 'period.start', 'UTC').value + payload.generation - 1),
-  );
+  const attempt = payload.attempt ?? 1;
+  const offset = payload.generation - 1 + (attempt - 1) * ATTEMPT_OFFSET_US;
+  if (offset <= 0) return start;
+  return String(formatPoint('time', parseTimeBound(start, 'period.start', 'UTC').value + offset));
 }
 
 /**
@@ -31,13 +38,13 @@ export function logicalDate(payload: TriggerPayload): string {
  */
 export function triggerBody(payload: TriggerPayload) {
   return {
-    dag_run_id: dagRunId(payload.idempotency_key),
+    dag_run_id: dagRunId(payload.idempotency_key, payload.attempt ?? 1),
     logical_date: logicalDate(payload),
     data_interval_start: payload.period.start,
     data_interval_end: payload.period.end,
     run_after: payload.period.end,
     conf: payload,
-    note: `coverage-rollup ${payload.reason} trigger, generation ${payload.generation}`,
+    note: `coverage-rollup ${payload.reason} trigger, generation ${payload.generation}${(payload.attempt ?? 1) > 1 ? `, attempt ${payload.attempt}` : ''}`,
   };
 }
 
@@ -76,7 +83,7 @@ export function airflowTarget(config: AirflowConfig, now: () => number = Date.no
   async function attempt(payload: TriggerPayload, used: string[]): Promise<DeliveryResult> {
     const body = triggerBody(payload);
     // The dag_run_id already makes a redelivery a 409; the header lets a gateway in front dedupe too.
-    const extra = { 'Idempotency-Key': payload.idempotency_key };
+    const extra = { 'Idempotency-Key': payload.run_id ?? payload.idempotency_key };
     const response = await authorized(used, (auth) =>
       postJson(endpoint, body, { ...auth, ...extra }, config.timeout),
     );

@@ -7,7 +7,8 @@ import type { DeliveryResult, Target } from './target.js';
 export const QUEUE_DELIVERY_TIMEOUT_MS = 10_000;
 
 /**
- * A BullMQ job whose jobId is the idempotency key: adding it twice leaves one job. Each add is
+ * A BullMQ job whose jobId is the attempt's run id (the idempotency key for attempt 1): adding it
+ * twice leaves one job. Each add is
  * bounded in time: a Redis cut off without a reset never answers (ioredis waits with no deadline),
  * and the lease holder's scheduler, which delivers between decisions, must not wait with it. An
  * add given up on may still land later; the retry then finds the job under its id and adds none.
@@ -21,7 +22,7 @@ export function queueTarget(
   const queue = new Queue(name, { connection, prefix });
   return {
     async deliver(payload: TriggerPayload): Promise<DeliveryResult> {
-      const added = queue.add(payload.rollup, payload, { jobId: payload.idempotency_key });
+      const added = queue.add(payload.rollup, payload, { jobId: payload.run_id ?? payload.idempotency_key });
       added.catch(() => {}); // settles harmlessly after a timeout
       let timer: NodeJS.Timeout | undefined;
       const late = new Promise<never>((_, reject) => {

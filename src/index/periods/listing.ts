@@ -3,7 +3,7 @@
  * costs its own periods plus the stored rows in its range; counts and the summary cost the stored
  * rows of the window, never the length of the calendar.
  */
-import type { Period } from '../core/calendar.js';
+import type { Period } from '../../core/calendar.js';
 import {
   combineCounts,
   missedBefore,
@@ -12,11 +12,11 @@ import {
   type StateCounts,
   summaryRuns,
   viewPeriods,
-} from '../core/periods.js';
-import type { PeriodState } from '../core/policy.js';
-import type { Rollup } from '../core/rollup.js';
-import type { Db } from './db.js';
-import { storedCountsIn, storedPeriods, storedStates } from './periods.js';
+} from '../../core/periods.js';
+import type { PeriodState } from '../../core/policy.js';
+import type { Rollup } from '../../core/rollup.js';
+import type { Db } from '../db.js';
+import { type StoredPeriod, storedCountsIn, storedPeriod, storedPeriods, storedStates } from './reads.js';
 
 /** States only a stored row can have: a filter on them reads rows, not the calendar. */
 const STORED_ONLY: ReadonlySet<PeriodState> = new Set(['settling', 'triggered', 'rerun_pending']);
@@ -68,6 +68,21 @@ export async function listPeriods(db: Db, rollup: Rollup, req: PageRequest, nowM
   if (found.length > req.limit) return finish(found, req);
   const done = req.order === 'asc' ? cursor >= to : cursor <= from;
   return { periods: sortAsc(found), next: done ? null : cursor };
+}
+
+/**
+ * One period as the listings show it: its stored row, or derived when nothing happened to it
+ * (`stored` null). The one place the period detail and the status page read a single period.
+ */
+export async function periodAt(
+  db: Db,
+  rollup: Rollup,
+  period: Period,
+  nowMs: number,
+): Promise<{ view: PeriodView; stored: StoredPeriod | null }> {
+  const stored = await storedPeriod(db, rollup.id, period.start);
+  const rows = new Map(stored === null ? [] : [[stored.start, stored]]);
+  return { view: viewPeriods(rollup, [period], rows, nowMs)[0]!, stored };
 }
 
 /** Counts per state of every period of the window, stored and derived. */
