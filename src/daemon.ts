@@ -7,6 +7,7 @@ import { registerStatusPage } from './http/routes/status-page.js';
 import { buildServer } from './http/server.js';
 import { registerDeclaredAssets } from './index/assets.js';
 import { connect, ensureDatabase, type Sql } from './index/db.js';
+import { MAINTENANCE_EVERY_MS, MaintenanceLoop } from './index/maintenance-loop.js';
 import { migrate } from './index/migrate.js';
 import { type ReadHandle, ReadReplica } from './index/read-replica.js';
 import { RetentionLoop } from './index/retention-loop.js';
@@ -72,6 +73,13 @@ export async function startDaemon(config: Config, log: Logger): Promise<Daemon> 
     const retention = new RetentionLoop(sql, config, log.child({ component: 'retention' }), metrics);
     await retention.start();
     closers.unshift(() => retention.stop());
+    const maintenance = new MaintenanceLoop(
+      sql,
+      Math.min(MAINTENANCE_EVERY_MS, config.retention.prune_every),
+      log.child({ component: 'maintenance' }),
+    );
+    await maintenance.start();
+    closers.unshift(() => maintenance.stop());
 
     const ingestSql = connectIngest(config);
     closers.unshift(() => ingestSql.end({ timeout: 5 }));
@@ -156,6 +164,7 @@ export async function startDaemon(config: Config, log: Logger): Promise<Daemon> 
         now: Date.now,
         ...(schedulerStatus ? { schedulerStatus } : {}),
         retentionStatus: () => retention.status(),
+        maintenanceStatus: () => maintenance.status(),
       },
       [registerRollupRoutes(rollups), registerStatusPage(rollups)],
     );

@@ -119,6 +119,11 @@ const config = testConfig(db, prefix, {
     },
   ],
 });
+// The daemon analyzes its own tables after large changes (src/index/maintenance.ts): holding its
+// maintenance lock keeps this database never analyzed until the test says so.
+const maintenanceLock = await db.sql.reserve();
+await maintenanceLock`select pg_advisory_lock(hashtext('coverage-rollup.prune'))`;
+afterAll(() => maintenanceLock.release());
 const daemon = await startTestDaemon(config);
 const producer = testProducer(config);
 
