@@ -133,6 +133,10 @@ export const configSchema = z
         pg_stall_timeout: isoDuration
           .refine((ms) => ms >= 200, { message: 'must be at least PT0.2S' })
           .default(5_000),
+        // How often the failed sets are reconciled with the event log (ingest/failed-reconcile.ts).
+        reconcile_every: isoDuration
+          .refine((ms) => ms >= 100, { message: 'must be at least PT0.1S' })
+          .default(60_000),
       })
       .default({
         name: 'asset-events',
@@ -145,6 +149,7 @@ export const configSchema = z
         batch_wait: 5,
         max_stalled_count: 100,
         pg_stall_timeout: 5_000,
+        reconcile_every: 60_000,
       }),
     assets: z.array(assetSchema).default([]),
     lease: z

@@ -2,15 +2,16 @@
  * The daemon's table maintenance loop (SPEC §13): at start it says whether autovacuum looks after
  * its database, and then, where it does not, it analyzes and vacuums its own tables after large
  * changes (src/index/maintenance.ts), under the maintenance lock retention uses, so one instance
- * works at a time. The counts it reads are cheap: it looks every MAINTENANCE_EVERY_MS (or every
- * retention.prune_every, if shorter).
+ * works at a time. The counts it reads are cheap, so it looks often: every MAINTENANCE_EVERY_MS (or
+ * every retention.prune_every, if shorter), and a table churned by ingest and marking (periods,
+ * assets, cursors) is vacuumed before its dead rows fill more than a few pages.
  */
 import type { Logger } from '../log.js';
 import type { Sql } from './db.js';
 import { type AutovacuumState, autovacuumState, maintainTables, type TableWork } from './maintenance.js';
 import { withMaintenanceLock } from './retention.js';
 
-export const MAINTENANCE_EVERY_MS = 30_000;
+export const MAINTENANCE_EVERY_MS = 10_000;
 
 export class MaintenanceLoop {
   private timer: NodeJS.Timeout | undefined;

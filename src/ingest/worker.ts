@@ -8,6 +8,7 @@ import { isTransient } from '../index/transient.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
 import { deadLetter } from './dead-letter.js';
+import { startReconciling } from './failed-reconcile.js';
 import { GroupCommitter } from './group-commit.js';
 import { consumedGroups, type QueueGroup } from './groups.js';
 import { probePostgres, StallGuard } from './pg-stall.js';
@@ -164,7 +165,10 @@ export function startIngestWorker(config: Config, sql: Sql, log: Logger, metrics
     worker.on('failed', (job, error) =>
       log.error({ job_id: job?.id, group: group.index, err: error }, 'event job failed'),
     );
-    return { worker, dlq };
+    // Its own handle on the queue, for the failed-set reconciliation.
+    const reconcile = new Queue(group.name, { connection, prefix: group.prefix });
+    reconcile.on('error', (error) => log.debug({ err: error }, 'events queue connection error'));
+    return { worker, dlq, reconcile };
   };
   const consumers = consumedGroups(queue).map(consume);
   const workers = consumers.map((c) => c.worker);
@@ -187,11 +191,14 @@ export function startIngestWorker(config: Config, sql: Sql, log: Logger, metrics
     log,
   });
   guard.start();
+  const reconcileQueues = consumers.map((c) => c.reconcile);
+  const stopReconciling = startReconciling(reconcileQueues, sql, options, queue.reconcile_every, log);
 
   return {
     workers,
     async close(timeoutMs) {
       await guard.stop();
+      await stopReconciling();
       const drained = (async () => {
         await Promise.all(workers.map((w) => w.pause(true)));
         await committer.drain();
@@ -209,7 +216,7 @@ export function startIngestWorker(config: Config, sql: Sql, log: Logger, metrics
       // Force when Redis is unreachable: a graceful close sends QUIT, which waits for a connection
       // that may never come back. The commits have drained (or been abandoned) either way.
       await Promise.all(workers.map((w) => w.close(timedOut || connection.status !== 'ready')));
-      await Promise.all(consumers.map((c) => c.dlq.close()));
+      await Promise.all(consumers.flatMap((c) => [c.dlq.close(), c.reconcile.close()]));
       connection.disconnect();
     },
   };
