@@ -48,7 +48,9 @@ export async function startDaemon(config: Config, log: Logger): Promise<Daemon> 
   const rollups = defineRollups(config);
   if (config.scheduler.enabled) checkSecretEnv(config, process.env);
   await ensureDatabase(config.database_url, log);
-  const sql = connect(config.database_url, { max: 20 });
+  // Every pool gives up a stale flow within queue.pg_stall_timeout (src/index/stale-connections.ts).
+  const stale = { staleAfterMs: config.queue.pg_stall_timeout, log: log.child({ component: 'postgres' }) };
+  const sql = connect(config.database_url, { max: 20, ...stale });
   const closers: Array<() => Promise<void>> = [() => sql.end({ timeout: 5 })];
   try {
     await migrate(sql, log);
@@ -81,7 +83,7 @@ export async function startDaemon(config: Config, log: Logger): Promise<Daemon> 
     await maintenance.start();
     closers.unshift(() => maintenance.stop());
 
-    const ingestSql = connectIngest(config);
+    const ingestSql = connectIngest(config, stale.log);
     closers.unshift(() => ingestSql.end({ timeout: 5 }));
     const ingest: IngestWorker = startIngestWorker(
       config,
@@ -95,7 +97,11 @@ export async function startDaemon(config: Config, log: Logger): Promise<Daemon> 
     let schedulerStatus: (() => Record<string, unknown>) | undefined;
     if (scheduling) {
       // The lease has its own small pool so renewals never wait behind evaluation queries.
-      const leaseSql = connect(config.database_url, { max: 2, applicationName: 'coverage-rollup-lease' });
+      const leaseSql = connect(config.database_url, {
+        max: 2,
+        applicationName: 'coverage-rollup-lease',
+        ...stale,
+      });
       closers.push(() => leaseSql.end({ timeout: 5 }));
       const lease = new SchedulerLease({
         sql: leaseSql,

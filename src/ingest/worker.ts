@@ -41,11 +41,13 @@ export function laneOf(asset: string, lanes: number): number {
  * process) is ended by the server after queue.pg_stall_timeout, so the asset rows it locked are
  * free for the instances that take its jobs over.
  */
-export function connectIngest(config: Config): Sql {
+export function connectIngest(config: Config, log?: Logger): Sql {
   return connect(config.database_url, {
     max: 2 * COMMIT_LANES,
     applicationName: 'coverage-rollup-ingest',
     idleInTransactionTimeoutMs: config.queue.pg_stall_timeout,
+    // A commit stuck on a stale flow is given up and retried on a fresh connection.
+    ...(log ? { staleAfterMs: config.queue.pg_stall_timeout, log } : {}),
   });
 }
 
