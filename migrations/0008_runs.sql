@@ -17,7 +17,8 @@ CREATE TABLE runs (
   error text,
   -- The version a successful run reported (callback), if any.
   version text,
-  lease_token bigint NOT NULL,
+  -- The lease that made it (null for a manual retry, which any instance may make).
+  lease_token bigint,
   created_at timestamptz NOT NULL DEFAULT now(),
   -- Pending: when the next delivery try is due (now, or later after a transient failure).
   due_at timestamptz,
@@ -27,7 +28,8 @@ CREATE TABLE runs (
   finished_at timestamptz,
   -- Started or running: no outcome by then is timed_out (started_at + run.timeout).
   timeout_at timestamptz,
-  -- Started or running: when the scheduler next asks the target (queue, airflow) about it.
+  -- When the scheduler next asks the target (queue, airflow) about it: while open, and for an
+  -- Airflow run for a while after it finished (a cleared dag run reopens).
   check_at timestamptz,
   -- Finished without success, retries left: when attempt + 1 is made.
   next_retry_at timestamptz,
@@ -38,7 +40,7 @@ CREATE TABLE runs (
 -- Every scheduler pass reads these four through partial indexes that hold only the open rows, so an
 -- idle pass costs a handful of index pages whatever the history.
 CREATE INDEX runs_pending ON runs (due_at) WHERE state = 'pending';
-CREATE INDEX runs_check ON runs (check_at) WHERE state IN ('started', 'running');
+CREATE INDEX runs_check ON runs (check_at) WHERE check_at IS NOT NULL;
 CREATE INDEX runs_timeout ON runs (timeout_at) WHERE state IN ('started', 'running');
 CREATE INDEX runs_retry ON runs (next_retry_at) WHERE next_retry_at IS NOT NULL;
 

@@ -164,8 +164,10 @@ export const configSchema = z
       .strictObject({
         enabled: z.boolean().default(true),
         dispatch_concurrency: z.number().int().min(1).default(16),
+        // How often queue and airflow targets are asked about each open run (README "Runs").
+        run_check_every: isoDuration.refine((ms) => ms >= 100, 'must be at least PT0.1S').default(2000),
       })
-      .default({ enabled: true, dispatch_concurrency: 16 }),
+      .default({ enabled: true, dispatch_concurrency: 16, run_check_every: 2000 }),
     retention: z
       .strictObject({
         // How long the event log is kept; see README "Operations: retention".

@@ -20,11 +20,15 @@ import type { Rollup } from '../core/rollup.js';
 import { upstreamFacts } from '../core/upstream-facts.js';
 import type { Db } from '../index/db.js';
 import { periodAt } from '../index/periods/listing.js';
+import { periodRuns, type RunReportView, type RunView } from '../index/run-reads.js';
 import { triggersOfPeriod } from '../index/triggers.js';
 import { loadUpstreams } from '../index/upstreams.js';
+import { runJson } from './routes/run-json.js';
 
 /** Ranges listed per upstream at most; the counts say how many there are. */
 const MAX_RANGES = 100;
+/** Runs listed at most (every attempt of every generation, newest first). */
+const MAX_RUNS = 100;
 
 export interface UpstreamExplanation {
   seen: boolean;
@@ -52,6 +56,8 @@ export interface PeriodExplanation {
     triggered_at: string | null;
     rerun: Rerun | null;
     manual_requested: boolean;
+    /** The current run: the newest attempt of the period's generation; null before the first trigger. */
+    run: ReturnType<typeof runJson> | null;
   };
   upstreams: Record<string, UpstreamExplanation>;
   verdict: {
@@ -73,6 +79,8 @@ export interface PeriodExplanation {
     attempts: number;
     last_error: string | null;
   }>;
+  /** Every attempt of every generation, newest first, each with its reports. */
+  runs: Array<RunView & { reports: RunReportView[] }>;
 }
 
 /** The explanation of the rollup's period `key` at `nowMs`; null when it has no such period (yet). */
@@ -90,11 +98,14 @@ export async function explainPeriod(
   ) {
     return null;
   }
-  const [{ view, stored: row }, triggers, upstreams] = await Promise.all([
+  const [{ view, stored: row }, triggers, upstreams, runs] = await Promise.all([
     periodAt(sql, rollup, period, nowMs),
     triggersOfPeriod(sql, rollup.id, period.start),
     loadUpstreams(sql, rollup, [period]),
+    periodRuns(sql, rollup.id, period.start, MAX_RUNS),
   ]);
+  // Newest first: the first run of the period's generation is its newest attempt.
+  const current = view.generation > 0 ? runs.find((r) => r.generation === view.generation) : undefined;
   const { facts, coverages } = upstreamFacts(rollup, { lo: period.start, hi: period.end }, upstreams);
   const periodFacts: PeriodFacts = row
     ? {
@@ -130,6 +141,7 @@ export async function explainPeriod(
       triggered_at: iso(view.triggeredAt),
       rerun: row?.rerun ?? null,
       manual_requested: row?.manualRequested ?? false,
+      run: current ? runJson(current) : null,
     },
     upstreams: Object.fromEntries(
       [...coverages].map(([name, { domain, coverage }], i): [string, UpstreamExplanation] => [
@@ -185,5 +197,6 @@ export async function explainPeriod(
       attempts: t.attempts,
       last_error: t.last_error,
     })),
+    runs,
   };
 }

@@ -2,10 +2,10 @@
  * Reads of runs (SPEC §11): the scheduler's work lists, each through a partial index that holds
  * only open rows, and the history and counts the API shows.
  */
-import type { RunState } from '../core/runs.js';
+import type { ReportEffect, RunState } from '../core/runs.js';
 import type { TriggerPayload } from '../core/trigger.js';
 import type { Db, Sql } from './db.js';
-import type { RunRef } from './runs.js';
+import type { ReportSource, RunRef } from './runs.js';
 
 interface RefRow {
   rollup_id: string;
@@ -63,21 +63,38 @@ export async function dueRuns(sql: Sql, limit: number): Promise<DueRun[]> {
   }));
 }
 
-export interface OpenRun {
+export interface FollowedRun {
   readonly run: RunRef;
   readonly runId: string;
+  readonly state: RunState;
+  readonly finishedAt: Date | null;
   readonly target: TargetJson;
-  readonly startedAt: Date | null;
+  readonly payload: TriggerPayload;
 }
 
-/** Started or running runs whose target is due to be asked about them, longest-waiting first. */
-export async function runsToCheck(sql: Sql, limit: number): Promise<OpenRun[]> {
-  const rows = await sql<(RefRow & { run_id: string; target: TargetJson; started_at: Date | null })[]>`
-    select r.rollup_id, r.period_lo, r.generation, r.attempt, r.run_id, t.target, r.started_at
+/** Runs whose target is due to be asked about them (open, or watched after finishing), longest-waiting first. */
+export async function runsToCheck(sql: Sql, limit: number): Promise<FollowedRun[]> {
+  const rows = await sql<
+    (RefRow & {
+      run_id: string;
+      state: RunState;
+      finished_at: Date | null;
+      target: TargetJson;
+      payload: TriggerPayload;
+    })[]
+  >`
+    select r.rollup_id, r.period_lo, r.generation, r.attempt, r.run_id, r.state, r.finished_at, t.target, t.payload
     from runs r join triggers t using (rollup_id, period_lo, generation)
-    where r.state in ('started', 'running') and r.check_at <= clock_timestamp()
+    where r.check_at <= clock_timestamp()
     order by r.check_at limit ${limit}`;
-  return rows.map((r) => ({ run: ref(r), runId: r.run_id, target: r.target, startedAt: r.started_at }));
+  return rows.map((r) => ({
+    run: ref(r),
+    runId: r.run_id,
+    state: r.state,
+    finishedAt: r.finished_at,
+    target: r.target,
+    payload: r.payload,
+  }));
 }
 
 /** Started or running runs past their timeout. */
@@ -102,7 +119,7 @@ export async function retriesDue(sql: Sql, limit: number): Promise<RunRef[]> {
 export function nextRunWorkSql(sql: Sql) {
   return sql`select least(
     (select min(due_at) from runs where state = 'pending'),
-    (select min(check_at) from runs where state in ('started', 'running')),
+    (select min(check_at) from runs where check_at is not null),
     (select min(timeout_at) from runs where state in ('started', 'running')),
     (select min(next_retry_at) from runs where next_retry_at is not null))`;
 }
@@ -184,9 +201,9 @@ export async function currentRuns(
 
 export interface RunReportView {
   readonly at: string;
-  readonly source: string;
+  readonly source: ReportSource;
   readonly state: string;
-  readonly effect: string;
+  readonly effect: ReportEffect;
   readonly error: string | null;
   readonly version: string | null;
 }
@@ -209,9 +226,9 @@ export async function periodRuns(
       generation: number;
       attempt: number;
       at: Date;
-      source: string;
+      source: ReportSource;
       state: string;
-      effect: string;
+      effect: ReportEffect;
       error: string | null;
       version: string | null;
     }[]
@@ -250,4 +267,29 @@ export async function runCountsOf(
     out.set(r.rollup_id, counts);
   }
   return out;
+}
+
+/** Starts of the stored periods in [from, to) whose current run failed, timed out or was lost (an index range). */
+export async function retryablePeriods(
+  db: Db,
+  rollupId: string,
+  from: number,
+  to: number,
+  limit: number,
+): Promise<number[]> {
+  const rows = await db<{ lo: number }[]>`
+    select lo from periods
+    where rollup_id = ${rollupId} and run_state in ('failed', 'timed_out', 'lost') and lo >= ${from} and lo < ${to}
+    order by lo limit ${limit}`;
+  return rows.map((r) => r.lo);
+}
+
+/** One run by its key. */
+export async function runAt(db: Db, ref: RunRef): Promise<RunView | null> {
+  const [row] = await db<RunRow[]>`
+    select generation, attempt, run_id, state, cause, error, version, created_at, started_at, finished_at,
+      next_retry_at, timeout_at, deliveries
+    from runs where rollup_id = ${ref.rollupId} and period_lo = ${ref.lo} and generation = ${ref.generation}
+      and attempt = ${ref.attempt}`;
+  return row ? runView(row) : null;
 }

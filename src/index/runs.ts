@@ -5,7 +5,6 @@
  */
 import {
   applyReport,
-  isOpen,
   manualRetryRefusal,
   type ReportEffect,
   type RunFacts,
@@ -90,7 +89,7 @@ export async function reportRun(
   report: RunReport,
   source: ReportSource,
   policy: RunPolicy,
-  opts: { readonly recordUnchanged?: boolean } = {},
+  opts: { readonly record: 'all' | 'changes' },
 ): Promise<ReportResult | null> {
   const [period] = await tx<{ generation: number; run_attempt: number | null; now: Date }[]>`
     select generation, run_attempt, clock_timestamp() as now from periods
@@ -120,15 +119,15 @@ export async function reportRun(
       update runs set state = ${after.state}, error = ${after.error}, version = ${after.version},
         started_at = ${date(after.startedAt)}, finished_at = ${date(after.finishedAt)},
         timeout_at = ${date(after.timeoutAt)}, next_retry_at = ${date(after.nextRetryAt)},
-        due_at = case when ${after.state} = 'pending' then due_at end,
-        check_at = case when ${isOpen(after.state)} then check_at end
+        due_at = case when ${after.state} = 'pending' then due_at end
       where rollup_id = ${ref.rollupId} and period_lo = ${ref.lo} and generation = ${ref.generation}
         and attempt = ${ref.attempt}`;
   }
   if (effect === 'applied') {
     await tx`update periods set run_state = ${after.state} where rollup_id = ${ref.rollupId} and lo = ${ref.lo}`;
   }
-  if (effect !== 'unchanged' || opts.recordUnchanged) {
+  // Polls record what changed a run; callbacks and the scheduler's own moves record everything.
+  if (opts.record === 'all' || moved) {
     const state = report.kind === 'target' ? report.state : moved ? after.state : report.kind;
     const error = report.kind === 'target' ? (report.error ?? null) : moved ? after.error : null;
     const version = report.kind === 'target' ? (report.version ?? null) : null;
@@ -168,7 +167,7 @@ export async function recordDelivery(
   checkAfterMs: number | null,
 ): Promise<ReportResult | null> {
   const report: RunReport = outcome.ok ? { kind: 'delivered' } : { kind: 'refused', error: outcome.error };
-  const result = await reportRun(tx, ref, report, 'scheduler', policy);
+  const result = await reportRun(tx, ref, report, 'scheduler', policy, { record: 'all' });
   if (!result) return null;
   const where = tx`rollup_id = ${ref.rollupId} and period_lo = ${ref.lo} and generation = ${ref.generation}`;
   const checkAt = checkAfterMs === null ? null : new Date(result.now.getTime() + checkAfterMs);
@@ -204,15 +203,23 @@ export async function recordDeliveryRetry(
   });
 }
 
-/** After asking the target: look again in `afterMs` (runs the answer did not finish). */
-export async function markChecked(db: Db, refs: readonly RunRef[], afterMs: number): Promise<void> {
-  if (refs.length === 0) return;
+/**
+ * After asking the target: when to ask again (ms from now), or null to stop following the run.
+ * One statement for the whole batch, so a pass's checks cost one write.
+ */
+export async function setNextChecks(
+  db: Db,
+  checks: ReadonlyArray<{ readonly run: RunRef; readonly afterMs: number | null }>,
+): Promise<void> {
+  if (checks.length === 0) return;
+  const refs = checks.map((c) => c.run);
   await db`
-    update runs r set check_at = clock_timestamp() + make_interval(secs => ${afterMs / 1000})
+    update runs r set check_at = clock_timestamp() + make_interval(secs => u.after_ms / 1000.0)
     from unnest(${refs.map((r) => r.rollupId)}::text[], ${refs.map((r) => r.lo)}::int8[],
-      ${refs.map((r) => r.generation)}::int4[], ${refs.map((r) => r.attempt)}::int4[]) as u(rollup_id, lo, generation, attempt)
+      ${refs.map((r) => r.generation)}::int4[], ${refs.map((r) => r.attempt)}::int4[],
+      ${checks.map((c) => c.afterMs)}::float8[]) as u(rollup_id, lo, generation, attempt, after_ms)
     where r.rollup_id = u.rollup_id and r.period_lo = u.lo and r.generation = u.generation
-      and r.attempt = u.attempt and r.state in ('started', 'running')`;
+      and r.attempt = u.attempt`;
 }
 
 /** Ask about these runs now: a wake-up (a job finished) makes their next check immediate. */
@@ -220,7 +227,7 @@ export async function checkSoon(db: Db, runIds: readonly string[]): Promise<void
   if (runIds.length === 0) return;
   await db`
     update runs set check_at = clock_timestamp()
-    where run_id = any(${runIds}::text[]) and state in ('started', 'running') and check_at is not null`;
+    where run_id = any(${runIds as string[]}::text[]) and check_at is not null`;
 }
 
 export type RetryResult =

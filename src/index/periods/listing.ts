@@ -16,7 +16,14 @@ import {
 import type { PeriodState } from '../../core/policy.js';
 import type { Rollup } from '../../core/rollup.js';
 import type { Db } from '../db.js';
-import { type StoredPeriod, storedCountsIn, storedPeriod, storedPeriods, storedStates } from './reads.js';
+import {
+  type StoredPeriod,
+  storedCountsIn,
+  storedPeriod,
+  storedPeriods,
+  storedPeriodsByRun,
+  storedStates,
+} from './reads.js';
 
 /** States only a stored row can have: a filter on them reads rows, not the calendar. */
 const STORED_ONLY: ReadonlySet<PeriodState> = new Set(['settling', 'triggered', 'rerun_pending']);
@@ -33,6 +40,8 @@ export interface PageRequest {
   readonly at: number | null;
   readonly limit: number;
   readonly state: PeriodState | undefined;
+  /** Only periods whose current run is in this state (SPEC §11): stored rows only. */
+  readonly runState?: string | undefined;
 }
 
 export interface Page {
@@ -46,6 +55,14 @@ export async function listPeriods(db: Db, rollup: Rollup, req: PageRequest, nowM
   const from = req.order === 'asc' ? Math.max(req.from, req.at ?? req.from) : req.from;
   const to = req.order === 'desc' ? Math.min(req.to, req.at ?? req.to) : req.to;
   if (from >= to) return { periods: [], next: null };
+  if (req.runState) {
+    // Every period with a run is stored: read the run-state index, never the calendar.
+    const rows = await storedPeriodsByRun(db, rollup.id, from, to, req.runState, {
+      ...req,
+      limit: req.limit + 1,
+    });
+    return finish(rows, req);
+  }
   if (req.state && STORED_ONLY.has(req.state)) {
     const rows = await storedPeriods(db, rollup.id, from, to, { ...req, limit: req.limit + 1 });
     return finish(rows, req);

@@ -68,6 +68,34 @@ export async function storedPeriods(
   return rows.map(view);
 }
 
+/**
+ * Stored periods starting in [from, to) whose current run is in `runState` (optionally also of one
+ * period state), `limit` from one end: a range of the partial index periods_run_state.
+ */
+export async function storedPeriodsByRun(
+  db: Db,
+  rollupId: string,
+  from: number,
+  to: number,
+  runState: string,
+  opts: { readonly state?: PeriodState | undefined; readonly order: 'asc' | 'desc'; readonly limit: number },
+): Promise<PeriodView[]> {
+  const state = opts.state ?? null;
+  const rows =
+    opts.order === 'asc'
+      ? await db<Row[]>`
+          select lo, hi, key, state, ratio, ratios, generation, reason, triggered_at from periods
+          where rollup_id = ${rollupId} and run_state = ${runState} and lo >= ${from} and lo < ${to}
+            and (${state}::text is null or state = ${state}::text)
+          order by lo limit ${opts.limit}`
+      : await db<Row[]>`
+          select lo, hi, key, state, ratio, ratios, generation, reason, triggered_at from periods
+          where rollup_id = ${rollupId} and run_state = ${runState} and lo >= ${from} and lo < ${to}
+            and (${state}::text is null or state = ${state}::text)
+          order by lo desc limit ${opts.limit}`;
+  return rows.map(view);
+}
+
 /** The states of the stored periods starting in [from, to), ascending: the summary's input. */
 export async function storedStates(
   db: Db,
