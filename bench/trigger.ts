@@ -3,11 +3,14 @@
  * enqueuing the event that completes a period to the downstream job being on the target queue.
  * The daemon runs in its own process, as in production. Prints JSON: p50, p90, p99 and max over
  * BENCH_PERIODS periods (default 250), after BENCH_WARMUP periods that are not counted (default 50).
+ * BENCH_QUEUE_BACKEND=postgres puts the events and target queues on BullMQ's PostgreSQL backend,
+ * in the bench database (default redis).
  *
  *   npm run bench:trigger
+ *   BENCH_QUEUE_BACKEND=postgres npm run bench:trigger
  */
-import { Queue, QueueEvents } from 'bullmq';
-import { Redis } from 'ioredis';
+import { parseConfig } from '../src/config.js';
+import { queueConnection } from '../src/ingest/queue-backend.js';
 import {
   createBenchDatabase,
   DATABASE_CONNECTION,
@@ -24,6 +27,7 @@ const WARMUP = Number(process.env.BENCH_WARMUP ?? 50);
 const BACKGROUND_RATE = Number(process.env.BENCH_RATE ?? 2000);
 const BACKGROUND_ASSETS = 50;
 const TICK_MS = 50;
+const BACKEND = process.env.BENCH_QUEUE_BACKEND === 'postgres' ? 'postgres' : 'redis';
 
 async function main(): Promise<void> {
   const db = await createBenchDatabase();
@@ -32,7 +36,7 @@ async function main(): Promise<void> {
     database_url: db.url,
     redis_url: REDIS_URL,
     http: { host: '127.0.0.1', port: 0 },
-    queue: { prefix },
+    queue: { prefix, backend: BACKEND },
     rollups: [
       {
         id: 'trig',
@@ -43,10 +47,11 @@ async function main(): Promise<void> {
       },
     ],
   });
-  const connection = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
-  const producer = new Queue('asset-events', { connection, prefix });
-  const eventsConnection = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
-  const events = new QueueEvents('bench-runs', { connection: eventsConnection, prefix });
+  const connection = queueConnection(
+    parseConfig({ database_url: db.url, redis_url: REDIS_URL, queue: { prefix, backend: BACKEND } }),
+  );
+  const producer = connection.queue('asset-events', prefix);
+  const events = connection.queueEvents('bench-runs', prefix);
   await events.waitUntilReady();
   const seen = new Map<string, number>();
   const waiters = new Map<string, () => void>();
@@ -119,6 +124,7 @@ async function main(): Promise<void> {
   process.stdout.write(
     `${JSON.stringify({
       benchmark: 'trigger',
+      queue_backend: BACKEND,
       database_connection: DATABASE_CONNECTION,
       periods: PERIODS,
       warmup_periods: WARMUP,
@@ -139,9 +145,8 @@ async function main(): Promise<void> {
     })}\n`,
   );
   await events.close();
-  eventsConnection.disconnect();
   await producer.close();
-  connection.disconnect();
+  await connection.close();
   await daemon.stop();
   await db.drop();
   await dropPrefix(prefix);

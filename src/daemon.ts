@@ -12,6 +12,7 @@ import { migrate } from './index/migrate.js';
 import { type ReadHandle, ReadReplica } from './index/read-replica.js';
 import { RetentionLoop } from './index/retention-loop.js';
 import { EventQueues } from './ingest/event-queues.js';
+import { queueConnection } from './ingest/queue-backend.js';
 import { isClusterUrl, redisConnection, warnUnlessNoEviction } from './ingest/redis.js';
 import { connectIngest, type IngestWorker, startIngestWorker } from './ingest/worker.js';
 import { type Logger, redactUrl } from './log.js';
@@ -29,7 +30,10 @@ export interface Daemon {
   readonly url: string;
   /** The scheduler when this instance schedules (its `pass` and `decided` events), else undefined. */
   readonly scheduler: Scheduler | undefined;
-  /** Stops taking work, drains in-flight work within shutdown_timeout, releases the lease, closes. */
+  /**
+   * Stops taking work, drains in-flight work and releases the lease within shutdown_timeout (one
+   * budget: the scheduler's share, then ingest's, see shutdownBudget), then closes.
+   */
   stop(): Promise<void>;
 }
 
@@ -39,9 +43,11 @@ export async function startDaemon(config: Config, log: Logger): Promise<Daemon> 
     {
       database: redactUrl(config.database_url),
       ...(config.database_read_url ? { read_replica: redactUrl(config.database_read_url) } : {}),
-      redis: redactUrl(config.redis_url),
+      queue_backend: config.queue.backend,
+      ...(config.queue.backend === 'redis'
+        ? { redis: redactUrl(config.redis_url), redis_cluster: isClusterUrl(config.redis_url) }
+        : {}),
       queue: config.queue.name,
-      redis_cluster: isClusterUrl(config.redis_url),
       queue_groups: config.queue.groups,
       consumed_groups: config.queue.consume ?? 'all',
     },
@@ -54,6 +60,7 @@ export async function startDaemon(config: Config, log: Logger): Promise<Daemon> 
   const stale = { staleAfterMs: config.queue.pg_stall_timeout, log: log.child({ component: 'postgres' }) };
   const sql = connect(config.database_url, { max: 20, ...stale });
   const closers: Array<() => Promise<void>> = [() => sql.end({ timeout: 5 })];
+  const budget = shutdownBudget(config.shutdown_timeout);
   try {
     await migrate(sql, log);
     for (const { declared, recorded } of await registerDeclaredAssets(sql, config.assets)) {
@@ -64,11 +71,15 @@ export async function startDaemon(config: Config, log: Logger): Promise<Daemon> 
     }
     const metrics = createMetrics();
     if (rollups.length > 0) metrics.setPeriodSource(periodGaugeSource(sql, rollups, log));
-    const redis = redisConnection(config.redis_url);
-    closers.unshift(async () => void redis.disconnect());
-    // Not awaited: a Redis still coming up must not hold the start; the warning follows when it answers.
-    void warnUnlessNoEviction(redis, log);
-    const eventsQueue = new EventQueues(redis, config.queue);
+    const queues = queueConnection(config);
+    closers.unshift(() => queues.close());
+    if (config.queue.backend === 'redis') {
+      // Not awaited: a Redis still coming up must not hold the start; the warning follows when it answers.
+      const redis = redisConnection(config.redis_url);
+      closers.unshift(async () => void redis.disconnect());
+      void warnUnlessNoEviction(redis, log).finally(() => redis.disconnect());
+    }
+    const eventsQueue = new EventQueues(queues, config.queue);
     // The ingest worker's handler logs this connection's errors; here only so none goes unhandled.
     eventsQueue.on('error', (error) => log.debug({ err: error }, 'events queue connection error'));
     closers.unshift(() => eventsQueue.close());
@@ -93,7 +104,7 @@ export async function startDaemon(config: Config, log: Logger): Promise<Daemon> 
       log.child({ component: 'ingest' }),
       metrics,
     );
-    closers.unshift(() => ingest.close(config.shutdown_timeout));
+    closers.unshift(() => ingest.close(budget.leftMs()));
 
     const scheduling = config.scheduler.enabled && rollups.length > 0;
     let schedulerStatus: (() => Record<string, unknown>) | undefined;
@@ -116,7 +127,7 @@ export async function startDaemon(config: Config, log: Logger): Promise<Daemon> 
       });
       const scheduler = new Scheduler({
         sql,
-        redis,
+        queues,
         queuePrefix: config.queue.prefix,
         rollups,
         fence: lease,
@@ -126,7 +137,8 @@ export async function startDaemon(config: Config, log: Logger): Promise<Daemon> 
         leaseTtlMs: config.lease.ttl,
         runChecks: {
           openMs: config.scheduler.run_check_every,
-          watchMs: Math.max(30_000, config.scheduler.run_check_every),
+          // A finished Airflow run is asked about again (a clear reopens it) ten times less often.
+          watchMs: Math.min(30_000, Math.max(1000, 10 * config.scheduler.run_check_every)),
         },
       });
       lease.onAcquired((token) => {
@@ -141,7 +153,7 @@ export async function startDaemon(config: Config, log: Logger): Promise<Daemon> 
       // Stop evaluating first, then release the lease so a standby takes over at once. A pass
       // stuck on a lock must not keep the lease: once released, its commit would fail the fence.
       closers.unshift(async () => {
-        const stopped = await within(scheduler.stop(), config.shutdown_timeout / 2);
+        const stopped = await within(scheduler.stop(), budget.schedulerMs());
         if (!stopped) log.warn('scheduler pass still running at shutdown; releasing the lease anyway');
         await lease.stop();
       });
@@ -171,7 +183,7 @@ export async function startDaemon(config: Config, log: Logger): Promise<Daemon> 
         read: replica?.read ?? (() => ({ sql, asOf: null })),
         ...(replica ? { replicaStatus: replica.status } : {}),
         eventsQueue,
-        redis,
+        queues,
         log,
         metrics,
         auth: new TokenAuth(config.api_tokens, config.read_tokens),
@@ -192,7 +204,10 @@ export async function startDaemon(config: Config, log: Logger): Promise<Daemon> 
       http,
       url,
       scheduler: running,
-      stop: () => closeAll(closers, log),
+      stop: () => {
+        budget.start();
+        return closeAll(closers, log);
+      },
     };
   } catch (error) {
     await closeAll(closers, log);
@@ -232,6 +247,27 @@ async function startReadReplica(config: Config, sql: Sql, log: Logger, metrics: 
 }
 
 /** Resolves true when `work` settles within `ms`, false otherwise (work is left to finish alone). */
+/** The scheduler's share of the shutdown budget; ingest has the rest. */
+const SCHEDULER_SHARE = 0.5;
+
+/**
+ * One shutdown budget, `shutdown_timeout` (T), split explicitly: stopping the scheduler (its pass
+ * in flight; the lease is released after it or at its share's end) takes at most
+ * SCHEDULER_SHARE × T, and ingest drains its in-flight commits within what is left of T, so the
+ * two together never exceed T. Counted from `stop()` (or from the first share asked for).
+ */
+function shutdownBudget(totalMs: number) {
+  let deadline: number | undefined;
+  const start = () => {
+    deadline ??= performance.now() + totalMs;
+  };
+  const leftMs = () => {
+    start();
+    return Math.max(0, deadline! - performance.now());
+  };
+  return { start, leftMs, schedulerMs: () => Math.min(totalMs * SCHEDULER_SHARE, leftMs()) };
+}
+
 function within(work: Promise<unknown>, ms: number): Promise<boolean> {
   return new Promise((resolve) => {
     const timer = setTimeout(() => resolve(false), ms);

@@ -6,6 +6,8 @@ import { runDemo } from './commands/demo.js';
 import { runEmit } from './commands/emit.js';
 import { runMigrate } from './commands/migrate.js';
 import { runPrune } from './commands/prune.js';
+import { runRetry } from './commands/retry.js';
+import { releaseEmbedded } from './commands/shared.js';
 import { runStart } from './commands/start.js';
 import { runStatus } from './commands/status.js';
 import { COMMAND_HELP, HELP, version } from './help.js';
@@ -35,6 +37,8 @@ async function main(argv: string[]): Promise<number> {
       'max-lag': { type: 'string' },
       'require-known': { type: 'boolean' },
       'dry-run': { type: 'boolean' },
+      period: { type: 'string' },
+      failed: { type: 'boolean' },
     },
   });
   const [command, ...rest] = positionals;
@@ -74,13 +78,24 @@ async function main(argv: string[]): Promise<number> {
       return runDemo(values);
     case 'prune':
       return runPrune(values);
+    case 'retry':
+      return runRetry(rest, values);
     default:
       process.stderr.write(`coverage-rollup: unknown command "${command}"; see coverage-rollup --help\n`);
       return 2;
   }
 }
 
-main(process.argv.slice(2)).then(
+/** Runs the command, then stops an embedded server it started for itself (never the daemon's). */
+async function mainReleasing(argv: string[]): Promise<number> {
+  try {
+    return await main(argv);
+  } finally {
+    await releaseEmbedded();
+  }
+}
+
+mainReleasing(process.argv.slice(2)).then(
   (code) => {
     process.exitCode = code;
   },

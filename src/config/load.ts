@@ -26,6 +26,8 @@ const ENV_FIELDS: Record<string, string> = {
   database_url: 'DATABASE_URL',
   database_read_url: 'DATABASE_READ_URL',
   redis_url: 'REDIS_URL',
+  'queue.backend': 'QUEUE_BACKEND',
+  data_dir: 'COVERAGE_ROLLUP_DATA_DIR',
   log_level: 'LOG_LEVEL',
   api_tokens: 'API_TOKENS',
   'http.port': 'PORT',
@@ -70,6 +72,13 @@ function applyEnv(raw: unknown, env: NodeJS.ProcessEnv): unknown {
   if (env.DATABASE_URL) out.database_url = env.DATABASE_URL;
   if (env.DATABASE_READ_URL) out.database_read_url = env.DATABASE_READ_URL;
   if (env.REDIS_URL) out.redis_url = env.REDIS_URL;
+  if (env.COVERAGE_ROLLUP_DATA_DIR) out.data_dir = env.COVERAGE_ROLLUP_DATA_DIR;
+  if (env.QUEUE_BACKEND) {
+    out.queue = {
+      ...((out.queue as object | undefined) ?? {}),
+      backend: env.QUEUE_BACKEND.trim().toLowerCase(),
+    };
+  }
   if (env.LOG_LEVEL) out.log_level = env.LOG_LEVEL;
   if (env.API_TOKENS) {
     out.api_tokens = env.API_TOKENS.split(',')

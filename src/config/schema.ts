@@ -7,8 +7,38 @@ import { targetSchema } from './targets.js';
 /**
  * One schema, one defaults object. Precedence (lowest first): defaults, the YAML file
  * (--config or COVERAGE_ROLLUP_CONFIG), environment overrides (DATABASE_URL, DATABASE_READ_URL,
- * REDIS_URL, PORT, LOG_LEVEL, API_TOKENS). A bad value is an error naming the field, never a silent fallback.
+ * REDIS_URL, QUEUE_BACKEND, COVERAGE_ROLLUP_DATA_DIR, PORT, LOG_LEVEL, API_TOKENS). A bad value is
+ * an error naming the field, never a silent fallback.
  */
+
+/**
+ * `database_url` when neither it nor `redis_url` is set (SPEC §12): the PostgreSQL server the
+ * daemon runs itself in `data_dir`. The CLI swaps it for the server's real URL before connecting
+ * (embedded/resolve.ts); writing it in a config file asks for the same.
+ */
+export const EMBEDDED_DATABASE = 'embedded';
+/** The local PostgreSQL the daemon expects when only a Redis URL is given (SPEC §9). */
+export const LOCAL_DATABASE_URL = 'postgres://127.0.0.1:5432/coverage_rollup';
+
+export const QUEUE_BACKENDS = ['redis', 'postgres'] as const;
+export type QueueBackendKind = (typeof QUEUE_BACKENDS)[number];
+
+/**
+ * The defaults that depend on what else is set: with neither URL, the embedded database; with no
+ * `queue.backend`, Redis when a Redis URL is set, else PostgreSQL (SPEC §12).
+ */
+function defaultsFromPresence(raw: unknown): unknown {
+  if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) return raw;
+  const out: Record<string, unknown> = { ...(raw as Record<string, unknown>) };
+  const redisGiven = out.redis_url !== undefined;
+  out.database_url ??= redisGiven ? LOCAL_DATABASE_URL : EMBEDDED_DATABASE;
+  const queue = out.queue;
+  if (queue === undefined || (queue !== null && typeof queue === 'object' && !Array.isArray(queue))) {
+    const q = (queue ?? {}) as Record<string, unknown>;
+    out.queue = { ...q, backend: q.backend ?? (redisGiven ? 'redis' : 'postgres') };
+  }
+  return out;
+}
 
 const DAY_MS = 86_400_000;
 
@@ -82,9 +112,12 @@ const rollupSchema = z.strictObject({
   target: targetSchema,
 });
 
-export const configSchema = z
+const configObject = z
   .strictObject({
-    database_url: postgresUrl.default('postgres://127.0.0.1:5432/coverage_rollup'),
+    database_url: z.union([postgresUrl, z.literal(EMBEDDED_DATABASE)]),
+    // Where the embedded PostgreSQL keeps its cluster (and its queues), relative to the working
+    // directory; used only when database_url is the embedded one.
+    data_dir: nonEmpty.default('./.coverage-rollup'),
     // A streaming replica of database_url that serves coverage answers, listings and the status
     // page (README "A read replica"); unset, every read goes to database_url.
     database_read_url: postgresUrl.optional(),
@@ -117,6 +150,9 @@ export const configSchema = z
     read_tokens: z.array(z.string().min(16, 'tokens must be at least 16 characters')).default([]),
     queue: z
       .strictObject({
+        // Where BullMQ keeps the queues: Redis (redis_url) or PostgreSQL (database_url, one schema
+        // per prefix). Filled from what is set before parsing (defaultsFromPresence).
+        backend: z.enum(QUEUE_BACKENDS),
         name: nonEmpty.default('asset-events'),
         dead_letter: nonEmpty.default('asset-events-dead'),
         prefix: nonEmpty.default('bull'),
@@ -139,6 +175,7 @@ export const configSchema = z
           .default(60_000),
       })
       .default({
+        backend: 'postgres',
         name: 'asset-events',
         dead_letter: 'asset-events-dead',
         prefix: 'bull',
@@ -209,7 +246,9 @@ export const configSchema = z
     });
   });
 
-export type Config = z.output<typeof configSchema>;
+export const configSchema = z.preprocess(defaultsFromPresence, configObject);
+
+export type Config = z.output<typeof configObject>;
 
 /** Groups and Cluster: mistakes that would otherwise surface as CROSSSLOT errors or idle queues. */
 function checkQueueGroups(config: Config, ctx: z.RefinementCtx): void {
@@ -233,6 +272,15 @@ function checkQueueGroups(config: Config, ctx: z.RefinementCtx): void {
     });
   }
   if (!isClusterUrl(config.redis_url)) return;
+  if (config.queue.backend === 'postgres') {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['queue', 'backend'],
+      message:
+        'Redis Cluster (several comma-separated redis_url seeds) works only with queue.backend: redis; set queue.backend: redis (QUEUE_BACKEND=redis) or give one Redis URL',
+    });
+    return;
+  }
   // Every key of one BullMQ queue must live in one slot, which only a hash tag in the prefix ensures.
   if (groups === 1 && !hasHashTag(prefix)) {
     ctx.addIssue({

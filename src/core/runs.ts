@@ -14,6 +14,10 @@ export const RUN_STATES = [
 ] as const;
 export type RunState = (typeof RUN_STATES)[number];
 
+/** The run states counted per rollup: all but succeeded, which is most of history. */
+export const COUNTED_RUN_STATES = ['pending', 'started', 'running', 'failed', 'timed_out', 'lost'] as const;
+export type CountedRunState = (typeof COUNTED_RUN_STATES)[number];
+
 /** Not finished: the scheduler still delivers (pending) or follows (started, running) them. */
 export const OPEN_STATES: readonly RunState[] = ['pending', 'started', 'running'];
 /** Finished without success: retried under the rollup's policy while retries are left. */
@@ -196,8 +200,11 @@ export function queueJobReport(
       return { kind: 'target', state: 'running' };
     case 'unknown':
       return { kind: 'target', state: 'lost', error: 'the job was removed before its outcome was seen' };
+    case 'delayed':
+      // The daemon adds no delay: a delayed job is between two of BullMQ's own attempts.
+      return { kind: 'target', state: 'running' };
     default:
-      // waiting, delayed, prioritized, waiting-children: accepted; running once an attempt was made.
+      // waiting, prioritized, waiting-children: accepted, not started; running once an attempt was made.
       return (job?.attemptsMade ?? 0) > 0 ? { kind: 'target', state: 'running' } : null;
   }
 }

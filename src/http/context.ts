@@ -2,7 +2,7 @@ import type { Config } from '../config.js';
 import type { Sql } from '../index/db.js';
 import type { ReadHandle } from '../index/read-replica.js';
 import type { EventQueues } from '../ingest/event-queues.js';
-import type { RedisClient } from '../ingest/redis.js';
+import type { QueueConnection } from '../ingest/queue-backend.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
 import type { TokenAuth } from './auth.js';
@@ -18,7 +18,8 @@ export interface HttpContext {
    */
   readonly read: () => ReadHandle;
   readonly eventsQueue: EventQueues;
-  readonly redis: RedisClient;
+  /** The queue store (Redis or PostgreSQL), for readiness. */
+  readonly queues: QueueConnection;
   readonly log: Logger;
   readonly metrics: Metrics;
   readonly auth: TokenAuth;

@@ -2,7 +2,7 @@
  * Reads of runs (SPEC §11): the scheduler's work lists, each through a partial index that holds
  * only open rows, and the history and counts the API shows.
  */
-import type { ReportEffect, RunState } from '../core/runs.js';
+import { COUNTED_RUN_STATES, type CountedRunState, type ReportEffect, type RunState } from '../core/runs.js';
 import type { TriggerPayload } from '../core/trigger.js';
 import type { Db, Sql } from './db.js';
 import type { ReportSource, RunRef } from './runs.js';
@@ -80,8 +80,12 @@ export interface FollowedRun {
 // whatever the planner guesses of the due share (a third, without statistics: a hash join of both
 // tables whole).
 
-/** Runs whose target is due to be asked about them (open, or watched after finishing), longest-waiting first. */
-export async function runsToCheck(sql: Sql, limit: number): Promise<FollowedRun[]> {
+/**
+ * Runs whose target is due to be asked about them (open, or watched after finishing), longest-
+ * waiting first; `aheadMs` takes those due soon as well, so checks spread over time are made in
+ * a few passes rather than one pass each.
+ */
+export async function runsToCheck(sql: Sql, limit: number, aheadMs = 0): Promise<FollowedRun[]> {
   const rows = await sql<
     (RefRow & {
       run_id: string;
@@ -93,7 +97,8 @@ export async function runsToCheck(sql: Sql, limit: number): Promise<FollowedRun[
   >`
     select r.rollup_id, r.period_lo, r.generation, r.attempt, r.run_id, r.state, r.finished_at, t.target, t.payload
     from (
-      select * from runs where check_at <= statement_timestamp() order by check_at limit ${limit}
+      select * from runs where check_at <= statement_timestamp() + make_interval(secs => ${aheadMs / 1000})
+      order by check_at limit ${limit}
     ) r join triggers t using (rollup_id, period_lo, generation)
     order by r.check_at`;
   return rows.map((r) => ({
@@ -262,19 +267,23 @@ export async function periodRuns(
   }));
 }
 
-/** Stored periods per current run state, per rollup, from period_run_counts: a few rows per rollup. */
+/**
+ * Stored periods per current run state (not succeeded), per rollup: an index-only range of
+ * periods_run_state per rollup and state, so its cost is the open and unsuccessful runs, never history.
+ */
 export async function runCountsOf(
   db: Db,
   rollupIds: readonly string[],
-): Promise<Map<string, Partial<Record<RunState, number>>>> {
-  const rows = await db<{ rollup_id: string; run_state: RunState; n: number }[]>`
-    select rollup_id, run_state, n from period_run_counts where rollup_id = any(${rollupIds as string[]}::text[]) and n > 0`;
-  const out = new Map<string, Partial<Record<RunState, number>>>();
-  for (const r of rows) {
-    const counts = out.get(r.rollup_id) ?? {};
-    counts[r.run_state] = Number(r.n);
-    out.set(r.rollup_id, counts);
-  }
+): Promise<Map<string, Record<CountedRunState, number>>> {
+  const rows = await db<{ rollup_id: string; run_state: CountedRunState; n: number }[]>`
+    select rollup_id, run_state, count(*)::int8 as n from periods
+    where rollup_id = any(${rollupIds as string[]}::text[])
+      and run_state = any(${COUNTED_RUN_STATES as unknown as string[]}::text[])
+    group by rollup_id, run_state`;
+  const out = new Map<string, Record<CountedRunState, number>>();
+  for (const id of rollupIds)
+    out.set(id, Object.fromEntries(COUNTED_RUN_STATES.map((s) => [s, 0])) as Record<CountedRunState, number>);
+  for (const r of rows) out.get(r.rollup_id)![r.run_state] = Number(r.n);
   return out;
 }
 

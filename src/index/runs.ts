@@ -91,14 +91,17 @@ export async function reportRun(
   policy: RunPolicy,
   opts: { readonly record: 'all' | 'changes' },
 ): Promise<ReportResult | null> {
-  const [period] = await tx<{ generation: number; run_attempt: number | null; now: Date }[]>`
-    select generation, run_attempt, clock_timestamp() as now from periods
-    where rollup_id = ${ref.rollupId} and lo = ${ref.lo} for update`;
-  const [row] = await tx<RunRow[]>`
-    select state, error, version, started_at, finished_at, timeout_at, next_retry_at from runs
-    where rollup_id = ${ref.rollupId} and period_lo = ${ref.lo} and generation = ${ref.generation}
-      and attempt = ${ref.attempt}
-    for update`;
+  // Pipelined, in this order: the period's lock is taken before the run's.
+  const [[period], [row]] = await Promise.all([
+    tx<{ generation: number; run_attempt: number | null; now: Date }[]>`
+      select generation, run_attempt, clock_timestamp() as now from periods
+      where rollup_id = ${ref.rollupId} and lo = ${ref.lo} for update`,
+    tx<RunRow[]>`
+      select state, error, version, started_at, finished_at, timeout_at, next_retry_at from runs
+      where rollup_id = ${ref.rollupId} and period_lo = ${ref.lo} and generation = ${ref.generation}
+        and attempt = ${ref.attempt}
+      for update`,
+  ]);
   if (!row || !period) return null;
   const before: RunFacts = {
     attempt: ref.attempt,
@@ -114,25 +117,30 @@ export async function reportRun(
   const now = period.now;
   const { effect, run: after } = applyReport(before, report, { current, policy, now: now.getTime() });
   const moved = effect === 'applied' || effect === 'stale';
+  const writes: Promise<unknown>[] = [];
   if (moved) {
-    await tx`
+    writes.push(tx`
       update runs set state = ${after.state}, error = ${after.error}, version = ${after.version},
         started_at = ${date(after.startedAt)}, finished_at = ${date(after.finishedAt)},
         timeout_at = ${date(after.timeoutAt)}, next_retry_at = ${date(after.nextRetryAt)},
         due_at = case when ${after.state} = 'pending' then due_at end
       where rollup_id = ${ref.rollupId} and period_lo = ${ref.lo} and generation = ${ref.generation}
-        and attempt = ${ref.attempt}`;
+        and attempt = ${ref.attempt}`);
   }
   if (effect === 'applied') {
-    await tx`update periods set run_state = ${after.state} where rollup_id = ${ref.rollupId} and lo = ${ref.lo}`;
+    writes.push(
+      tx`update periods set run_state = ${after.state} where rollup_id = ${ref.rollupId} and lo = ${ref.lo}`,
+    );
   }
   // Polls record what changed a run; callbacks and the scheduler's own moves record everything.
   if (opts.record === 'all' || moved) {
     const state = report.kind === 'target' ? report.state : moved ? after.state : report.kind;
     const error = report.kind === 'target' ? (report.error ?? null) : moved ? after.error : null;
     const version = report.kind === 'target' ? (report.version ?? null) : null;
-    await insertReport(tx, ref, source, state, error, version, effect, now);
+    writes.push(insertReport(tx, ref, source, state, error, version, effect, now));
   }
+  // Pipelined too: one round trip for the writes.
+  await Promise.all(writes);
   return { effect, current, before, after, now };
 }
 
@@ -172,15 +180,20 @@ export async function recordDelivery(
   const where = tx`rollup_id = ${ref.rollupId} and period_lo = ${ref.lo} and generation = ${ref.generation}`;
   const checkAt = checkAfterMs === null ? null : new Date(result.now.getTime() + checkAfterMs);
   // A callback may have moved the run before this delivery was recorded: it is still followed.
-  await tx`
-    update runs set deliveries = deliveries + 1,
-      check_at = case when state in ('started', 'running') then coalesce(check_at, ${checkAt}) end
-    where ${where} and attempt = ${ref.attempt}`;
+  const writes: Promise<unknown>[] = [
+    tx`
+      update runs set deliveries = deliveries + 1,
+        check_at = case when state in ('started', 'running') then coalesce(check_at, ${checkAt}) end
+      where ${where} and attempt = ${ref.attempt}`,
+  ];
   if (ref.attempt === 1) {
-    await (outcome.ok
-      ? tx`update triggers set delivered_at = ${result.now}, attempts = attempts + 1, last_error = null where ${where}`
-      : tx`update triggers set failed_at = ${result.now}, attempts = attempts + 1, last_error = ${outcome.error} where ${where}`);
+    writes.push(
+      outcome.ok
+        ? tx`update triggers set delivered_at = ${result.now}, attempts = attempts + 1, last_error = null where ${where}`
+        : tx`update triggers set failed_at = ${result.now}, attempts = attempts + 1, last_error = ${outcome.error} where ${where}`,
+    );
   }
+  await Promise.all(writes);
   return result;
 }
 

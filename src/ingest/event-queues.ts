@@ -1,11 +1,11 @@
-import { type Job, type JobType, Queue } from 'bullmq';
+import type { Job, JobType, Queue } from 'bullmq';
 import type { Config } from '../config.js';
 import { BadInputError } from '../core/errors.js';
 import { assetOf } from '../core/events.js';
 import { groupBy } from '../core/group-by.js';
 import { groupOf } from '../core/routing.js';
 import { queueGroups } from './groups.js';
-import type { RedisClient } from './redis.js';
+import type { QueueConnection } from './queue-backend.js';
 
 /**
  * The producer side of the events queue: every group's queue, and each event added to the group
@@ -14,8 +14,8 @@ import type { RedisClient } from './redis.js';
 export class EventQueues {
   readonly queues: readonly Queue[];
 
-  constructor(connection: RedisClient, queue: Config['queue']) {
-    this.queues = queueGroups(queue).map((g) => new Queue(g.name, { connection, prefix: g.prefix }));
+  constructor(connection: QueueConnection, queue: Config['queue']) {
+    this.queues = queueGroups(queue).map((g) => connection.queue(g.name, g.prefix));
   }
 
   on(event: 'error', listener: (error: Error) => void): void {

@@ -1,4 +1,4 @@
-import { type Job, Queue, WaitingError, Worker } from 'bullmq';
+import { type Job, type Queue, WaitingError, type Worker } from 'bullmq';
 import type { Config } from '../config.js';
 import { BadInputError } from '../core/errors.js';
 import { type NormalizedEvent, normalizeEvent } from '../core/events.js';
@@ -12,7 +12,7 @@ import { startReconciling } from './failed-reconcile.js';
 import { GroupCommitter } from './group-commit.js';
 import { consumedGroups, type QueueGroup } from './groups.js';
 import { probePostgres, StallGuard } from './pg-stall.js';
-import { redisConnection } from './redis.js';
+import { queueConnection } from './queue-backend.js';
 
 export type IngestResult =
   | { status: 'committed'; asset: string; seq: number }
@@ -69,7 +69,7 @@ export function normalizeOptions(config: Config) {
 export function startIngestWorker(config: Config, sql: Sql, log: Logger, metrics: Metrics): IngestWorker {
   const { queue } = config;
   const options = normalizeOptions(config);
-  const connection = redisConnection(config.redis_url);
+  const connection = queueConnection(config);
   // Commit lanes: each asset always goes to the same lane, and each lane runs one transaction at
   // a time. Lanes never wait on each other's asset locks, so their commits overlap; within a lane
   // an asset's events commit in the order this worker took them.
@@ -122,11 +122,12 @@ export function startIngestWorker(config: Config, sql: Sql, log: Logger, metrics
   };
 
   const consume = (group: QueueGroup) => {
-    const dlq = new Queue(group.deadLetter, { connection, prefix: group.prefix });
+    const dlq = connection.queue(group.deadLetter, group.prefix);
     // The same connection's errors reach the worker's handler below; here only so none goes unhandled.
     dlq.on('error', (error) => log.debug({ err: error }, 'dead-letter queue connection error'));
-    const worker = new Worker<unknown, IngestResult>(
+    const worker = connection.worker<unknown, IngestResult>(
       group.name,
+      group.prefix,
       async (job, token) => {
         let event: NormalizedEvent;
         try {
@@ -155,8 +156,6 @@ export function startIngestWorker(config: Config, sql: Sql, log: Logger, metrics
           : { status: 'duplicate', asset: event.asset };
       },
       {
-        connection,
-        prefix: group.prefix,
         concurrency: queue.concurrency,
         maxStalledCount: queue.max_stalled_count,
         removeOnComplete: { count: 1000 },
@@ -168,7 +167,7 @@ export function startIngestWorker(config: Config, sql: Sql, log: Logger, metrics
       log.error({ job_id: job?.id, group: group.index, err: error }, 'event job failed'),
     );
     // Its own handle on the queue, for the failed-set reconciliation.
-    const reconcile = new Queue(group.name, { connection, prefix: group.prefix });
+    const reconcile = connection.queue(group.name, group.prefix);
     reconcile.on('error', (error) => log.debug({ err: error }, 'events queue connection error'));
     return { worker, dlq, reconcile };
   };
@@ -217,9 +216,9 @@ export function startIngestWorker(config: Config, sql: Sql, log: Logger, metrics
       }
       // Force when Redis is unreachable: a graceful close sends QUIT, which waits for a connection
       // that may never come back. The commits have drained (or been abandoned) either way.
-      await Promise.all(workers.map((w) => w.close(timedOut || connection.status !== 'ready')));
+      await Promise.all(workers.map((w) => w.close(timedOut || !connection.reachable)));
       await Promise.all(consumers.flatMap((c) => [c.dlq.close(), c.reconcile.close()]));
-      connection.disconnect();
+      await connection.close();
     },
   };
 }

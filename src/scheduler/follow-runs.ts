@@ -19,8 +19,11 @@ import type { StoredTarget } from './targets/secrets.js';
 /** Runs asked about per pass at most, in requests of at most OBSERVE_CHUNK runs. */
 const CHECK_BATCH = 300;
 const OBSERVE_CHUNK = 100;
-/** Target requests per pass at most, whatever the number of open runs. */
-export const MAX_TARGET_REQUESTS = 5;
+/**
+ * Observations per pass at most, whatever the number of open runs: each is one pipelined batch
+ * of job reads for a queue target, at most OBSERVE_PAGES (3) list requests for an Airflow one.
+ */
+export const MAX_OBSERVATIONS = 4;
 const SWEEP_BATCH = 100;
 
 export interface CheckIntervals {
@@ -86,7 +89,8 @@ async function retry(ctx: FollowContext, signal: AbortSignal) {
 
 /** Asks targets about due runs, a bounded number of requests per pass, and applies what changed. */
 async function check(ctx: FollowContext, signal: AbortSignal) {
-  const due = await runsToCheck(ctx.sql, CHECK_BATCH);
+  // Checks due within half an interval go now: a pass every half interval at most, however many runs.
+  const due = await runsToCheck(ctx.sql, CHECK_BATCH, ctx.checks.openMs / 2);
   if (due.length === 0) return { n: 0, more: false };
   const byTarget = new Map<string, FollowedRun[]>();
   for (const run of due) {
@@ -96,9 +100,11 @@ async function check(ctx: FollowContext, signal: AbortSignal) {
   let requests = 0;
   let left = false;
   const next: Array<{ run: FollowedRun['run']; afterMs: number | null }> = [];
-  for (const runs of byTarget.values()) {
+  for (const unsorted of byTarget.values()) {
+    // By period, so that one observation covers a narrow window (Airflow lists by logical date).
+    const runs = unsorted.sort((a, b) => a.run.lo - b.run.lo || a.run.generation - b.run.generation);
     for (let i = 0; i < runs.length; i += OBSERVE_CHUNK) {
-      if (requests >= MAX_TARGET_REQUESTS || signal.aborted) {
+      if (requests >= MAX_OBSERVATIONS || signal.aborted) {
         left = true; // still due: asked on a later pass
         break;
       }
@@ -120,7 +126,8 @@ async function check(ctx: FollowContext, signal: AbortSignal) {
       for (const r of chunk) {
         const report = answer?.get(r.runId) ?? null;
         const after = report === null ? r : await apply(ctx, r, report, stored.type);
-        next.push({ run: r.run, afterMs: nextCheck(ctx, stored.type, after) });
+        // A target that cannot be asked (a webhook) is not asked again: its runs report themselves.
+        next.push({ run: r.run, afterMs: answer === null ? null : nextCheck(ctx, stored.type, after) });
       }
     }
   }

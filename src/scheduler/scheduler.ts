@@ -1,14 +1,13 @@
 import { EventEmitter } from 'node:events';
 import type { RollupRuntime } from '../config/rollups.js';
-import type { Period } from '../core/calendar.js';
 import { EVENTS_CHANNEL } from '../index/commit.js';
 import { databaseNow, type Sql } from '../index/db.js';
 import { schedulerWake } from '../index/periods/reads.js';
-import { insertOwed } from '../index/periods/writes.js';
-import type { RedisClient } from '../ingest/redis.js';
+import { checkSoon } from '../index/runs.js';
+import type { QueueConnection } from '../ingest/queue-backend.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
-import { DeadlineSweep } from './deadline-sweep.js';
+import { catchUpDeadlines, DeadlineSweep } from './deadline-sweep.js';
 import { type DispatchContext, deliverDue, policyLookup } from './dispatch.js';
 import { evaluatePending } from './evaluate.js';
 import type { Fence } from './fence.js';
@@ -21,7 +20,8 @@ import { redactTarget } from './targets/secrets.js';
 
 export interface SchedulerOptions {
   readonly sql: Sql;
-  readonly redis: RedisClient;
+  /** Where queue targets add their jobs. */
+  readonly queues: QueueConnection;
   readonly queuePrefix: string;
   readonly rollups: readonly RollupRuntime[];
   readonly fence: Fence;
@@ -44,11 +44,11 @@ export interface SchedulerOptions {
 /** Small enough that a fresh period never waits long behind the transaction in flight. */
 const EVALUATE_BATCH = 200;
 const FRESH_BATCH = 20;
-/** Owed deadline triggers given a row per pass (all rollups together), each rollup's newest first. */
-const CATCH_UP_BATCH = 1000;
 /** Bounded work per pass so a backlog never starves the lease's view of the event loop. */
 const MAX_ROUNDS = 20;
 const SKIPPED_RETRY_MS = 1000;
+/** While a backlog keeps passes busy, runs are followed this often. */
+const BUSY_FOLLOW_MS = 1000;
 
 /**
  * The lease holder's loop: woken by committed events (LISTEN), by its own timers (settle,
@@ -71,14 +71,17 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
   private sweeps = new Map<string, DeadlineSweep>();
   private readonly dispatch: DispatchContext;
   private readonly clock: () => Promise<Date>;
+  private followedAt = 0;
 
   constructor(private readonly options: SchedulerOptions) {
     super();
     this.clock = options.clock ?? (() => databaseNow(options.sql));
     this.targets = new Targets(
-      options.redis,
+      options.queues,
       options.queuePrefix,
       options.rollups.map((r) => r.config.target),
+      process.env,
+      (runId) => this.runFinished(runId),
     );
     this.byId = new Map(options.rollups.map((r) => [r.rollup.id, r]));
     this.dispatch = {
@@ -123,6 +126,14 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
     await this.targets.close();
   }
 
+  /** A queue job finished: ask about its run now rather than at its next check. */
+  private runFinished(runId: string): void {
+    checkSoon(this.options.sql, [runId]).then(
+      () => this.kick(),
+      () => {}, // the run's regular check still comes
+    );
+  }
+
   private async run(): Promise<void> {
     const { log } = this.options;
     let failures = 0;
@@ -157,14 +168,20 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
 
   /** The steps of one pass, freshest work first; returns how long it may sleep before the next. */
   private async passWork(token: number, signal: AbortSignal, work: { done: boolean }): Promise<number> {
+    const { sql, log, metrics, leaseTtlMs } = this.options;
     await this.syncOnNewLease(token);
     const now = await this.clock();
-    const marking = await this.marks.mark(this.options.sql, signal, now, this.options.leaseTtlMs);
+    // `work.done` as each step ends, so a pass that fails half-way is still timed as busy.
+    const marking = await this.marks.mark(sql, signal, now, leaseTtlMs);
+    work.done ||= marking.marked;
     const fresh = await this.evaluateFresh(token, signal, now);
-    const owed = await this.catchUpDeadlines(signal, now);
+    work.done ||= fresh.evaluated > 0;
+    const owed = await catchUpDeadlines(sql, this.sweeps, now, signal, log, metrics);
     if (owed === null) return 0; // lease lost mid-sweep
+    work.done ||= owed.inserted > 0;
     const delivery = await this.deliverBacklog(signal);
-    const runs = await this.followRuns(token, signal);
+    const behind = marking.more || fresh.busy || owed.busy || delivery.busy;
+    const runs = await this.followRuns(token, signal, behind);
     work.done = marking.marked || fresh.evaluated > 0 || owed.inserted > 0 || runs.work;
     const busy = marking.more || fresh.busy || owed.busy || delivery.busy || runs.more;
     const sleepMs = busy ? 0 : await this.untilNextWork(now);
@@ -233,33 +250,6 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
     return { evaluated, triggered, busy: false };
   }
 
-  /**
-   * Deadline catch-up after the fresh work: gives owed periods their rows (decided on the next
-   * pass), a bounded number per pass. Null when the lease was lost mid-sweep.
-   */
-  private async catchUpDeadlines(
-    signal: AbortSignal,
-    now: Date,
-  ): Promise<{ inserted: number; busy: boolean } | null> {
-    const { sql, log, metrics } = this.options;
-    const owed: Array<{ rollupId: string; period: Period }> = [];
-    let busy = false;
-    for (const [rollupId, sweep] of this.sweeps) {
-      if (signal.aborted) return null;
-      if (sweep.wakeAt > now.getTime()) continue;
-      if (owed.length >= CATCH_UP_BATCH) {
-        busy = true; // the rest on the next pass, after fresher work
-        break;
-      }
-      const swept = await sweep.run(sql, now.getTime(), CATCH_UP_BATCH - owed.length, log, metrics);
-      for (const period of swept.owed) owed.push({ rollupId, period });
-      if (swept.more) busy = true;
-    }
-    if (owed.length === 0) return { inserted: 0, busy };
-    await insertOwed(sql, owed);
-    return { inserted: owed.length, busy: true };
-  }
-
   /** Delivers what is due (retries, checks, a backlog), yielding to fresh events. */
   private async deliverBacklog(signal: AbortSignal): Promise<{ busy: boolean }> {
     for (let round = 0; round < MAX_ROUNDS && !signal.aborted; round++) {
@@ -270,9 +260,18 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
     return { busy: false };
   }
 
-  /** Runs: timeouts, due retries and outcomes, each bounded (a retry is delivered on the next pass). */
-  private async followRuns(token: number, signal: AbortSignal): Promise<{ work: boolean; more: boolean }> {
+  /**
+   * Runs: timeouts, due retries and outcomes, each bounded (a retry is delivered on the next pass).
+   * Behind a backlog of decisions, at most once a second: decisions first, yet outcomes still flow.
+   */
+  private async followRuns(
+    token: number,
+    signal: AbortSignal,
+    behind: boolean,
+  ): Promise<{ work: boolean; more: boolean }> {
     if (signal.aborted) return { work: false, more: false };
+    if (behind && Date.now() - this.followedAt < BUSY_FOLLOW_MS) return { work: false, more: false };
+    this.followedAt = Date.now();
     const checks = this.options.runChecks ?? DEFAULT_CHECKS;
     return followRuns({ ...this.dispatch, fence: this.options.fence, token, checks }, signal);
   }

@@ -1,11 +1,11 @@
-import { Queue } from 'bullmq';
-import { Redis } from 'ioredis';
+import type { Queue } from 'bullmq';
 import { afterAll } from 'vitest';
 import { type Config, parseConfig } from '../../src/config.js';
 import { type Daemon, startDaemon } from '../../src/daemon.js';
+import { queueConnection } from '../../src/ingest/queue-backend.js';
 import { createLogger } from '../../src/log.js';
 import type { TestDatabase } from './db.js';
-import { REDIS_URL } from './env.js';
+import { REDIS_URL, withTestBackend } from './env.js';
 
 export const TEST_TOKEN = 'test-token-0123456789abcdef';
 
@@ -15,17 +15,19 @@ export function testConfig(
   prefix: string,
   overrides: Record<string, unknown> = {},
 ): Config {
-  return parseConfig({
-    database_url: db.url,
-    redis_url: REDIS_URL,
-    log_level: process.env.TEST_LOG_LEVEL ?? 'silent',
-    http: { host: '127.0.0.1', port: 0 },
-    api_tokens: [TEST_TOKEN],
-    queue: { prefix, batch_wait: 'PT0.002S' },
-    lease: { ttl: 'PT2S', renew_every: 'PT0.5S', retry_every: 'PT0.2S' },
-    shutdown_timeout: 'PT10S',
-    ...overrides,
-  });
+  return parseConfig(
+    withTestBackend({
+      database_url: db.url,
+      redis_url: REDIS_URL,
+      log_level: process.env.TEST_LOG_LEVEL ?? 'silent',
+      http: { host: '127.0.0.1', port: 0 },
+      api_tokens: [TEST_TOKEN],
+      queue: { prefix, batch_wait: 'PT0.002S' },
+      lease: { ttl: 'PT2S', renew_every: 'PT0.5S', retry_every: 'PT0.2S' },
+      shutdown_timeout: 'PT10S',
+      ...overrides,
+    }),
+  );
 }
 
 /** Starts a daemon in this process, stopped after the file. */
@@ -37,22 +39,27 @@ export async function startTestDaemon(config: Config): Promise<Daemon> {
 
 /** A producer on the events queue of `config`, closed after the file. */
 export function testProducer(config: Config): Queue {
-  const connection = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
-  const queue = new Queue(config.queue.name, { connection, prefix: config.queue.prefix });
-  afterAll(async () => {
-    await queue.close();
-    connection.disconnect();
-  });
-  return queue;
+  return testQueue(config.queue.name, config.queue.prefix, config);
 }
 
-/** A queue handle for reading what a queue target received. */
-export function testQueue(name: string, prefix: string): Queue {
-  const connection = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
-  const queue = new Queue(name, { connection, prefix });
+/**
+ * A queue handle for reading what a queue target received: on `config`'s backend (its database
+ * for PostgreSQL), else on the test Redis. Closed after the file.
+ */
+export function testQueue(
+  name: string,
+  prefix: string,
+  config: Pick<Config, 'database_url' | 'redis_url' | 'queue'> = {
+    database_url: 'postgres://unused',
+    redis_url: REDIS_URL,
+    queue: { backend: 'redis' } as Config['queue'],
+  },
+): Queue {
+  const connection = queueConnection(config);
+  const queue = connection.queue(name, prefix);
   afterAll(async () => {
     await queue.close();
-    connection.disconnect();
+    await connection.close();
   });
   return queue;
 }

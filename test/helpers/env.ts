@@ -11,3 +11,17 @@ export function databaseUrl(name: string): string {
 export function uniqueName(prefix: string): string {
   return `${prefix}_${process.pid}_${Math.random().toString(36).slice(2, 10)}`;
 }
+
+/**
+ * The queue backend this run of a suite uses: `redis` unless TEST_QUEUE_BACKEND says `postgres`
+ * (the files under test/integration/pg-queue/ run the queue-touching suites again with it).
+ */
+export function testQueueBackend(): 'redis' | 'postgres' {
+  return process.env.TEST_QUEUE_BACKEND === 'postgres' ? 'postgres' : 'redis';
+}
+
+/** A raw config with this run's queue backend, unless the config names one itself. */
+export function withTestBackend<T extends Record<string, unknown>>(raw: T): T {
+  const queue = (raw.queue ?? {}) as Record<string, unknown>;
+  return { ...raw, queue: { backend: testQueueBackend(), ...queue } };
+}

@@ -14,6 +14,7 @@ import { createInterface } from 'node:readline';
 import { afterAll, afterEach } from 'vitest';
 import { CONFIG_ENV_VARS } from '../../src/config.js';
 import { packageRoot } from '../../src/paths.js';
+import { withTestBackend } from './env.js';
 
 /**
  * Real daemon processes for tests: the BUILT daemon (`node dist/src/cli/main.js start`, built once
@@ -293,7 +294,7 @@ export function processHarness(): ProcessHarness {
     async spawn({ name, config, waitReady = true, readyTimeout = 20_000 }) {
       if (all.some((p) => p.name === name)) throw new Error(`process name ${name} used twice`);
       const configPath = join(dir, `${name}.yaml`);
-      writeFileSync(configPath, `${JSON.stringify(config, null, 2)}\n`);
+      writeFileSync(configPath, `${JSON.stringify(withTestBackend(config), null, 2)}\n`);
       const p = new DaemonProcess(name, configPath);
       all.push(p);
       everyProcess.add(p);

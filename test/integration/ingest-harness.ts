@@ -2,17 +2,17 @@
  * Shared by the ingest-*.test.ts files (not a test file itself): a real worker on a real queue
  * over this file's own database and prefix, and readers for the index and the events log.
  */
-import { Queue } from 'bullmq';
-import { Redis } from 'ioredis';
+import type { Queue } from 'bullmq';
 import { afterAll } from 'vitest';
 import { type Config, parseConfig } from '../../src/config.js';
 import type { Interval, Segment } from '../../src/core/types.js';
 import { connect, type Sql } from '../../src/index/db.js';
+import { queueConnection } from '../../src/ingest/queue-backend.js';
 import { type IngestWorker, startIngestWorker } from '../../src/ingest/worker.js';
 import { createLogger } from '../../src/log.js';
 import { createMetrics, type Metrics } from '../../src/metrics.js';
 import type { TestDatabase } from '../helpers/db.js';
-import { REDIS_URL } from '../helpers/env.js';
+import { REDIS_URL, withTestBackend } from '../helpers/env.js';
 import { waitFor } from '../helpers/wait.js';
 
 export const log = createLogger(process.env.TEST_LOG_LEVEL ?? 'silent');
@@ -23,13 +23,15 @@ export function ingestConfig(
   overrides: Record<string, unknown> = {},
 ): Config {
   const { queue, ...rest } = overrides as { queue?: Record<string, unknown> };
-  return parseConfig({
-    database_url: db.url,
-    redis_url: REDIS_URL,
-    log_level: 'silent',
-    queue: { prefix, batch_wait: 'PT0.002S', concurrency: 200, batch_size: 200, ...queue },
-    ...rest,
-  });
+  return parseConfig(
+    withTestBackend({
+      database_url: db.url,
+      redis_url: REDIS_URL,
+      log_level: 'silent',
+      queue: { prefix, batch_wait: 'PT0.002S', concurrency: 200, batch_size: 200, ...queue },
+      ...rest,
+    }),
+  );
 }
 
 export interface RunningWorker {
@@ -61,13 +63,13 @@ export interface Queues {
 }
 
 export function queuesOf(config: Config): Queues {
-  const connection = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
-  const events = new Queue(config.queue.name, { connection, prefix: config.queue.prefix });
-  const dead = new Queue(config.queue.dead_letter, { connection, prefix: config.queue.prefix });
+  const connection = queueConnection(config);
+  const events = connection.queue(config.queue.name, config.queue.prefix);
+  const dead = connection.queue(config.queue.dead_letter, config.queue.prefix);
   afterAll(async () => {
     await events.close();
     await dead.close();
-    connection.disconnect();
+    await connection.close();
   });
   return { events, dead };
 }

@@ -6,7 +6,7 @@ import { parseConfig } from '../../src/config.js';
 import type { Sql, Tx } from '../../src/index/db.js';
 import { testProducer, testQueue } from '../helpers/daemon.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
-import { REDIS_URL } from '../helpers/env.js';
+import { REDIS_URL, withTestBackend } from '../helpers/env.js';
 import { type DaemonProcess, type LogLine, logTime, processHarness } from '../helpers/process.js';
 import { createTestPrefix } from '../helpers/redis.js';
 import { waitFor } from '../helpers/wait.js';
@@ -38,8 +38,11 @@ interface Scenario {
 async function scenario(): Promise<Scenario> {
   const db = await createTestDatabase();
   const prefix = createTestPrefix();
-  const producer = testProducer(parseConfig({ queue: { prefix } }));
-  const downstream = testQueue('downstream', prefix);
+  const queues = parseConfig(
+    withTestBackend({ database_url: db.url, redis_url: REDIS_URL, queue: { prefix } }),
+  );
+  const producer = testProducer(queues);
+  const downstream = testQueue('downstream', prefix, queues);
   return { db, prefix, producer, downstream };
 }
 

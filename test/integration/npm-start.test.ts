@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { CONFIG_ENV_VARS } from '../../src/config.js';
 import { packageRoot } from '../../src/paths.js';
 import { createTestDatabase } from '../helpers/db.js';
 import { REDIS_URL } from '../helpers/env.js';
@@ -39,54 +40,82 @@ function alive(pid: number): boolean {
   }
 }
 
-describe('npm start', () => {
-  it('stops the daemon when the npm process is sent SIGTERM, and the port closes', async () => {
-    const config = join(dir, 'config.yaml');
-    writeFileSync(
-      config,
-      JSON.stringify({
-        database_url: db.url,
-        redis_url: REDIS_URL,
-        http: { host: '127.0.0.1', port: 0 },
-        queue: { prefix },
-        scheduler: { enabled: false },
-      }),
-    );
-    const env: NodeJS.ProcessEnv = { ...process.env, COVERAGE_ROLLUP_CONFIG: config };
-    for (const key of ['DATABASE_URL', 'REDIS_URL', 'PORT', 'LOG_LEVEL', 'API_TOKENS']) delete env[key];
-    const npm = spawn('npm', ['start', '--ignore-scripts'], {
-      cwd: packageRoot(),
-      env,
-      stdio: ['ignore', 'pipe', 'pipe'],
+/** `npm start` with its own config, its output parsed; `detached` makes it a process group leader. */
+function npmStart(detached: boolean) {
+  const config = join(dir, 'config.yaml');
+  writeFileSync(
+    config,
+    JSON.stringify({
+      database_url: db.url,
+      redis_url: REDIS_URL,
+      http: { host: '127.0.0.1', port: 0 },
+      queue: { prefix },
+      scheduler: { enabled: false },
+    }),
+  );
+  const env: NodeJS.ProcessEnv = { ...process.env, COVERAGE_ROLLUP_CONFIG: config };
+  for (const key of CONFIG_ENV_VARS) if (key !== 'COVERAGE_ROLLUP_CONFIG') delete env[key];
+  const npm = spawn('npm', ['start', '--ignore-scripts'], {
+    cwd: packageRoot(),
+    env,
+    detached,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const output: string[] = [];
+  const logs: Array<{ msg?: string; pid?: number; url?: string }> = [];
+  for (const stream of [npm.stdout, npm.stderr]) {
+    createInterface({ input: stream }).on('line', (line) => {
+      output.push(line);
+      try {
+        logs.push(JSON.parse(line));
+      } catch {
+        // npm's own banner lines
+      }
     });
-    const output: string[] = [];
-    const logs: Array<{ msg?: string; pid?: number; url?: string }> = [];
-    for (const stream of [npm.stdout, npm.stderr]) {
-      createInterface({ input: stream }).on('line', (line) => {
-        output.push(line);
-        try {
-          logs.push(JSON.parse(line));
-        } catch {
-          // npm's own banner lines
-        }
-      });
-    }
-    const npmExit = new Promise<number | null>((resolve) => npm.once('exit', (code) => resolve(code)));
-
-    const listening = await waitFor(() => logs.find((l) => l.msg === 'listening'), {
+  }
+  const exited = new Promise<number | null>((resolve) => npm.once('exit', (code) => resolve(code)));
+  const listening = async () => {
+    const line = await waitFor(() => logs.find((l) => l.msg === 'listening'), {
       timeout: 60_000,
       what: `the daemon to listen\n${output.join('\n')}`,
     });
-    const daemonPid = listening.pid!;
-    started.add(daemonPid);
+    started.add(line.pid!);
+    return { daemonPid: line.pid!, url: line.url! };
+  };
+  return { npm, logs, output, exited, listening };
+}
+
+describe('npm start', () => {
+  it('stops the daemon when the npm process is sent SIGTERM, and the port closes', async () => {
+    const { npm, logs, exited, listening } = npmStart(false);
+    const { daemonPid, url } = await listening();
     expect(daemonPid).not.toBe(npm.pid);
-    expect((await fetch(`${listening.url}/healthz`)).status).toBe(200);
+    expect((await fetch(`${url}/healthz`)).status).toBe(200);
 
     npm.kill('SIGTERM');
-    await npmExit;
+    await exited;
     await waitFor(() => !alive(daemonPid), { timeout: 30_000, what: `daemon pid ${daemonPid} to exit` });
-    await expect(fetch(`${listening.url}/healthz`)).rejects.toThrow();
+    await expect(fetch(`${url}/healthz`)).rejects.toThrow();
     // It drained rather than died: the daemon logged its own clean shutdown.
     expect(logs.map((l) => l.msg)).toEqual(expect.arrayContaining(['shutting down', 'stopped']));
+  });
+
+  it('drains and exits 0 on Ctrl-C: SIGINT to the whole process group reaches npm and the daemon', async () => {
+    const { npm, logs, exited, listening } = npmStart(true);
+    const { daemonPid } = await listening();
+    // As a terminal delivers it: to every process of the foreground group. npm forwards its copy,
+    // so the daemon sees SIGINT twice within milliseconds; that is one request, not two.
+    process.kill(-npm.pid!, 'SIGINT');
+    expect(await exited).toBe(0);
+    await waitFor(() => !alive(daemonPid), { timeout: 30_000, what: `daemon pid ${daemonPid} to exit` });
+    const msgs = logs.map((l) => l.msg);
+    expect(msgs).toEqual(
+      expect.arrayContaining([
+        'signal repeated at once (terminal and npm both deliver it): still draining',
+        'shutting down',
+        'stopped',
+      ]),
+    );
+    expect(msgs).not.toContain('second signal: exiting now');
   });
 });

@@ -2,21 +2,21 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { groupOf } from '../../src/core/routing.js';
 import { EventQueues } from '../../src/ingest/event-queues.js';
 import { queueGroups } from '../../src/ingest/groups.js';
-import { deleteKeysWithPrefix, redisConnection } from '../../src/ingest/redis.js';
+import { queueConnection } from '../../src/ingest/queue-backend.js';
 import { createTestDatabase } from '../helpers/db.js';
-import { REDIS_URL, uniqueName } from '../helpers/env.js';
+import { uniqueName } from '../helpers/env.js';
 import { drained, indexCoverage, ingestConfig, MINUTE, micros, startWorker } from './ingest-harness.js';
 
 const db = await createTestDatabase();
 const prefix = uniqueName('crgroups');
 const config = ingestConfig(db, prefix, { queue: { groups: 2 } });
-const connection = redisConnection(REDIS_URL);
+const connection = queueConnection(config);
 const producer = new EventQueues(connection, config.queue);
 const [q0, q1] = producer.queues;
 afterAll(async () => {
   await producer.close();
-  for (const group of queueGroups(config.queue)) await deleteKeysWithPrefix(connection, group.prefix);
-  connection.disconnect();
+  for (const group of queueGroups(config.queue)) await connection.deleteNamespace(group.prefix);
+  await connection.close();
 });
 
 // One asset per group.
@@ -30,7 +30,7 @@ const events = (asset: string) =>
   }));
 const whole = [{ start: micros('2025-06-01T00:00:00Z'), end: micros('2025-06-01T00:00:00Z') + 10 * MINUTE }];
 
-describe('queue groups on one Redis', () => {
+describe(`queue groups on one ${config.queue.backend === 'redis' ? 'Redis' : 'PostgreSQL'}`, () => {
   it('routes each asset to its group, and an instance consumes only the groups it lists', async () => {
     expect([groupOf(ZERO, 2), groupOf(ONE, 2)]).toEqual([0, 1]);
     await producer.addBulk([...events(ZERO), ...events(ONE)]);

@@ -8,6 +8,7 @@
 
 import { afterAll, describe, expect, it } from 'vitest';
 import type { TriggerPayload } from '../../src/core/trigger.js';
+import { redisQueues } from '../../src/ingest/queue-backend.js';
 import { redisConnection } from '../../src/ingest/redis.js';
 import { queueTarget } from '../../src/scheduler/targets/queue.js';
 import { BlackholeProxy } from '../helpers/blackhole-proxy.js';
@@ -20,7 +21,7 @@ const prefix = createTestPrefix();
 const redis = new URL(REDIS_URL);
 const proxy = await BlackholeProxy.start({ host: redis.hostname, port: Number(redis.port || 6379) });
 const connection = redisConnection(proxy.proxiedUrl(REDIS_URL));
-const target = queueTarget(connection, 'silent-runs', prefix, 300);
+const target = queueTarget(redisQueues(connection), 'silent-runs', prefix, 300);
 afterAll(async () => {
   await target.close();
   connection.disconnect();

@@ -29,7 +29,7 @@ const config = testConfig(db, prefix, {
 const daemon = await startTestDaemon(config);
 const scheduler = daemon.scheduler!;
 const producer = testProducer(config);
-const downstream = testQueue('deadline-runs', prefix);
+const downstream = testQueue('deadline-runs', prefix, config);
 
 /** ISO as the calendar formats UTC points: no fraction when whole seconds. */
 const iso = (ms: number) => new Date(ms).toISOString().replace('.000Z', 'Z');

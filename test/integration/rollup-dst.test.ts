@@ -32,7 +32,7 @@ const config = testConfig(db, prefix, {
 });
 const daemon = await startTestDaemon(config);
 const producer = testProducer(config);
-const downstream = testQueue('dst-runs', prefix);
+const downstream = testQueue('dst-runs', prefix, config);
 
 const HOUR_MS = 3_600_000;
 /** One-hour completions covering [from, from + hours h), as UTC instants. */

@@ -20,7 +20,7 @@ const config = testConfig(db, prefix, {
 });
 const daemon = await startTestDaemon(config);
 const producer = testProducer(config);
-const downstream = testQueue('downstream-runs', prefix);
+const downstream = testQueue('downstream-runs', prefix, config);
 
 const slice = (h: number, m: number) => {
   const at = (mm: number) => `2025-06-01T${String(h).padStart(2, '0')}:${String(mm).padStart(2, '0')}:00Z`;

@@ -1,10 +1,9 @@
-import { Redis } from 'ioredis';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import type { TriggerPayload } from '../../src/core/trigger.js';
+import { queueConnection } from '../../src/ingest/queue-backend.js';
 import { queueTarget } from '../../src/scheduler/targets/queue.js';
 import { startTestDaemon, TEST_TOKEN, testConfig, testProducer, testQueue } from '../helpers/daemon.js';
 import { createTestDatabase } from '../helpers/db.js';
-import { REDIS_URL } from '../helpers/env.js';
 import { createTestPrefix } from '../helpers/redis.js';
 import { waitFor } from '../helpers/wait.js';
 
@@ -34,8 +33,8 @@ const config = testConfig(db, prefix, {
 });
 const daemon = await startTestDaemon(config);
 const producer = testProducer(config);
-const runs = testQueue('runs', prefix);
-const dedupe = testQueue('dedupe-runs', prefix);
+const runs = testQueue('runs', prefix, config);
+const dedupe = testQueue('dedupe-runs', prefix, config);
 
 const auth = { authorization: `Bearer ${TEST_TOKEN}` };
 const lo = (iso: string) => Date.parse(iso) * 1000;
@@ -86,11 +85,11 @@ describe('queue target', () => {
   });
 
   it('delivering the same payload again leaves one job (BullMQ deduplicates on the job id)', async () => {
-    const connection = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
+    const connection = queueConnection(config);
     const target = queueTarget(connection, 'dedupe-runs', prefix);
     onTestFinished(async () => {
       await target.close();
-      connection.disconnect();
+      await connection.close();
     });
     const [trigger] = await triggersOf('q_hourly', H11);
     expect(await target.deliver(trigger!.payload)).toEqual({ ok: true });

@@ -23,7 +23,7 @@ const config = testConfig(db, prefix, {
 });
 const daemon = await startTestDaemon(config);
 const producer = testProducer(config);
-const downstream = testQueue('int-runs', prefix);
+const downstream = testQueue('int-runs', prefix, config);
 
 const send = (asset: string, start: number | string, end: number | string) =>
   producer.add('e', { asset, start, end, version: 'snap-7' });
@@ -48,6 +48,8 @@ describe('integer-bucket rollup (every: 1000 over offsets)', () => {
       period: { start: 0, end: 1000, key: '0' },
       upstreams: { 'kafka.offsets': { ratio: 1, missing: [], replay_required: [], versions: ['snap-7'] } },
       decided_at: expect.any(String),
+      attempt: 1,
+      run_id: 'offsets@0#1',
     });
     const half = await waitFor(async () => {
       const row = await periodRow('offsets', 1000);

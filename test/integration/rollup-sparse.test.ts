@@ -42,7 +42,7 @@ const config = testConfig(db, prefix, {
 });
 const daemon = await startTestDaemon(config);
 const producer = testProducer(config);
-const runs = testQueue('sparse-runs', prefix);
+const runs = testQueue('sparse-runs', prefix, config);
 
 const get = async (url: string) => {
   const response = await daemon.http.inject({ url });

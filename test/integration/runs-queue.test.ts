@@ -4,14 +4,13 @@
  * before its outcome was seen (lost), and outcomes that happen while the daemon is stopped or
  * while the lease moves to another instance.
  */
-import { type Job, Worker } from 'bullmq';
-import { Redis } from 'ioredis';
+import type { Job } from 'bullmq';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startDaemon } from '../../src/daemon.js';
+import { queueConnection } from '../../src/ingest/queue-backend.js';
 import { createLogger } from '../../src/log.js';
 import { testConfig, testProducer, testQueue } from '../helpers/daemon.js';
 import { createTestDatabase } from '../helpers/db.js';
-import { REDIS_URL } from '../helpers/env.js';
 import { createTestPrefix } from '../helpers/redis.js';
 import { waitFor } from '../helpers/wait.js';
 
@@ -44,6 +43,7 @@ const config = testConfig(db, prefix, {
     rollup('slow', 'slow-runs', { retries: 0, timeout: 'PT1S' }),
     rollup('gone', 'gone-runs', { retries: 0 }),
     rollup('handover', 'handover-runs', { retries: 0 }),
+    rollup('tidy', 'tidy-runs', { retries: 0 }),
   ],
 });
 const producer = testProducer(config);
@@ -79,12 +79,16 @@ const untilRun = (id: string, h: number, ok: (run: Json) => boolean, what: strin
   );
 const cover = (id: string, h: number) => producer.add('e', { asset: `${id}.in`, ...span(h), version: 'v1' });
 
-function worker(queue: string, processor: (job: Job) => Promise<unknown>) {
-  const connection = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
-  const w = new Worker(queue, processor, { connection, prefix });
+function worker(
+  queue: string,
+  processor: (job: Job) => Promise<unknown>,
+  options: { removeOnComplete?: { count: number } } = {},
+) {
+  const connection = queueConnection(config);
+  const w = connection.worker(queue, prefix, processor, options);
   afterAll(async () => {
     await w.close();
-    connection.disconnect();
+    await connection.close();
   });
   return w;
 }
@@ -125,7 +129,7 @@ describe('queue target runs', () => {
     const listing = (await daemon.http.inject({ url: '/v1/rollups' })).json() as Json;
     expect(listing.rollups.find((r: Json) => r.id === 'flaky')).toMatchObject({
       run: { retries: 2, backoff: 'PT0.3S', timeout: 'PT1M' },
-      runs: { succeeded: 1, failed: 0 },
+      runs: { pending: 0, started: 0, running: 0, failed: 0, timed_out: 0, lost: 0 },
     });
   });
 
@@ -140,18 +144,35 @@ describe('queue target runs', () => {
     expect(failed.periods.map((p: Json) => p.key)).toEqual([hourOf(2)]);
     const none = (await daemon.http.inject({ url: `/v1/rollups/slow/periods?run_state=succeeded` })).json();
     expect(none.periods).toEqual([]);
+    const counts = (await daemon.http.inject({ url: '/v1/rollups?q=slow' })).json() as Json;
+    expect(counts.rollups[0].runs).toMatchObject({ timed_out: 1, started: 0 });
     const bad = await daemon.http.inject({ url: `/v1/rollups/slow/periods?run_state=done` });
     expect(bad.json()).toMatchObject({ code: 'invalid_run_state' });
   });
 
   it('a job removed before its outcome was seen is lost, never succeeded', async () => {
-    const queue = testQueue('gone-runs', prefix);
+    const queue = testQueue('gone-runs', prefix, config);
     await cover('gone', 3);
     await untilRun('gone', 3, (r) => r.state === 'started', 'the run started');
     const key = `gone@${compact}T030000Z#1`;
     await (await queue.getJob(key))!.remove();
     const lost = await untilRun('gone', 3, (r) => r.state === 'lost', 'the run lost');
     expect(lost.period.run.error).toMatch(/removed/);
+  });
+
+  it('a job its worker removes on completion is succeeded: the completion event was seen', async () => {
+    const queue = testQueue('tidy-runs', prefix);
+    const key = `tidy@${compact}T060000Z#1`;
+    worker('tidy-runs', async () => 'ok', { removeOnComplete: { count: 0 } });
+    await cover('tidy', 6);
+    const done = await untilRun(
+      'tidy',
+      6,
+      (r) => r.state === 'succeeded' || r.state === 'lost',
+      'an outcome',
+    );
+    expect(done.period.run.state).toBe('succeeded');
+    expect(await queue.getJobState(key)).toBe('unknown');
   });
 
   it('an outcome reached while no daemon runs, and one reached after the lease moved, are both recorded', async () => {
@@ -161,7 +182,7 @@ describe('queue target runs', () => {
     // Completed while nobody watches: the job's state is the record, read by the next leader.
     worker('handover-runs', async () => 'ok');
     const key = `handover@${compact}T040000Z#1`;
-    const queue = testQueue('handover-runs', prefix);
+    const queue = testQueue('handover-runs', prefix, config);
     await waitFor(async () => (await queue.getJobState(key)) === 'completed', { what: 'job completed' });
     daemon = await start();
     await untilRun('handover', 4, (r) => r.state === 'succeeded', 'succeeded after the restart');

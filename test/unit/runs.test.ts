@@ -245,7 +245,8 @@ describe('reading targets', () => {
     });
     expect(queueJobReport('active', undefined)).toMatchObject({ state: 'running' });
     expect(queueJobReport('waiting', { attemptsMade: 0 })).toBeNull();
-    expect(queueJobReport('delayed', { attemptsMade: 1 })).toMatchObject({ state: 'running' });
+    expect(queueJobReport('delayed', undefined)).toMatchObject({ state: 'running' });
+    expect(queueJobReport('waiting', { attemptsMade: 1 })).toMatchObject({ state: 'running' });
     expect(queueJobReport('unknown', undefined)).toMatchObject({ state: 'lost' });
   });
 

@@ -12,7 +12,7 @@ import { BadInputError } from '../../core/errors.js';
 import type { Domain, Interval } from '../../core/types.js';
 import { findAsset } from '../../index/assets.js';
 import { queryCoverage } from '../../index/coverage-query.js';
-import { configFrom, type GlobalOptions, withSql } from './shared.js';
+import { commandConfig, type GlobalOptions, withSql } from './shared.js';
 
 interface CheckOptions extends GlobalOptions {
   readonly start?: string | undefined;
@@ -63,7 +63,7 @@ export async function runCheck(args: string[], values: CheckOptions): Promise<nu
       );
     maxLagMs = d.toMillis();
   }
-  const config = configFrom(values);
+  const config = await commandConfig(values);
   return withSql(config, async (sql) => {
     const asset = await findAsset(sql, name);
     const domain = asset?.domain ?? guessDomain(values.start!, values.end!);

@@ -1,13 +1,14 @@
 import { join } from 'node:path';
-import { Queue, Worker } from 'bullmq';
 import { type Config, loadConfig } from '../../config.js';
 import { toCoverageAnswer } from '../../core/coverage-answer.js';
 import type { TriggerPayload } from '../../core/trigger.js';
 import { startDaemon } from '../../daemon.js';
 import { type DemoEvent, demoScript, HOLE, REPROCESSED_HOUR } from '../../demo/producer.js';
+import { resolveDatabase } from '../../embedded/resolve.js';
 import { findAsset } from '../../index/assets.js';
 import { queryCoverage } from '../../index/coverage-query.js';
 import { connectOnce } from '../../index/db.js';
+import { queueConnection } from '../../ingest/queue-backend.js';
 import { deleteKeysWithPrefix, redisConnection } from '../../ingest/redis.js';
 import { createLogger } from '../../log.js';
 import { packageRoot } from '../../paths.js';
@@ -32,18 +33,32 @@ const print = (line: string) => process.stdout.write(`${line}\n`);
  */
 export async function runDemo(values: DemoOptions): Promise<number> {
   const demo = loadConfig({ path: join(packageRoot(), 'config', 'demo.yaml') });
-  const config = demoConfig(demo, values.config === undefined ? demo : loadConfig({ path: values.config }));
-  const log = createLogger(config.log_level);
-  print(`resetting database ${DEMO_DATABASE} and Redis keys ${DEMO_PREFIX}:* (the demo's own)`);
-  await resetDemoState(config.database_url, config.redis_url, config.queue.prefix);
+  const log = createLogger(demo.log_level);
+  // With neither a database nor a Redis URL, the embedded server of data_dir (the demo's database in it).
+  const server = await resolveDatabase(
+    values.config === undefined ? demo : loadConfig({ path: values.config }),
+    log,
+    'command',
+  );
+  try {
+    return await runDemoOn(demoConfig(demo, server.config), log, values);
+  } finally {
+    await server.release();
+  }
+}
+
+async function runDemoOn(config: Config, log: ReturnType<typeof createLogger>, values: DemoOptions) {
+  const where = config.queue.backend === 'redis' ? `Redis keys ${DEMO_PREFIX}:*` : 'its queues';
+  print(`resetting database ${DEMO_DATABASE} and ${where} (the demo's own)`);
+  await resetDemoState(config);
   const daemon = await startDaemon(config, log);
   const statusUrl = `${daemon.url.replace('0.0.0.0', '127.0.0.1')}/`;
-  const connection = redisConnection(config.redis_url);
-  const producer = new Queue(config.queue.name, { connection, prefix: config.queue.prefix });
-  const workerConnection = redisConnection(config.redis_url);
+  const connection = queueConnection(config);
+  const producer = connection.queue(config.queue.name, config.queue.prefix);
   const received: TriggerPayload[] = [];
-  const downstream = new Worker<TriggerPayload>(
+  const downstream = connection.worker<TriggerPayload>(
     'demo-runs',
+    config.queue.prefix,
     async (job) => {
       const p = job.data;
       received.push(p);
@@ -54,7 +69,7 @@ export async function runDemo(values: DemoOptions): Promise<number> {
         `  trigger  ${p.rollup.padEnd(14)} ${p.period.key.padEnd(14)} generation ${p.generation}  ${p.reason.padEnd(7)} (${ratios})`,
       );
     },
-    { connection: workerConnection, prefix: config.queue.prefix, concurrency: 1 },
+    { concurrency: 1 },
   );
   const waitFor = async (what: string, done: () => boolean) => {
     const deadline = Date.now() + 30_000;
@@ -121,8 +136,7 @@ export async function runDemo(values: DemoOptions): Promise<number> {
   } finally {
     await downstream.close();
     await producer.close();
-    connection.disconnect();
-    workerConnection.disconnect();
+    await connection.close();
     await daemon.stop();
   }
 }
@@ -145,7 +159,7 @@ export function demoConfig(demo: Config, server: Config): Config {
     ...demo,
     database_url: onDatabase(server.database_url, DEMO_DATABASE),
     redis_url: server.redis_url,
-    queue: { ...demo.queue, prefix: DEMO_PREFIX },
+    queue: { ...demo.queue, prefix: DEMO_PREFIX, backend: server.queue.backend },
   };
 }
 
@@ -157,17 +171,21 @@ function onDatabase(databaseUrl: string, name: string): string {
   return url.toString();
 }
 
-/** Every run starts from nothing: the demo database is recreated and its queue keys deleted. */
-async function resetDemoState(databaseUrl: string, redisUrl: string, prefix: string): Promise<void> {
-  const admin = connectOnce(onDatabase(databaseUrl, 'postgres'));
+/**
+ * Every run starts from nothing: the demo database is recreated (with the queues in it, on the
+ * PostgreSQL backend) and, on Redis, its queue keys deleted.
+ */
+async function resetDemoState(config: Config): Promise<void> {
+  const admin = connectOnce(onDatabase(config.database_url, 'postgres'));
   try {
     await admin`drop database if exists ${admin(DEMO_DATABASE)} with (force)`;
   } finally {
     await admin.end();
   }
-  const redis = redisConnection(redisUrl);
+  if (config.queue.backend !== 'redis') return;
+  const redis = redisConnection(config.redis_url);
   try {
-    await deleteKeysWithPrefix(redis, prefix);
+    await deleteKeysWithPrefix(redis, config.queue.prefix);
   } finally {
     redis.disconnect();
   }

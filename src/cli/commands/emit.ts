@@ -4,9 +4,9 @@ import type { Domain } from '../../core/types.js';
 import { domainsOf } from '../../index/assets.js';
 import { EventQueues } from '../../ingest/event-queues.js';
 import { precheckEvents } from '../../ingest/precheck.js';
-import { oneShotConnection } from '../../ingest/redis.js';
+import { queueConnection } from '../../ingest/queue-backend.js';
 import { normalizeOptions } from '../../ingest/worker.js';
-import { configFrom, type GlobalOptions, withSql } from './shared.js';
+import { commandConfig, type GlobalOptions, withSql } from './shared.js';
 
 interface EmitOptions extends GlobalOptions {
   readonly asset?: string | undefined;
@@ -32,7 +32,7 @@ export async function runEmit(args: string[], values: EmitOptions): Promise<numb
     process.stderr.write(`coverage-rollup emit: ${usage}; see --help\n`);
     return 2;
   }
-  const config = configFrom(values);
+  const config = await commandConfig(values);
   const { events, lines } =
     values.file !== undefined ? readJsonLines(values.file) : { events: [fromFlags(values)], lines: [] };
   const refusals = await precheckEvents(events, normalizeOptions(config), (names) =>
@@ -44,7 +44,7 @@ export async function runEmit(args: string[], values: EmitOptions): Promise<numb
     process.stderr.write(`nothing enqueued; ${errors.length} invalid event(s):\n${errors.join('\n')}\n`);
     return 2;
   }
-  const connection = oneShotConnection(config.redis_url);
+  const connection = queueConnection(config, { oneShot: true });
   const queue = new EventQueues(connection, config.queue);
   queue.on('error', () => {}); // reported below, through the failed addBulk
   let sent = 0;
@@ -54,12 +54,12 @@ export async function runEmit(args: string[], values: EmitOptions): Promise<numb
     }
   } catch (error) {
     process.stderr.write(
-      `coverage-rollup emit: could not enqueue on Redis (${(error as Error).message}); ${sent} of ${events.length} event(s) were enqueued before it failed\n`,
+      `coverage-rollup emit: could not enqueue on ${config.queue.backend === 'redis' ? 'Redis' : 'PostgreSQL'} (${(error as Error).message}); ${sent} of ${events.length} event(s) were enqueued before it failed\n`,
     );
     return 2;
   } finally {
     await queue.close();
-    connection.disconnect();
+    await connection.close();
   }
   const groups = config.queue.groups > 1 ? ` (${config.queue.groups} groups)` : '';
   process.stdout.write(`enqueued ${events.length} event(s) on ${config.queue.name}${groups}\n`);

@@ -1,10 +1,10 @@
 import { ensureDatabase } from '../../index/db.js';
 import { latestVersion, migrate } from '../../index/migrate.js';
 import { createLogger } from '../../log.js';
-import { configFrom, type GlobalOptions, withSql } from './shared.js';
+import { commandConfig, type GlobalOptions, withSql } from './shared.js';
 
 export async function runMigrate(values: GlobalOptions): Promise<number> {
-  const config = configFrom(values);
+  const config = await commandConfig(values);
   const log = createLogger(config.log_level);
   await ensureDatabase(config.database_url, log);
   const applied = await withSql(config, (sql) => migrate(sql, log));

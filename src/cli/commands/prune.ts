@@ -1,6 +1,6 @@
 import { type PruneReport, prune } from '../../index/retention.js';
 import { retentionOptions } from '../../index/retention-loop.js';
-import { configFrom, type GlobalOptions, withSql } from './shared.js';
+import { commandConfig, type GlobalOptions, withSql } from './shared.js';
 
 interface PruneOptions extends GlobalOptions {
   readonly 'dry-run'?: boolean | undefined;
@@ -12,7 +12,7 @@ interface PruneOptions extends GlobalOptions {
  * Exit 0 done; 1 when something past retention was held back, or another instance was pruning.
  */
 export async function runPrune(values: PruneOptions): Promise<number> {
-  const config = configFrom(values);
+  const config = await commandConfig(values);
   const dryRun = values['dry-run'] ?? false;
   const report = await withSql(config, (sql) => prune(sql, retentionOptions(config, dryRun)));
   process.stdout.write(values.json ? `${JSON.stringify(report)}\n` : describe(report));

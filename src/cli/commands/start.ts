@@ -1,35 +1,56 @@
 import { startDaemon } from '../../daemon.js';
+import { resolveDatabase } from '../../embedded/resolve.js';
 import { createLogger } from '../../log.js';
 import { configFrom, type GlobalOptions } from './shared.js';
 
 /**
- * Runs until SIGTERM or SIGINT: the first drains and exits 0, a second forces exit 1. An
- * unhandled error ends the process non-zero rather than leave it half alive. Signals are handled
- * from the start: one that arrives while the daemon is still starting (its ingest worker and lease
- * may already run) stops it as soon as it is up, rather than kill it with the lease held.
+ * A repeat of the first signal within this long is the same request delivered twice: a terminal's
+ * Ctrl-C reaches every process of the group (npm, which forwards it, and the daemon), and
+ * systemd's default KillMode signals the whole cgroup. Only a later signal, or a third, forces.
+ */
+export const REPEAT_GRACE_MS = 1_000;
+
+/**
+ * Runs until SIGTERM or SIGINT: the first drains and exits 0; a deliberate second one (more than
+ * REPEAT_GRACE_MS later, or a third) forces exit 1. An unhandled error ends the process non-zero
+ * rather than leave it half alive. Signals are handled from the start: one that arrives while the
+ * daemon is still starting (its ingest worker and lease may already run) stops it as soon as it is
+ * up, rather than kill it with the lease held. With the embedded default the daemon starts the
+ * embedded PostgreSQL first and stops it last.
  */
 export async function runStart(values: GlobalOptions): Promise<number> {
-  const config = configFrom(values);
-  const log = createLogger(config.log_level);
+  const loaded = configFrom(values);
+  const log = createLogger(loaded.log_level);
+  let forceStopServer = () => {};
+  const exitNow = (code: number) => {
+    forceStopServer();
+    process.exit(code);
+  };
   const fatal = (kind: string) => (error: unknown) => {
     log.fatal({ err: error }, `${kind}; exiting`);
-    process.exit(1);
+    exitNow(1);
   };
   process.on('uncaughtException', fatal('uncaught exception'));
   process.on('unhandledRejection', fatal('unhandled rejection'));
 
-  let received: NodeJS.Signals | undefined;
+  let first: { signal: NodeJS.Signals; at: number } | undefined;
+  let repeats = 0;
   let stop: ((signal: NodeJS.Signals) => void) | undefined; // set once the daemon is up
   const onSignal = (signal: NodeJS.Signals) => {
-    if (received) {
-      log.warn({ signal }, 'second signal: exiting now');
-      process.exit(1);
+    if (first) {
+      repeats += 1;
+      if (repeats >= 2 || Date.now() - first.at > REPEAT_GRACE_MS) {
+        log.warn({ signal }, 'second signal: exiting now');
+        exitNow(1);
+      }
+      log.info({ signal }, 'signal repeated at once (terminal and npm both deliver it): still draining');
+      return;
     }
-    received = signal;
+    first = { signal, at: Date.now() };
     const force = setTimeout(() => {
       log.error('shutdown did not finish in time; exiting');
-      process.exit(1);
-    }, config.shutdown_timeout + 5_000);
+      exitNow(1);
+    }, loaded.shutdown_timeout + 5_000);
     force.unref();
     if (stop) stop(signal);
     else log.info({ signal }, 'signal while starting: shutting down once started');
@@ -37,21 +58,51 @@ export async function runStart(values: GlobalOptions): Promise<number> {
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);
 
-  const daemon = await startDaemon(config, log);
+  const resolved = await resolveDatabase(loaded, log, 'daemon');
+  forceStopServer = resolved.forceStop;
+  if (resolved.embedded) {
+    log.info(
+      {
+        data_dir: resolved.embedded.dataDir,
+        address: `127.0.0.1:${resolved.embedded.port}`,
+        queue_backend: resolved.config.queue.backend,
+      },
+      resolved.embedded.started
+        ? 'embedded PostgreSQL started (no DATABASE_URL or REDIS_URL set): data and queues live in the data directory'
+        : 'embedded PostgreSQL was already running (left by a previous daemon): using it',
+    );
+  }
+  let daemon: Awaited<ReturnType<typeof startDaemon>>;
+  try {
+    daemon = await startDaemon(resolved.config, log);
+  } catch (error) {
+    await resolved.release();
+    throw error;
+  }
+  if (resolved.embedded) {
+    log.info(
+      { url: daemon.url },
+      'ready; send an event: npx coverage-rollup emit --asset demo.orders --interval 2025-06-01T00:00:00Z/PT1H, ' +
+        'then ask: npx coverage-rollup check demo.orders --start 2025-06-01T00:00:00Z --end 2025-06-01T01:00:00Z',
+    );
+  }
   return new Promise<number>((resolve) => {
     stop = (signal: NodeJS.Signals) => {
       log.info({ signal }, 'shutting down');
-      daemon.stop().then(
-        () => {
-          log.info('stopped');
-          resolve(0);
-        },
-        (error: unknown) => {
-          log.error({ err: error }, 'shutdown failed');
-          resolve(1);
-        },
-      );
+      daemon
+        .stop()
+        .then(() => resolved.release())
+        .then(
+          () => {
+            log.info('stopped');
+            resolve(0);
+          },
+          (error: unknown) => {
+            log.error({ err: error }, 'shutdown failed');
+            resolve(1);
+          },
+        );
     };
-    if (received) stop(received);
+    if (first) stop(first.signal);
   });
 }

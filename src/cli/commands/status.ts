@@ -6,7 +6,7 @@ import { freshnessFacts } from '../../index/freshness.js';
 import { rollupCounts } from '../../index/periods/reads.js';
 import { outboxSummary } from '../../index/triggers.js';
 import { plural } from '../format.js';
-import { configFrom, type GlobalOptions, withSql } from './shared.js';
+import { commandConfig, type GlobalOptions, withSql } from './shared.js';
 
 interface StatusOptions extends GlobalOptions {
   readonly json?: boolean | undefined;
@@ -14,7 +14,7 @@ interface StatusOptions extends GlobalOptions {
 
 /** Assets, rollups (periods by state, last trigger) and the scheduler lease, read from PostgreSQL. */
 export async function runStatus(values: StatusOptions): Promise<number> {
-  const config = configFrom(values);
+  const config = await commandConfig(values);
   return withSql(config, async (sql) => {
     const [rows, facts] = await Promise.all([listAssets(sql), freshnessFacts(sql)]);
     const lags = maxLags(config);

@@ -3,7 +3,6 @@ import type { RollupRuntime } from '../../config/rollups.js';
 import { parseBound } from '../../core/bounds.js';
 import { BadInputError } from '../../core/errors.js';
 import type { PeriodView, Run } from '../../core/periods.js';
-import { RUN_STATES, type RunState } from '../../core/runs.js';
 import { countPeriods, listPeriods, summarizePeriods } from '../../index/periods/listing.js';
 import { coveredHiOf, rollupCounts } from '../../index/periods/reads.js';
 import { requestManualRun } from '../../index/periods/writes.js';
@@ -72,7 +71,7 @@ export function registerRollupRoutes(rollups: readonly RollupRuntime[]): RouteRe
             backoff: isoDuration(rollup.run.backoffMs),
             timeout: isoDuration(rollup.run.timeoutMs),
           },
-          runs: allRunStates(runCounts.get(rollup.id) ?? {}),
+          runs: runCounts.get(rollup.id)!,
         })),
         total: matching.length,
         next_cursor: matching.length > offset + limit ? encodeCursor('r', String(offset + limit)) : null,
@@ -160,9 +159,4 @@ function periodJson(format: (point: number) => string | number, p: PeriodView, r
     triggered_at: p.triggeredAt?.toISOString() ?? null,
     run: run ? runJson(run) : null,
   };
-}
-
-/** Every run state, zero where no period's current run is in it. */
-function allRunStates(counts: Partial<Record<RunState, number>>): Record<RunState, number> {
-  return Object.fromEntries(RUN_STATES.map((s) => [s, counts[s] ?? 0])) as Record<RunState, number>;
 }

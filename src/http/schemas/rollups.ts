@@ -1,7 +1,7 @@
 /** The rollup listings, the period detail and the manual trigger (SPEC §8, §10). */
 import { z } from 'zod';
 import { PERIOD_STATES } from '../../core/policy.js';
-import { RUN_STATES } from '../../core/runs.js';
+import { COUNTED_RUN_STATES, RUN_STATES } from '../../core/runs.js';
 import { defineOperation } from '../operation.js';
 import {
   Bound,
@@ -33,10 +33,10 @@ export const StateCounts = z.object(
   >,
 );
 
-/** Periods per state of their current run; every run state is present. */
+/** Periods per state of their current run; every state but succeeded (most of history) is present. */
 export const RunCounts = z.object(
-  Object.fromEntries(RUN_STATES.map((state) => [state, count])) as Record<
-    (typeof RUN_STATES)[number],
+  Object.fromEntries(COUNTED_RUN_STATES.map((state) => [state, count])) as Record<
+    (typeof COUNTED_RUN_STATES)[number],
     typeof count
   >,
 );
@@ -77,7 +77,8 @@ export const RollupSummary = z.object({
   periods: StateCounts.meta({ description: 'every period since begin, stored or derived, by state' }),
   run: RunPolicyJson,
   runs: RunCounts.meta({
-    description: 'periods by the state of their current run (failed, timed_out and lost: what needs a look)',
+    description:
+      'periods by the state of their current run, succeeded excepted (failed, timed_out and lost: what needs a look)',
   }),
 });
 

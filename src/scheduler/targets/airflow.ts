@@ -26,6 +26,8 @@ export function dagRunId(idempotencyKey: string, attempt = 1): string {
 
 /** Airflow's largest page by default ([api] maximum_page_limit). */
 const LIST_LIMIT = 100;
+/** Pages one observation reads at most: its requests are bounded whatever Airflow holds. */
+export const OBSERVE_PAGES = 3;
 
 /** Logical-date offsets per attempt, in µs: unique for generations below this many. */
 const ATTEMPT_OFFSET_US = 100_000;
@@ -94,10 +96,10 @@ export function airflowTarget(config: AirflowConfig, now: () => number = Date.no
   };
 
   /**
-   * One `POST /api/v2/dags/~/dagRuns/list` (Airflow 3's batch list; it filters by DAG, state and
-   * date ranges, not by run id) over the logical dates of up to 100 runs of this DAG. A run missing
-   * from a complete answer is no longer known to Airflow (deleted): lost. A truncated answer (other
-   * runs in the window) says nothing about the runs it left out; they are asked again later.
+   * `POST /api/v2/dags/~/dagRuns/list` (Airflow 3's batch list; it filters by DAG, state and date
+   * ranges, not by run id) over the logical dates of up to 100 runs of this DAG, at most
+   * OBSERVE_PAGES pages. A run missing from the complete window is no longer known to Airflow
+   * (deleted): lost. Runs left out of a window that other runs fill are asked about again later.
    */
   async function observeRuns(runs: readonly ObservedRun[]): Promise<Observation | { error: string }> {
     if (runs.length === 0) return new Map();
@@ -112,38 +114,42 @@ export function airflowTarget(config: AirflowConfig, now: () => number = Date.no
       order_by: 'logical_date',
       page_limit: LIST_LIMIT,
     };
-    const used: string[] = [];
-    const response = await authorized(used, (auth) =>
-      postJson(`${base}/api/v2/dags/~/dagRuns/list`, body, auth, config.timeout),
-    );
-    if ('error' in response) return { error: scrubSecrets(response.error, used) };
-    if (response.status !== 200)
-      return { error: scrubSecrets(`HTTP ${response.status}: ${response.text.slice(0, 300)}`, used) };
-    let answer: {
-      dag_runs?: Array<{ dag_run_id?: string; run_id?: string; state?: string; note?: string | null }>;
-      total_entries?: number;
-    };
-    try {
-      answer = JSON.parse(response.text) as typeof answer;
-    } catch {
-      return { error: 'the dag run list is not JSON' };
-    }
-    const listed = answer.dag_runs ?? [];
     const out = new Map<string, RunReport | null>();
-    for (const run of listed) {
-      const id = wanted.get(run.dag_run_id ?? run.run_id ?? '');
-      if (id !== undefined) out.set(id, airflowRunReport(String(run.state), run.note));
-    }
-    const complete = (answer.total_entries ?? listed.length) <= listed.length;
-    for (const id of wanted.values()) {
-      if (out.has(id)) continue;
-      out.set(
-        id,
-        complete
-          ? { kind: 'target', state: 'lost', error: `DAG ${config.dag_id} has no such run any more` }
-          : null,
+    const used: string[] = [];
+    for (let page = 0; page < OBSERVE_PAGES; page++) {
+      const response = await authorized(used, (auth) =>
+        postJson(
+          `${base}/api/v2/dags/~/dagRuns/list`,
+          { ...body, page_offset: page * LIST_LIMIT },
+          auth,
+          config.timeout,
+        ),
       );
+      if ('error' in response) return { error: scrubSecrets(response.error, used) };
+      if (response.status !== 200)
+        return { error: scrubSecrets(`HTTP ${response.status}: ${response.text.slice(0, 300)}`, used) };
+      let answer: { dag_runs?: Array<{ dag_run_id?: string; state?: string }>; total_entries?: number };
+      try {
+        answer = JSON.parse(response.text) as typeof answer;
+      } catch {
+        return { error: 'the dag run list is not JSON' };
+      }
+      const listed = answer.dag_runs ?? [];
+      for (const run of listed) {
+        const id = wanted.get(run.dag_run_id ?? '');
+        if (id !== undefined) out.set(id, airflowRunReport(String(run.state)));
+      }
+      const seen = page * LIST_LIMIT + listed.length;
+      const complete = listed.length < LIST_LIMIT || seen >= (answer.total_entries ?? seen);
+      if (complete) {
+        const gone = `DAG ${config.dag_id} has no such run any more`;
+        for (const id of wanted.values())
+          if (!out.has(id)) out.set(id, { kind: 'target', state: 'lost', error: gone });
+        return out;
+      }
+      if (out.size === wanted.size) return out;
     }
+    for (const id of wanted.values()) if (!out.has(id)) out.set(id, null);
     return out;
   }
 

@@ -1,7 +1,6 @@
-import { Queue } from 'bullmq';
-import { queueJobReport } from '../../core/runs.js';
+import { queueJobReport, type RunReport } from '../../core/runs.js';
 import type { TriggerPayload } from '../../core/trigger.js';
-import type { RedisClient } from '../../ingest/redis.js';
+import type { QueueConnection } from '../../ingest/queue-backend.js';
 import type { DeliveryResult, Observation, ObservedRun, Target } from './target.js';
 
 /** A delivery's bound when the target sets no `timeout`: the webhook's default. */
@@ -10,24 +9,40 @@ export const QUEUE_DELIVERY_TIMEOUT_MS = 10_000;
 /**
  * A BullMQ job whose jobId is the attempt's run id (the idempotency key for attempt 1): adding it
  * twice leaves one job. Each add is
- * bounded in time: a Redis cut off without a reset never answers (ioredis waits with no deadline),
+ * bounded in time (on either backend): a Redis cut off without a reset never answers (ioredis waits with no deadline),
  * and the lease holder's scheduler, which delivers between decisions, must not wait with it. An
  * add given up on may still land later; the retry then finds the job under its id and adds none.
  */
 export function queueTarget(
-  connection: RedisClient,
+  queues: QueueConnection,
   name: string,
   prefix: string,
   timeoutMs = QUEUE_DELIVERY_TIMEOUT_MS,
+  onFinished?: (runId: string) => void,
 ): Target {
-  const queue = new Queue(name, { connection, prefix });
+  const queue = queues.queue(name, prefix);
+  const store = queues.backend === 'redis' ? 'Redis' : 'PostgreSQL';
+  // Outcomes the event stream told of, for jobs removed on completion (removeOnComplete) before
+  // their run was asked about; bounded, and only ever consulted for a job that is gone.
+  const finished = new Map<string, RunReport>();
+  const events =
+    onFinished &&
+    wakeOnFinished(queues, name, prefix, (jobId, report) => {
+      finished.delete(jobId);
+      finished.set(jobId, report);
+      if (finished.size > MAX_FINISHED) finished.delete(finished.keys().next().value!);
+      onFinished(jobId);
+    });
   return {
     async deliver(payload: TriggerPayload): Promise<DeliveryResult> {
       const added = queue.add(payload.rollup, payload, { jobId: payload.run_id ?? payload.idempotency_key });
       added.catch(() => {}); // settles harmlessly after a timeout
       let timer: NodeJS.Timeout | undefined;
       const late = new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new Error(`no answer from Redis within ${timeoutMs} ms`)), timeoutMs);
+        timer = setTimeout(
+          () => reject(new Error(`no answer from ${store} within ${timeoutMs} ms`)),
+          timeoutMs,
+        );
       });
       try {
         await Promise.race([added, late]);
@@ -47,17 +62,22 @@ export function queueTarget(
       const ask = Promise.all(
         runs.map(async ({ runId }) => {
           const state = await queue.getJobState(runId);
-          if (['completed', 'active', 'unknown'].includes(state))
+          if (state !== 'failed' && state !== 'unknown')
             return [runId, queueJobReport(state, undefined)] as const;
-          // Failed (its reason) or waiting (attempts made so far); removed in between is gone.
-          const job = await queue.getJob(runId);
-          return [runId, queueJobReport(job ? state : 'unknown', job)] as const;
+          // Failed: its reason; removed in between is gone.
+          const job = state === 'unknown' ? undefined : await queue.getJob(runId);
+          // Gone: succeeded or failed if the event stream told of it (removed on completion), else lost.
+          if (!job) return [runId, finished.get(runId) ?? queueJobReport('unknown', undefined)] as const;
+          return [runId, queueJobReport(state, job)] as const;
         }),
       );
       ask.catch(() => {});
       let timer: NodeJS.Timeout | undefined;
       const late = new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new Error(`no answer from Redis within ${timeoutMs} ms`)), timeoutMs);
+        timer = setTimeout(
+          () => reject(new Error(`no answer from ${store} within ${timeoutMs} ms`)),
+          timeoutMs,
+        );
       });
       try {
         return new Map(await Promise.race([ask, late]));
@@ -67,6 +87,36 @@ export function queueTarget(
         clearTimeout(timer);
       }
     },
-    close: () => queue.close(),
+    close: async () => {
+      await events?.stop();
+      await queue.close();
+    },
   };
+}
+
+/** Completion events remembered per queue for removed jobs. */
+const MAX_FINISHED = 10_000;
+
+/**
+ * A wake-up, not the record: BullMQ's event stream says a job completed or failed (for good: a
+ * failure BullMQ retries is not in the stream as `failed`), and the run is asked about at once
+ * instead of at its next check. An event this misses (the stream is trimmed, the daemon was down,
+ * a backend without it) costs only the check interval, except for a job removed on completion,
+ * which is then lost. The queue factory gives it a connection of its own on either backend.
+ */
+function wakeOnFinished(
+  queues: QueueConnection,
+  name: string,
+  prefix: string,
+  onFinished: (jobId: string, report: RunReport) => void,
+): { stop(): Promise<void> } {
+  // Stream ids are the store's clock in ms: read from a minute back rather than from the end ('$'),
+  // so a job that finishes while the reader is still starting (or on a skewed clock) is not missed.
+  const events = queues.queueEvents(name, prefix, { lastEventId: `${Date.now() - 60_000}-0` });
+  events.on('error', () => {}); // reconnects by itself; the checks cover the gap
+  events.on('completed', ({ jobId }) => onFinished(jobId, { kind: 'target', state: 'succeeded' }));
+  events.on('failed', ({ jobId, failedReason }) =>
+    onFinished(jobId, { kind: 'target', state: 'failed', error: failedReason || 'the job failed' }),
+  );
+  return { stop: () => events.close().catch(() => {}) };
 }

@@ -1,0 +1,176 @@
+/**
+ * bench:backends (SPEC §12): the same events ingested through each queue backend in one run, and
+ * the embedded default's start times. Rounds alternate Redis, PostgreSQL (the local server, the
+ * queue in the index's own database) and the embedded PostgreSQL, so load from elsewhere on the
+ * machine hits all alike; each round fills its queue first, then times our ingest worker from its
+ * start until every job completed. Then the built daemon is started with no URLs in a fresh data
+ * directory (initdb) and again on it (later starts), each timed from spawn to its 'listening' line.
+ * Prints JSON: rates per round, medians, the postgres ÷ redis ratio, start times, load average.
+ *
+ *   npm run build && npm run bench:backends
+ *   BENCH_N=20000 BENCH_ROUNDS=3 BENCH_STARTS=3 npm run bench:backends
+ */
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { CONFIG_ENV_VARS, type Config, parseConfig } from '../src/config.js';
+import { resolveDatabase } from '../src/embedded/resolve.js';
+import { connect, type Sql } from '../src/index/db.js';
+import { migrate } from '../src/index/migrate.js';
+import { queueConnection } from '../src/ingest/queue-backend.js';
+import { startIngestWorker } from '../src/ingest/worker.js';
+import { createMetrics } from '../src/metrics.js';
+import { packageRoot } from '../src/paths.js';
+import { createBenchDatabase, dropPrefix, log, median, REDIS_URL, round, uniqueName } from './common.js';
+
+const N = Number(process.env.BENCH_N ?? 10_000);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+const STARTS = Number(process.env.BENCH_STARTS ?? 3);
+const ASSETS = 50;
+const FIVE_MINUTES = 5 * 60_000;
+
+/**
+ * 50 assets, each a stream of 5-minute slices, interleaved; every event distinct. The same shape
+ * for every backend, under asset names of its own, so no round finds another's events in the index.
+ */
+function workload(round: number, tag: string): unknown[] {
+  return Array.from({ length: N }, (_, n) => {
+    const a = n % ASSETS;
+    const start = Date.UTC(2025, 0, 1) + Math.floor(n / ASSETS) * FIVE_MINUTES;
+    return {
+      asset: `bench.${tag}.r${round}.${a}`,
+      start: new Date(start).toISOString(),
+      end: new Date(start + FIVE_MINUTES).toISOString(),
+      id: `${tag}-r${round}-${n}`,
+    };
+  });
+}
+
+/** Fills the events queue, then times our worker draining it into the index. */
+async function ingestRound(config: Config, sql: Sql, round: number, tag: string): Promise<number> {
+  const connection = queueConnection(config);
+  const queue = connection.queue(config.queue.name, config.queue.prefix);
+  const events = workload(round, tag);
+  for (let i = 0; i < events.length; i += 1000) {
+    await queue.addBulk(events.slice(i, i + 1000).map((data) => ({ name: 'event', data })));
+  }
+  let ingest: ReturnType<typeof startIngestWorker> | undefined;
+  const seconds = await new Promise<number>((resolve) => {
+    let done = 0;
+    const t0 = performance.now();
+    ingest = startIngestWorker(config, sql, log, createMetrics());
+    for (const w of ingest.workers) {
+      w.on('completed', () => {
+        if (++done === N) resolve((performance.now() - t0) / 1000);
+      });
+    }
+  });
+  await ingest!.close(30_000);
+  await queue.close();
+  await connection.deleteNamespace(config.queue.prefix);
+  await connection.close();
+  process.stderr.write(`round ${round} ${tag}: ${Math.round(N / seconds)} events/s\n`);
+  return Math.round(N / seconds);
+}
+
+/** Seconds from spawning the built daemon with no URLs to its 'listening' line; then SIGTERM. */
+async function timedStart(dataDir: string): Promise<number> {
+  const env: NodeJS.ProcessEnv = { ...process.env };
+  for (const key of [...CONFIG_ENV_VARS, 'QUEUE_BACKEND']) delete env[key];
+  Object.assign(env, { COVERAGE_ROLLUP_DATA_DIR: dataDir, PORT: '0', LOG_LEVEL: 'info' });
+  const t0 = performance.now();
+  const child = spawn(process.execPath, ['dist/src/cli/main.js', 'start'], {
+    cwd: packageRoot(),
+    env,
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const exited = once(child, 'exit');
+  const seconds = await new Promise<number>((resolve, reject) => {
+    createInterface({ input: child.stdout! }).on('line', (line) => {
+      if (line.includes('"msg":"listening"')) resolve((performance.now() - t0) / 1000);
+    });
+    void exited.then(([code]) => reject(new Error(`daemon exited (${code}) before listening`)));
+  });
+  child.kill('SIGTERM');
+  await exited;
+  return round(seconds, 2);
+}
+
+async function main(): Promise<void> {
+  const load = [round(loadavg()[0]!, 2)];
+  const db = await createBenchDatabase(20);
+  const dir = mkdtempSync(join(tmpdir(), 'crbench-embedded-'));
+  chmodSync(dir, 0o755); // run as root, the embedded server's user must reach it
+  const base = { log_level: 'silent' as const, http: { port: 0 } };
+  const redis = parseConfig({
+    ...base,
+    database_url: db.url,
+    redis_url: REDIS_URL,
+    queue: { prefix: uniqueName('crbench') },
+  });
+  const postgres = parseConfig({ ...base, database_url: db.url, queue: { prefix: uniqueName('crbench') } });
+  const embedded = await resolveDatabase(
+    parseConfig({ ...base, data_dir: join(dir, 'ingest'), queue: { prefix: 'crbench' } }),
+    log,
+    'command',
+  );
+  const embeddedSql = connect(embedded.config.database_url, { max: 20 });
+  const rates = { redis: [] as number[], postgres: [] as number[], embedded: [] as number[] };
+  try {
+    await migrate(embeddedSql, log);
+    for (let r = 0; r < ROUNDS; r++) {
+      rates.redis.push(await ingestRound(redis, db.sql, r, 'redis'));
+      rates.postgres.push(await ingestRound(postgres, db.sql, r, 'postgres'));
+      rates.embedded.push(await ingestRound(embedded.config, embeddedSql, r, 'embedded'));
+    }
+  } finally {
+    await embeddedSql.end({ timeout: 5 });
+    await embedded.release();
+    await dropPrefix(redis.queue.prefix);
+    await db.drop();
+  }
+  load.push(round(loadavg()[0]!, 2));
+  const startsDir = join(dir, 'starts');
+  const firstStart = await timedStart(startsDir);
+  const laterStarts: number[] = [];
+  for (let i = 0; i < STARTS; i++) laterStarts.push(await timedStart(startsDir));
+  load.push(round(loadavg()[0]!, 2));
+  rmSync(dir, { recursive: true, force: true });
+  const m = {
+    redis: median(rates.redis),
+    postgres: median(rates.postgres),
+    embedded: median(rates.embedded),
+  };
+  const perRound = (k: 'postgres' | 'embedded') => rates[k].map((v, i) => round(v / rates.redis[i]!, 3));
+  process.stdout.write(
+    `${JSON.stringify(
+      {
+        benchmark: 'backends',
+        events_per_round: N,
+        rounds: ROUNDS,
+        ingest_events_per_second: rates,
+        median_events_per_second: m,
+        postgres_over_redis: { per_round: perRound('postgres'), median: median(perRound('postgres')) },
+        embedded_over_redis: { per_round: perRound('embedded'), median: median(perRound('embedded')) },
+        goals: { postgres_over_redis: 0.5, embedded_events_per_second: 2000 },
+        embedded_start_seconds: {
+          first_with_initdb: firstStart,
+          later: laterStarts,
+          later_median: median(laterStarts),
+        },
+        goals_start_seconds: { first: 10, later: 4 },
+        loadavg_1m: { start: load[0], after_ingest: load[1], end: load[2] },
+      },
+      null,
+      2,
+    )}\n`,
+  );
+}
+
+main().catch((error) => {
+  console.error(error);
+  process.exit(1);
+});

@@ -1,0 +1,173 @@
+/**
+ * The embedded default (SPEC §12) from nothing: no DATABASE_URL, no REDIS_URL, and every connection
+ * to the default PostgreSQL and Redis ports sent to a closed port (closed-default-ports.mjs), so
+ * nothing local can help. The built daemon starts an embedded PostgreSQL in a fresh data
+ * directory, `emit` enqueues an event (on BullMQ's PostgreSQL backend), `check` answers covered, a
+ * rollup triggers; a restart finds it all; kill -9 leaves a server the next start takes over; no
+ * `postgres` process outlives the test.
+ */
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { afterAll, describe, expect, it } from 'vitest';
+import { CONFIG_ENV_VARS } from '../../src/config.js';
+import { packageRoot } from '../../src/paths.js';
+import { DAEMON_ENTRY } from '../helpers/process.js';
+import { waitFor } from '../helpers/wait.js';
+
+const PRELOAD = join(packageRoot(), 'test', 'helpers', 'closed-default-ports.mjs');
+const dir = mkdtempSync(join(tmpdir(), 'coverage-rollup-embedded-'));
+chmodSync(dir, 0o755); // run as root, the server runs as an unprivileged user that must reach it
+const dataDir = join(dir, 'data');
+const configPath = join(dir, 'config.json');
+writeFileSync(
+  configPath,
+  JSON.stringify({
+    log_level: 'info',
+    http: { host: '127.0.0.1', port: 0 },
+    lease: { ttl: 'PT2S', renew_every: 'PT0.5S', retry_every: 'PT0.2S' },
+    assets: [{ name: 'e.orders', domain: 'integer' }],
+    rollups: [
+      { id: 'r', upstream: 'e.orders', every: 10, begin: 0, target: { type: 'queue', queue: 'downstream' } },
+    ],
+  }),
+);
+
+const env: NodeJS.ProcessEnv = { ...process.env };
+for (const key of [...CONFIG_ENV_VARS, 'QUEUE_BACKEND', 'COVERAGE_ROLLUP_DATA_DIR']) delete env[key];
+Object.assign(env, {
+  COVERAGE_ROLLUP_CONFIG: configPath,
+  COVERAGE_ROLLUP_DATA_DIR: dataDir,
+  NODE_OPTIONS: `${env.NODE_OPTIONS ?? ''} --import ${PRELOAD}`.trim(),
+});
+
+/** Every line any process of this file wrote, to prove none reached a default port. */
+const everyLine: string[] = [];
+const children = new Set<ChildProcess>();
+
+afterAll(async () => {
+  for (const child of children) if (child.exitCode === null) child.kill('SIGKILL');
+  for (const pid of serverPids()) process.kill(pid, 'SIGQUIT');
+  await waitFor(() => serverPids().length === 0, { what: 'the embedded server to stop' });
+  rmSync(dir, { recursive: true, force: true });
+});
+
+interface Daemon {
+  readonly child: ChildProcess;
+  readonly msgs: string[];
+  readonly url: string;
+  readonly exited: Promise<number | null>;
+}
+
+async function startDaemon(): Promise<Daemon> {
+  const child = spawn(process.execPath, [DAEMON_ENTRY, 'start'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  children.add(child);
+  const msgs: string[] = [];
+  let url: string | undefined;
+  for (const stream of [child.stdout!, child.stderr!]) {
+    createInterface({ input: stream }).on('line', (line) => {
+      everyLine.push(line);
+      try {
+        const parsed = JSON.parse(line) as { msg: string; url?: string };
+        msgs.push(parsed.msg);
+        if (parsed.msg === 'listening') url = parsed.url;
+      } catch {
+        msgs.push(line);
+      }
+    });
+  }
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const listening = await waitFor(() => url, {
+    timeout: 90_000,
+    what: `the daemon to listen\n${msgs.join('\n')}`,
+  });
+  return { child, msgs, url: listening, exited };
+}
+
+function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(process.execPath, [DAEMON_ENTRY, ...args], { env }, (error, stdout, stderr) => {
+      everyLine.push(...stderr.split('\n'));
+      resolve({ code: error ? ((error as { code?: number }).code ?? 1) : 0, stdout, stderr });
+    });
+  });
+}
+
+/** Pids of PostgreSQL servers whose data directory is this file's. */
+function serverPids(): number[] {
+  return readdirSync('/proc')
+    .filter((d) => /^\d+$/.test(d))
+    .filter((pid) => {
+      try {
+        const cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+        return cmd.includes('postgres') && cmd.includes(dataDir) && !cmd.includes(DAEMON_ENTRY);
+      } catch {
+        return false;
+      }
+    })
+    .map(Number);
+}
+
+async function period(url: string): Promise<{ state: string; generation: number } | undefined> {
+  const response = await fetch(`${url}/v1/rollups/r/periods?start=0&end=10`);
+  const body = (await response.json()) as { periods?: Array<{ state: string; generation: number }> };
+  return body.periods?.[0];
+}
+
+const covered = ['check', 'e.orders', '--start', '0', '--end', '10'];
+
+describe('the embedded default, with no database or Redis configured', () => {
+  it('runs its processes with the default ports closed (the preload refuses and reports them)', async () => {
+    const probe = `require('net').connect(5432, '127.0.0.1').on('error', (e) => { console.log(e.code); });`;
+    const run = await new Promise<{ stdout: string; stderr: string }>((resolve) =>
+      execFile(process.execPath, ['-e', probe], { env }, (_error, stdout, stderr) =>
+        resolve({ stdout, stderr }),
+      ),
+    );
+    expect(run.stderr).toContain('closed-default-ports: refused a connection to port 5432');
+    expect(run.stdout.trim()).toBe('ECONNREFUSED');
+  });
+
+  it('starts from nothing, ingests, triggers, restarts with its data, and leaves no server behind', async () => {
+    const first = await startDaemon();
+    expect(first.msgs).toContain(
+      'embedded PostgreSQL started (no DATABASE_URL or REDIS_URL set): data and queues live in the data directory',
+    );
+    const emitted = await cli(['emit', '--asset', 'e.orders', '--start', '0', '--end', '10', '--id', 'e-1']);
+    expect(emitted).toMatchObject({ code: 0, stdout: expect.stringContaining('enqueued 1 event') });
+    await waitFor(async () => (await cli(covered)).code === 0, { what: '`check` to answer covered' });
+    await waitFor(async () => (await period(first.url))?.state === 'triggered', { what: 'the trigger' });
+
+    first.child.kill('SIGTERM');
+    expect(await first.exited).toBe(0);
+    expect(serverPids()).toEqual([]);
+
+    const second = await startDaemon();
+    expect(second.msgs).toContain(
+      'embedded PostgreSQL started (no DATABASE_URL or REDIS_URL set): data and queues live in the data directory',
+    );
+    expect((await cli(covered)).code).toBe(0);
+    expect(await period(second.url)).toMatchObject({ state: 'triggered', generation: 1 });
+
+    // kill -9: the server it started outlives it, and the next start takes it over.
+    second.child.kill('SIGKILL');
+    await second.exited;
+    expect(serverPids().length).toBeGreaterThan(0);
+    const third = await startDaemon();
+    expect(third.msgs).toContain(
+      'embedded PostgreSQL was already running (left by a previous daemon): using it',
+    );
+    expect((await cli(covered)).code).toBe(0);
+    third.child.kill('SIGINT');
+    expect(await third.exited).toBe(0);
+    expect(serverPids()).toEqual([]);
+
+    // With the daemon stopped, a command starts the server for itself and stops it again.
+    expect((await cli(covered)).code).toBe(0);
+    expect(serverPids()).toEqual([]);
+
+    expect(everyLine.filter((l) => l.includes('closed-default-ports'))).toEqual([]);
+  }, 300_000); // three daemon starts (one with initdb) and a dozen CLI runs
+});
