@@ -10,6 +10,7 @@
 import { Redis } from 'ioredis';
 import { DEFAULT_RUN_POLICY } from '../src/core/runs.js';
 import { buildPayload } from '../src/core/trigger.js';
+import { redisQueues } from '../src/ingest/queue-backend.js';
 import { createMetrics } from '../src/metrics.js';
 import { followRuns } from '../src/scheduler/follow-runs.js';
 import { dagRunId, logicalDate } from '../src/scheduler/targets/airflow.js';
@@ -35,7 +36,7 @@ async function main(): Promise<void> {
     token: { env: 'BENCH_AIRFLOW_TOKEN' },
     timeout: 10_000,
   };
-  const targets = new Targets(redis, 'bull', []);
+  const targets = new Targets(redisQueues(redis), 'bull', []);
   try {
     const { sql } = db;
     await sql`insert into rollups (id, definition, calendar_hash, definition_hash) values ('bench', '{}', 'x', 'x')`;
@@ -90,6 +91,7 @@ async function main(): Promise<void> {
       log,
       metrics: createMetrics(),
       policyOf: () => DEFAULT_RUN_POLICY,
+      targetTypeOf: () => 'airflow',
       checks: { openMs: 60_000, watchMs: 600_000 },
     };
     // Every run due: requests per pass until every outcome is known.

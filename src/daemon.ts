@@ -19,6 +19,7 @@ import { type Logger, redactUrl } from './log.js';
 import { createMetrics, type Metrics } from './metrics.js';
 import { SchedulerLease } from './scheduler/lease.js';
 import { periodGaugeSource } from './scheduler/period-gauges.js';
+import { openRunGaugeSource } from './scheduler/run-gauges.js';
 import { Scheduler } from './scheduler/scheduler.js';
 import { checkSecretEnv } from './scheduler/targets/secrets.js';
 
@@ -71,6 +72,7 @@ export async function startDaemon(config: Config, log: Logger): Promise<Daemon> 
     }
     const metrics = createMetrics();
     if (rollups.length > 0) metrics.setPeriodSource(periodGaugeSource(sql, rollups, log));
+    if (rollups.length > 0) metrics.setOpenRunSource(openRunGaugeSource(sql, log));
     const queues = queueConnection(config);
     closers.unshift(() => queues.close());
     if (config.queue.backend === 'redis') {

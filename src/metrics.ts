@@ -1,4 +1,5 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry, Summary } from 'prom-client';
+import { createRunMetrics } from './metrics-runs.js';
 
 /** Every metric the daemon exports, on a registry of its own (one per daemon instance). */
 /** Fills the period gauge when /metrics is scraped (it is derived, not kept up to date). */
@@ -185,6 +186,7 @@ export function createMetrics() {
       registry.registerMetric(this.replicaLagSeconds);
       registry.registerMetric(this.replicaServingReads);
     },
+    ...createRunMetrics(registry),
   };
 }
 

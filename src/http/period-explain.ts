@@ -28,7 +28,7 @@ import { runJson } from './routes/run-json.js';
 /** Ranges listed per upstream at most; the counts say how many there are. */
 const MAX_RANGES = 100;
 /** Runs listed at most (every attempt of every generation, newest first). */
-const MAX_RUNS = 100;
+export const MAX_RUNS = 100;
 
 export interface UpstreamExplanation {
   seen: boolean;

@@ -26,6 +26,8 @@ export interface DispatchContext {
   readonly metrics: Metrics;
   /** The run policy of a rollup by id (defaults for one no longer configured). */
   readonly policyOf: (rollupId: string) => RunPolicy;
+  /** The configured target type of a rollup, for the run metrics' `target` label. */
+  readonly targetTypeOf: (rollupId: string) => string | undefined;
 }
 
 /**
@@ -73,7 +75,10 @@ async function deliverOne(ctx: DispatchContext, row: DueRun): Promise<boolean> {
   const policy = ctx.policyOf(row.run.rollupId);
   if (result.ok || !result.retry) {
     const outcome = result.ok ? { ok: true as const } : { ok: false as const, error: result.error };
-    await sql.begin((tx) => recordDelivery(tx, row.run, outcome, policy, FIRST_CHECK_MS[type] ?? null));
+    const recorded = await sql.begin((tx) =>
+      recordDelivery(tx, row.run, outcome, policy, FIRST_CHECK_MS[type] ?? null),
+    );
+    metrics.runReported(type, recorded); // a delivery refused for good ends the attempt
     if (result.ok) {
       metrics.deliveries.inc({ target: type, result: 'delivered' });
       log.info(context, 'delivered');

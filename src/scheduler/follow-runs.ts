@@ -43,6 +43,7 @@ export interface FollowContext {
   readonly log: Logger;
   readonly metrics: Metrics;
   readonly policyOf: (rollupId: string) => RunPolicy;
+  readonly targetTypeOf: (rollupId: string) => string | undefined;
   readonly checks: CheckIntervals;
 }
 
@@ -67,6 +68,7 @@ async function timeOut(ctx: FollowContext, signal: AbortSignal) {
     const result = await ctx.sql.begin((tx) =>
       reportRun(tx, run, { kind: 'timeout' }, 'scheduler', ctx.policyOf(run.rollupId), { record: 'all' }),
     );
+    ctx.metrics.runReported(ctx.targetTypeOf(run.rollupId) ?? '', result);
     if (result?.effect === 'applied' || result?.effect === 'stale')
       ctx.log.warn({ ...logIds(run), error: result.after.error }, 'run timed out');
   }
@@ -145,6 +147,7 @@ async function apply(
   const result = await ctx.sql.begin((tx) =>
     reportRun(tx, r.run, report, source, ctx.policyOf(r.run.rollupId), { record: 'changes' }),
   );
+  ctx.metrics.runReported(type, result);
   if (!result || (result.effect !== 'applied' && result.effect !== 'stale')) return r;
   const { state, error, finishedAt } = result.after;
   ctx.log.info({ ...logIds(r.run), run_id: r.runId, state, error, current: result.current }, 'run outcome');

@@ -91,6 +91,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
       log: options.log,
       metrics: options.metrics,
       policyOf: policyLookup(new Map(options.rollups.map((r) => [r.rollup.id, r.rollup.run]))),
+      targetTypeOf: (id) => this.byId.get(id)?.config.target.type,
     };
     this.marks = new MarkQueue(options.rollups);
   }

@@ -1,5 +1,5 @@
 import { Queue } from 'bullmq';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, onTestFinished } from 'vitest';
 import { connect, type Sql } from '../../src/index/db.js';
 import { createTestDatabase } from '../helpers/db.js';
 import { type DaemonProcess, logTime, processHarness } from '../helpers/process.js';
@@ -21,6 +21,7 @@ import {
   sleep,
   terminateConnections,
 } from './lib.js';
+import { checkRuns, startDownstreamWorker, unfinishedRuns } from './run-checks.js';
 import { buildStream, intAsset, timeAsset } from './stream.js';
 
 /**
@@ -32,7 +33,9 @@ import { buildStream, intAsset, timeAsset } from './stream.js';
  * SIGSTOPs the scheduler lease holder past its TTL before SIGCONT. Then it checks, and prints as
  * JSON: no acknowledged event lost, the index equal to range_agg over the event log, one decision
  * per (rollup, period, generation) and none missing, every decision delivered, no trigger by a
- * fenced holder.
+ * fenced holder. A downstream worker that always succeeds consumes the target queue throughout:
+ * every run attempt is exactly one job at the target (and every job a run), and every triggered
+ * period's run ends succeeded (SPEC §11).
  *
  * FAULTS_SEED (reproduce a run), FAULTS_RATE (events/s offered, default 1000), FAULTS_SCALE
  * (default 1: 24 integer assets of 3,000 slices and 6 time assets of 5,760 one-minute slices,
@@ -73,6 +76,9 @@ const stream = buildStream({
 });
 
 const queueTarget = { type: 'queue', queue: TARGET_QUEUE };
+// Quick retries and a short timeout: a run the faults made fail or lose is retried within the
+// settle wait, so the check below sees where it ended.
+const run = { retries: 3, backoff: 'PT1S', timeout: 'PT2M' };
 /** Eight integer rollups over three upstreams each, two time rollups (hourly UTC, daily Berlin). */
 const rollups: Array<{ id: string; upstream: string[] } & Record<string, unknown>> = [
   ...Array.from({ length: 8 }, (_, k) => ({
@@ -81,6 +87,7 @@ const rollups: Array<{ id: string; upstream: string[] } & Record<string, unknown
     every: 10_000,
     begin: 0,
     rerun: k % 2 === 0 ? 'on_update' : 'on_replay',
+    run,
     target: queueTarget,
   })),
   {
@@ -89,6 +96,7 @@ const rollups: Array<{ id: string; upstream: string[] } & Record<string, unknown
     every: 'hour',
     begin: new Date(timeStartMs).toISOString(),
     rerun: 'on_update',
+    run,
     target: queueTarget,
   },
   {
@@ -98,6 +106,7 @@ const rollups: Array<{ id: string; upstream: string[] } & Record<string, unknown
     timezone: 'Europe/Berlin',
     begin: new Date(timeStartMs).toISOString().slice(0, 10),
     rerun: 'on_replay',
+    run,
     target: queueTarget,
   },
 ];
@@ -153,6 +162,8 @@ describe('the daemon under faults and load', () => {
       slots.push(slot);
     }
     const killed = new Set<DaemonProcess>();
+    const downstream = startDownstreamWorker(redis.url, TARGET_QUEUE, PREFIX);
+    onTestFinished(() => downstream.close());
 
     // ---- the producer: paced, acknowledged ids recorded ----
     const producer = new Producer(redis.url, 'asset-events', PREFIX);
@@ -240,6 +251,7 @@ describe('the daemon under faults and load', () => {
     // ---- the scheduler catches up: cursors at the log's end, nothing dirty, everything delivered ----
     const settleStarted = Date.now();
     for (let calm = 0; calm < 3; ) {
+      const unfinished = await unfinishedRuns(sql);
       const [s] = await sql<{ dirty: number; undelivered: number; behind: number; cursors: number }[]>`
         select
           (select count(*)::int from periods where dirty or manual_requested) as dirty,
@@ -248,9 +260,15 @@ describe('the daemon under faults and load', () => {
           (select count(*)::int from rollup_cursors) as cursors`;
       const upstreams = rollups.reduce((n, r) => n + r.upstream.length, 0);
       calm =
-        s!.dirty === 0 && s!.undelivered === 0 && s!.behind === 0 && s!.cursors === upstreams ? calm + 1 : 0;
+        s!.dirty === 0 &&
+        s!.undelivered === 0 &&
+        s!.behind === 0 &&
+        s!.cursors === upstreams &&
+        unfinished === 0
+          ? calm + 1
+          : 0;
       if (Date.now() - settleStarted > 180_000)
-        throw new Error(`scheduler did not settle: ${JSON.stringify(s)}`);
+        throw new Error(`scheduler did not settle: ${JSON.stringify({ ...s, unfinished_runs: unfinished })}`);
       await sleep(1000);
     }
     const settleSeconds = round((Date.now() - settleStarted) / 1000, 1);
@@ -347,6 +365,8 @@ describe('the daemon under faults and load', () => {
       const current = acquisitions.filter((a) => a.at <= at).at(-1);
       return current?.token !== d.token;
     });
+    // 6. Runs: one job per attempt at the target, and every triggered period's run succeeded.
+    const runs = await checkRuns(sql, target, downstream);
     const leaseHistory = await sql<{ token: number; holder: string; acquired_at: Date }[]>`
       select token, holder, acquired_at from faults_lease_history where kind = 'acquired' order by acquired_at`;
 
@@ -371,6 +391,7 @@ describe('the daemon under faults and load', () => {
       undelivered_or_failed_decisions: outbox!.undelivered + outbox!.failed,
       triggers_by_fenced_holder_db_history: badByDb.length,
       triggers_by_fenced_holder_log_history: badByLogs.length,
+      ...runs.checks,
       jobs_failed_in_events_queue: finalCounts.failed,
       dead_lettered: deadLettered,
       unexpected_process_exits: unexpectedExits.length,
@@ -435,6 +456,7 @@ describe('the daemon under faults and load', () => {
         unexpected_exits: unexpectedExits,
         error_log_lines: Object.fromEntries(errorMessages),
         final_queue_counts: finalCounts,
+        runs: runs.details,
       },
     });
     expect(checks).toEqual(Object.fromEntries(Object.keys(checks).map((k) => [k, 0])));

@@ -47,6 +47,7 @@ export function registerRunRoutes(rollups: readonly RollupRuntime[]) {
         return moved;
       });
       if (!result) throw new HttpError(404, 'unknown_run', `run ${body.idempotency_key} is gone`);
+      ctx.metrics.runReported(byId.get(ref.rollupId)?.config.target.type ?? '', result);
       ctx.log.info(
         {
           rollup: ref.rollupId,

@@ -7,6 +7,7 @@ import type { AssetView, PageView, PeriodDetail, PieceDetail, Problem, RollupVie
 import { PERIOD_STATES } from './model.js';
 import { periodHref } from './period-page.js';
 import type { DrawItem } from './pixels.js';
+import { RUN_STATE_TEXT } from './run-text.js';
 import { STATE_TEXT } from './state-text.js';
 import { renderTrack } from './timeline.js';
 import { boundParam } from './window.js';
@@ -149,6 +150,7 @@ function describePeriod(view: RollupView, item: DrawItem<PeriodDetail>): string 
   if (d.generation > 0) parts.push(`generation ${d.generation}`);
   if (d.reason) parts.push(`reason ${d.reason}`);
   if (d.triggeredAt) parts.push(`triggered ${d.triggeredAt.toISOString()}`);
+  if (d.run) parts.push(`run ${RUN_STATE_TEXT[d.run.state]} (attempt ${d.run.attempt})`);
   parts.push('click for why');
   return parts.join(' · ');
 }

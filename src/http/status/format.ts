@@ -36,6 +36,19 @@ const UNITS: ReadonlyArray<readonly [string, number]> = [
   ['s', SECOND],
 ];
 
+/** `2025-06-02 10:20 UTC (3h 10m ago)` for an ISO instant, relative to `nowMs`. */
+export function formatWhen(iso: string, nowMs: number): string {
+  const ms = Date.parse(iso);
+  const delta = ms - nowMs;
+  const rel =
+    Math.abs(delta) < 1000
+      ? 'now'
+      : delta > 0
+        ? `in ${formatLength('time', delta * 1000)}`
+        : `${formatLength('time', -delta * 1000)} ago`;
+  return `${formatPointText('time', ms * 1000)} UTC (${rel})`;
+}
+
 /** A ratio as a percentage that never rounds up to 100 % (or down to 0 %) unless it is exact. */
 export function formatRatio(ratio: number): string {
   if (ratio >= 1) return '100 %';

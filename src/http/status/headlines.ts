@@ -63,6 +63,11 @@ export function assetHeadline(view: AssetView): SafeHtml {
 export function rollupHeadline(view: RollupView): SafeHtml {
   const t = view.totals;
   const parts: SafeHtml[] = [];
+  if (view.failedRuns > 0) {
+    parts.push(
+      html`<span class="bad" data-count="failed_runs">${plural(view.failedRuns, 'failed run', 'failed runs')}</span>`,
+    );
+  }
   if (t.missed > 0)
     parts.push(
       html`<span class="bad" data-count="missed">${plural(t.missed, 'missed period', 'missed periods')}</span>`,
@@ -78,7 +83,8 @@ export function rollupHeadline(view: RollupView): SafeHtml {
       view.domain === 'time' ? `waiting past ${n === 1 ? 'its' : 'their'} end` : 'waiting behind the newest';
     parts.push(html`<span class="warn" data-count="late">${plural(n, 'period', 'periods')} ${late}</span>`);
   }
-  if (parts.length === 0) parts.push(html`<span class="ok">nothing missed, owed or late</span>`);
+  if (parts.length === 0)
+    parts.push(html`<span class="ok">no failed run, nothing missed, owed or late</span>`);
   if (t.settling > 0) parts.push(html`<span>${t.settling.toLocaleString('en-US')} settling</span>`);
   const c = view.current;
   const current =

@@ -10,6 +10,8 @@ import { html, pageHref, raw, type SafeHtml } from './html.js';
 import type { PageView } from './model.js';
 import { renderOverviewAssets, renderOverviewRollups } from './overview.js';
 import { renderPeriodBody } from './period-page.js';
+import { runCss } from './run-text.js';
+import { renderFailedRuns } from './run-views.js';
 import { pageNav } from './window-nav.js';
 
 /** Sent with the page: nothing but inline styles may load or run, whatever text slipped through. */
@@ -27,6 +29,7 @@ const COLOURS: Record<string, string> = {
   triggered: '#2563c9',
   rerun_pending: '#9b59d0',
   missed: '#6b1d2a',
+  run_failed: '#d7443e',
 };
 
 const CSS = raw(`
@@ -83,9 +86,13 @@ ul.why { padding-left: 20px; } ul.why li { margin: 4px 0; }
 table.upstreams td { white-space: normal; vertical-align: top; } table.upstreams ol { margin: 2px 0; padding-left: 18px; }
 .card h2 { margin: 0; font-size: 16px; }
 .error { background: #fff4f2; border: 1px solid #f3b9b2; padding: 10px 14px; border-radius: 6px; }
+.run-badge { display: inline-block; padding: 0 6px; border-radius: 8px; color: #fff; font-size: 12px; white-space: nowrap; }
+table.runs td.error { white-space: normal; min-width: 200px; max-width: 460px; overflow-wrap: anywhere; }
+table.runs td.id { font-family: ui-monospace, monospace; font-size: 12px; }
 ${Object.entries(COLOURS)
   .map(([state, colour]) => `.s-${state} { fill: ${colour}; background: ${colour}; }`)
   .join('\n')}
+${runCss()}
 `);
 
 const LEGEND_COVERAGE = [
@@ -101,6 +108,7 @@ const LEGEND_PERIODS = [
   ['triggered', 'triggered (#generation)'],
   ['rerun_pending', 'rerun pending'],
   ['missed', 'missed'],
+  ['run_failed', 'triggered, its run failed, timed out or was lost'],
 ] as const;
 
 function legend(): SafeHtml {
@@ -131,15 +139,15 @@ export function renderPage(page: PageView): string {
   const rollups = collapseHealthy(
     page,
     page.rollups,
-    (r) => r.totals.missed === 0 && r.totals.rerun_pending === 0 && r.lateWaiting === 0,
+    (r) => r.failedRuns === 0 && r.totals.missed === 0 && r.totals.rerun_pending === 0 && r.lateWaiting === 0,
     (r) => renderRollupCard(r, page),
-    ['rollup', 'rollups', 'nothing missed, owed a rerun or late'],
+    ['rollup', 'rollups', 'no failed run, nothing missed, owed a rerun or late'],
   );
   const notes = page.notes.map((n) => html`<p class="error">${n}</p>`);
   const body = html`${pageHeader(page.generatedAt)}
-<main>${notes}${search(page)}${pageNav(page)}${legend()}
+<main>${notes}${search(page)}${pageNav(page)}${renderFailedRuns(page.failedRuns, page.generatedAt.getTime())}${legend()}
 <h2>Assets <span class="more">${shown(page, page.overview?.assets.length ?? page.assets.length, page.paging.assetsTotal)} · stale first, then the longest behind now</span></h2>${page.overview ? renderOverviewAssets(page.overview.assets) : assets}
-<h2>Rollups <span class="more">${shown(page, page.overview?.rollups.length ?? page.rollups.length, page.paging.rollupsTotal)} · most missed, owed and waiting first</span></h2>${page.overview ? renderOverviewRollups(page.overview.rollups) : rollups}
+<h2>Rollups <span class="more">${shown(page, page.overview?.rollups.length ?? page.rollups.length, page.paging.rollupsTotal)} · most failed runs, missed, owed and waiting first</span></h2>${page.overview ? renderOverviewRollups(page.overview.rollups) : rollups}
 ${pager(page)}
 </main>`;
   return shell('coverage-rollup status', body, true);

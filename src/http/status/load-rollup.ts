@@ -9,14 +9,16 @@ import type { Period } from '../../core/calendar.js';
 import { countStarts } from '../../core/period-count.js';
 import { type PeriodView, periodRange, periodsEnd } from '../../core/periods.js';
 import type { PeriodState } from '../../core/policy.js';
+import { UNSUCCESSFUL_STATES } from '../../core/runs.js';
 import type { AssetRow } from '../../index/assets.js';
 import type { Db } from '../../index/db.js';
 import { countPeriods, listPeriods, periodAt, summarizePeriods } from '../../index/periods/listing.js';
+import { currentRuns } from '../../index/run-reads.js';
 import { latestTrigger } from '../../index/triggers.js';
 import { extentOf } from './load-asset.js';
 import type { PeriodDetail, RollupView } from './model.js';
 import { periodHref } from './period-page.js';
-import { periodSeverity } from './period-severity.js';
+import { periodSeverity, RUN_FAILED } from './period-severity.js';
 import { type DrawPiece, toDrawItems } from './pixels.js';
 import { describePolicy } from './policy-text.js';
 import { PLOT_WIDTH } from './timeline.js';
@@ -35,6 +37,7 @@ export async function loadRollup(
   query: WindowQuery,
   now: number,
   totals: Readonly<Record<PeriodState, number>>,
+  failedRuns: number,
 ): Promise<RollupView> {
   const { rollup, config } = runtime;
   const extents = rollup.upstream.flatMap((name) => {
@@ -70,6 +73,11 @@ export async function loadRollup(
       nowMs,
     );
     attention = page.periods.filter(late).reverse();
+    const runs = await currentRuns(
+      sql,
+      rollup.id,
+      page.periods.filter((p) => p.generation > 0).map((p) => p.start),
+    );
     // Periods nothing happened to (derived: no ratio, no generation) are drawn as one piece per
     // run; the others keep their own details for the tooltip.
     for (const p of page.periods) {
@@ -79,6 +87,7 @@ export async function loadRollup(
         pieces[pieces.length - 1] = { ...last, end: p.end, count: (last.count ?? 1) + 1 };
         continue;
       }
+      const run = runs.get(p.start);
       const detail = {
         key: p.key,
         href: href(p.key),
@@ -86,11 +95,13 @@ export async function loadRollup(
         reason: p.reason,
         ratio: p.ratio,
         triggeredAt: p.triggeredAt,
+        run: run === undefined ? null : { state: run.state, attempt: run.attempt },
       };
+      const state = run !== undefined && UNSUCCESSFUL_STATES.includes(run.state) ? RUN_FAILED : p.state;
       pieces.push(
         plain
           ? { start: p.start, end: p.end, state: p.state }
-          : { start: p.start, end: p.end, state: p.state, detail },
+          : { start: p.start, end: p.end, state, detail },
       );
     }
   } else if (from < to) {
@@ -134,6 +145,7 @@ export async function loadRollup(
             attempts: latest.attempts,
             lastError: latest.last_error,
           },
+    failedRuns,
     formatPoint: (point) => rollup.calendar.formatPoint(point),
   };
 }

@@ -8,16 +8,20 @@
 import type { RollupRuntime } from '../../config/rollups.js';
 import { maxLags as configuredMaxLags } from '../../config.js';
 import { freshnessOf } from '../../core/freshness.js';
+import { type RunState, UNSUCCESSFUL_STATES } from '../../core/runs.js';
 import { assetHistories } from '../../index/asset-history.js';
 import { type AssetRow, countAssets, findAsset, pageAssets } from '../../index/assets.js';
 import type { Sql } from '../../index/db.js';
+import { failedRuns } from '../../index/failed-runs.js';
 import { freshnessFacts } from '../../index/freshness.js';
 import { rollupCounts } from '../../index/periods/reads.js';
+import { runCountsOf } from '../../index/run-reads.js';
 import type { HttpContext } from '../context.js';
 import { loadAsset } from './load-asset.js';
 import { loadRollup } from './load-rollup.js';
 import type { PageView } from './model.js';
 import type { OverviewRollup } from './overview.js';
+import { periodHref } from './period-page.js';
 import type { WindowQuery } from './window.js';
 
 /** Cards of each kind on one page. */
@@ -26,6 +30,8 @@ export const PAGE_SIZE = 20;
 export const OVERVIEW_PAGE_SIZE = 50;
 /** Up to this many assets and rollups, the unfocused page draws them all as cards. */
 const CARDS_UP_TO = 12;
+/** Failed runs listed at the top of the page; the rest are counted. */
+const FAILED_RUNS_LISTED = 20;
 
 export interface PageQuery {
   readonly asset?: string | undefined;
@@ -63,9 +69,14 @@ export async function loadPage(
     );
   }
   const focused = pq.rollup !== undefined || pq.asset !== undefined;
-  const [assetCount, { ranked, counts }] = await Promise.all([
+  const [assetCount, { ranked, counts, failed }, failedRunRows] = await Promise.all([
     focused ? Promise.resolve(null) : countAssets(sql, pq.q),
     worstFirst(sql, shownRollups, now / 1000),
+    failedRuns(
+      sql,
+      shownRollups.map((r) => r.rollup.id),
+      FAILED_RUNS_LISTED,
+    ),
   ]);
   // A large installation gets one row per asset and rollup; the cards are for focused pages.
   const overview = !focused && ((assetCount ?? 0) > CARDS_UP_TO || ranked.length > CARDS_UP_TO);
@@ -91,6 +102,10 @@ export async function loadPage(
       pq.rollup !== undefined ? { rollup: pq.rollup } : pq.asset !== undefined ? { asset: pq.asset } : {},
     paging,
     notes,
+    failedRuns: {
+      rows: failedRunRows.map((r) => ({ ...r, href: periodHref(r.rollupId, r.key) })),
+      total: [...failed.values()].reduce((a, b) => a + b, 0),
+    },
   };
   if (overview) {
     const rows: OverviewRollup[] = rollupPage.map(({ rollup, config }) => ({
@@ -98,6 +113,7 @@ export async function loadPage(
       every: String(config.every),
       upstreams: rollup.upstream.length,
       counts: counts.get(rollup.id)!,
+      failedRuns: failed.get(rollup.id) ?? 0,
     }));
     const facts = await freshnessFacts(
       sql,
@@ -124,27 +140,41 @@ export async function loadPage(
     Promise.all(
       assetPage.rows.map((a) => loadAsset(sql, a, query, now, histories.get(a.id), maxLags.get(a.name))),
     ),
-    Promise.all(rollupPage.map((r) => loadRollup(sql, r, byName, query, now, counts.get(r.rollup.id)!))),
+    Promise.all(
+      rollupPage.map((r) =>
+        loadRollup(sql, r, byName, query, now, counts.get(r.rollup.id)!, failed.get(r.rollup.id) ?? 0),
+      ),
+    ),
   ]);
   const page: PageView = { ...base, assets: assetViews, rollups: rollupViews };
   return { page, found: notes.length === 0 };
 }
 
-/** Most missed, then most owed reruns, then most waiting periods first; then by id. */
+/** Most failed runs, then most missed, most owed reruns, most waiting periods first; then by id. */
 async function worstFirst(sql: Sql, rollups: readonly RollupRuntime[], nowMs: number) {
-  const counts = await rollupCounts(
-    sql,
-    rollups.map((r) => r.rollup),
-    nowMs,
+  const ids = rollups.map((r) => r.rollup.id);
+  const [counts, runCounts] = await Promise.all([
+    rollupCounts(
+      sql,
+      rollups.map((r) => r.rollup),
+      nowMs,
+    ),
+    runCountsOf(sql, ids),
+  ]);
+  const failed = new Map(
+    ids.map((id) => {
+      const byState: Partial<Record<RunState, number>> = runCounts.get(id) ?? {};
+      return [id, UNSUCCESSFUL_STATES.reduce((n, s) => n + (byState[s] ?? 0), 0)];
+    }),
   );
   const score = (r: RollupRuntime) => {
     const c = counts.get(r.rollup.id)!;
-    return [c.missed, c.rerun_pending, c.waiting] as const;
+    return [failed.get(r.rollup.id) ?? 0, c.missed, c.rerun_pending, c.waiting] as const;
   };
   const ranked = [...rollups].sort((a, b) => {
     const [sa, sb] = [score(a), score(b)];
     for (let i = 0; i < sa.length; i++) if (sa[i] !== sb[i]) return sb[i]! - sa[i]!;
     return a.rollup.id < b.rollup.id ? -1 : 1;
   });
-  return { ranked, counts };
+  return { ranked, counts, failed };
 }

@@ -1,5 +1,6 @@
 /** What the status page shows, as loaded by the route and drawn by cards.ts and layout.ts. */
 import type { FreshnessJson } from '../../core/freshness.js';
+import type { RunState } from '../../core/runs.js';
 import type { Domain, Interval } from '../../core/types.js';
 import type { DrawItem } from './pixels.js';
 import type { PresetName } from './window.js';
@@ -15,6 +16,7 @@ export type CoverageDrawState = (typeof COVERAGE_STATES)[number];
 /** Period states, least severe first: a pixel holding several periods shows the most severe. */
 import type { PeriodState } from '../../core/policy.js';
 import type { Overview } from './overview.js';
+import type { FailedRunsView } from './run-views.js';
 
 export { PERIOD_STATES, type PeriodState } from '../../core/policy.js';
 
@@ -62,6 +64,8 @@ export interface PeriodDetail {
   readonly reason: string | null;
   readonly ratio: number;
   readonly triggeredAt: Date | null;
+  /** The period's current run, if it was triggered. */
+  readonly run: { readonly state: RunState; readonly attempt: number } | null;
 }
 
 export interface LastTrigger {
@@ -104,6 +108,8 @@ export interface RollupView {
   /** How many periods of the window need attention. */
   readonly attentionCount: number;
   readonly lastTrigger: LastTrigger | null;
+  /** Periods whose current run failed, timed out or was lost (every period since begin). */
+  readonly failedRuns: number;
   /** A point in the rollup's zone, for tooltips (ISO with offset, or the integer). */
   readonly formatPoint: (point: number) => string | number;
 }
@@ -128,6 +134,8 @@ export interface PageView {
   readonly rollups: readonly RollupView[];
   /** Rows instead of cards, for a large installation's unfocused page. */
   readonly overview?: Overview;
+  /** Failed, timed-out and lost runs of the rollups in view, shown before everything else. */
+  readonly failedRuns: FailedRunsView;
   /** Which page of the (filtered) assets and rollups this is. */
   readonly paging: {
     readonly q: string | undefined;

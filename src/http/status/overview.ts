@@ -15,6 +15,8 @@ export interface OverviewRollup {
   readonly every: string;
   readonly upstreams: number;
   readonly counts: Readonly<Record<PeriodState, number>>;
+  /** Periods whose current run failed, timed out or was lost. */
+  readonly failedRuns: number;
 }
 
 export type OverviewAsset = AssetRow & {
@@ -49,7 +51,7 @@ export function renderOverviewRollups(rollups: readonly OverviewRollup[]): SafeH
   if (rollups.length === 0) return html`<p class="none">No rollups to show.</p>`;
   const rows = rollups.map(
     (r) =>
-      html`<tr><td><a href="${pageHref({ rollup: r.id })}">${r.id}</a></td><td>${r.every}</td><td class="num">${r.upstreams}</td>${PERIOD_STATES.map((s) => html`<td class="num">${r.counts[s] > 0 ? html`<span class="sw s-${s}"></span> ${r.counts[s].toLocaleString('en-US')}` : ''}</td>`)}</tr>`,
+      html`<tr><td><a href="${pageHref({ rollup: r.id })}">${r.id}</a></td><td>${r.every}</td><td class="num">${r.upstreams}</td><td class="num">${r.failedRuns > 0 ? html`<span class="bad">${r.failedRuns.toLocaleString('en-US')}</span>` : ''}</td>${PERIOD_STATES.map((s) => html`<td class="num">${r.counts[s] > 0 ? html`<span class="sw s-${s}"></span> ${r.counts[s].toLocaleString('en-US')}` : ''}</td>`)}</tr>`,
   );
-  return html`<table class="overview"><thead><tr><th>rollup</th><th>every</th><th>upstreams</th>${PERIOD_STATES.map((s) => html`<th>${s.replace('_', ' ')}</th>`)}</tr></thead><tbody>${rows}</tbody></table>`;
+  return html`<table class="overview"><thead><tr><th>rollup</th><th>every</th><th>upstreams</th><th>failed runs</th>${PERIOD_STATES.map((s) => html`<th>${s.replace('_', ' ')}</th>`)}</tr></thead><tbody>${rows}</tbody></table>`;
 }

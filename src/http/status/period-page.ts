@@ -5,9 +5,10 @@
 import { periodOfKey } from '../../core/periods.js';
 import type { Rollup } from '../../core/rollup.js';
 import type { PeriodExplanation, UpstreamExplanation } from '../period-explain.js';
-import { formatLength, formatPointText, formatRatio } from './format.js';
+import { formatLength, formatPointText, formatRatio, formatWhen as when } from './format.js';
 import { html, pageHref, type SafeHtml } from './html.js';
 import { describePolicy } from './policy-text.js';
+import { renderRunHistory, runReasons } from './run-views.js';
 import { STATE_TEXT } from './state-text.js';
 
 /** Missing and replay_required ranges listed per upstream on the page; the JSON lists up to 100. */
@@ -16,19 +17,6 @@ const SECOND = 1_000_000;
 
 export function periodHref(rollupId: string, key: string): string {
   return `/rollups/${encodeURIComponent(rollupId)}/periods/${encodeURIComponent(key)}`;
-}
-
-/** `2025-06-02 10:20 UTC (3h 10m ago)` for an ISO instant. */
-function when(iso: string, nowMs: number): string {
-  const ms = Date.parse(iso);
-  const delta = ms - nowMs;
-  const rel =
-    Math.abs(delta) < 1000
-      ? 'now'
-      : delta > 0
-        ? `in ${formatLength('time', delta * 1000)}`
-        : `${formatLength('time', -delta * 1000)} ago`;
-  return `${formatPointText('time', ms * 1000)} UTC (${rel})`;
 }
 
 /** A missing or replay_required range as the JSON gives it, for reading. */
@@ -149,7 +137,10 @@ function endedText(end: number, nowMs: number): string {
 
 /** The page's body (the shell adds head, styles and refresh). */
 export function renderPeriodBody(rollup: Rollup, answer: PeriodExplanation, nowMs: number): SafeHtml {
-  const { period } = answer;
+  const { period, runs } = answer;
+  // The current run: the newest attempt of the period's generation (older generations are history).
+  const current = runs.find((a) => a.generation === period.generation);
+  const retryHint = `coverage-rollup retry ${rollup.id} --period ${period.key}`;
   const around = (point: number) => rollup.calendar.periodContaining(point);
   const here = periodOfKey(rollup, period.key)!;
   const previous = here.start > rollup.begin ? around(here.start - 1) : null;
@@ -160,8 +151,9 @@ export function renderPeriodBody(rollup: Rollup, answer: PeriodExplanation, nowM
 <section class="card period" data-rollup="${rollup.id}" data-key="${period.key}" data-state="${period.state}">
 <header><h2>Period ${period.key} of ${rollup.id}</h2><span class="state-badge"><span class="sw s-${period.state}"></span> ${STATE_TEXT[period.state]}${period.generation > 0 ? ` · generation ${period.generation}` : ''}</span></header>
 <p class="facts">${String(period.start)} → ${String(period.end)}${rollup.domain === 'time' ? html` (${endedText(here.end, nowMs)})` : ''} · upstream ratio ${formatRatio(period.ratio)} · policy ${describePolicy(rollup)} · rerun ${rollup.rerun}</p>
-<h3>Why</h3><ul class="why">${reasons(rollup, answer, nowMs)}</ul>
+<h3>Why</h3><ul class="why">${reasons(rollup, answer, nowMs)}${runReasons(current, retryHint, nowMs)}</ul>
 </section>
 <section class="card"><h3>Upstreams</h3><table class="overview upstreams"><thead><tr><th>upstream</th><th>complete</th><th>missing</th><th>replay required</th><th>versions</th></tr></thead><tbody>${upstreams}</tbody></table></section>
+<section class="card run-history"><h3>Run history</h3>${renderRunHistory(runs, nowMs)}</section>
 <section class="card"><h3>Trigger history</h3>${triggerTable(answer, nowMs)}</section>`;
 }

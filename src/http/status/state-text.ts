@@ -10,4 +10,5 @@ export const STATE_TEXT: Record<string, string> = {
   triggered: 'triggered',
   rerun_pending: 'rerun pending',
   missed: 'missed',
+  run_failed: 'triggered, run failed',
 };
