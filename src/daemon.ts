@@ -8,6 +8,7 @@ import { registerStatusPage } from './http/routes/status-page.js';
 import { buildServer } from './http/server.js';
 import { type DeclaredAsset, registerDeclaredAssets } from './index/assets.js';
 import { connect, ensureDatabase, type Sql } from './index/db.js';
+import { MAINTENANCE_EVERY_MS, MaintenanceLoop } from './index/maintenance-loop.js';
 import { migrate } from './index/migrate.js';
 import { type ReadHandle, ReadReplica } from './index/read-replica.js';
 import { RetentionLoop } from './index/retention-loop.js';
@@ -57,7 +58,9 @@ export async function startDaemon(config: Config, log: Logger): Promise<Daemon> 
   const rollups = defineRollups(config);
   if (config.scheduler.enabled) checkSecretEnv(config, process.env);
   await ensureDatabase(config.database_url, log);
-  const sql = connect(config.database_url, { max: 20 });
+  // Every pool gives up a stale flow within queue.pg_stall_timeout (src/index/stale-connections.ts).
+  const stale = { staleAfterMs: config.queue.pg_stall_timeout, log: log.child({ component: 'postgres' }) };
+  const sql = connect(config.database_url, { max: 20, ...stale });
   const closers: Array<() => Promise<void>> = [() => sql.end({ timeout: 5 })];
   const budget = shutdownBudget(config.shutdown_timeout);
   try {
@@ -88,8 +91,15 @@ export async function startDaemon(config: Config, log: Logger): Promise<Daemon> 
     const retention = new RetentionLoop(sql, config, log.child({ component: 'retention' }), metrics);
     await retention.start();
     closers.unshift(() => retention.stop());
+    const maintenance = new MaintenanceLoop(
+      sql,
+      Math.min(MAINTENANCE_EVERY_MS, config.retention.prune_every),
+      log.child({ component: 'maintenance' }),
+    );
+    await maintenance.start();
+    closers.unshift(() => maintenance.stop());
 
-    const ingestSql = connectIngest(config);
+    const ingestSql = connectIngest(config, stale.log);
     closers.unshift(() => ingestSql.end({ timeout: 5 }));
     const ingest: IngestWorker = startIngestWorker(
       config,
@@ -104,7 +114,11 @@ export async function startDaemon(config: Config, log: Logger): Promise<Daemon> 
     let running: Scheduler | undefined;
     if (scheduling) {
       // The lease has its own small pool so renewals never wait behind evaluation queries.
-      const leaseSql = connect(config.database_url, { max: 2, applicationName: 'coverage-rollup-lease' });
+      const leaseSql = connect(config.database_url, {
+        max: 2,
+        applicationName: 'coverage-rollup-lease',
+        ...stale,
+      });
       closers.push(() => leaseSql.end({ timeout: 5 }));
       const lease = new SchedulerLease({
         sql: leaseSql,
@@ -179,6 +193,7 @@ export async function startDaemon(config: Config, log: Logger): Promise<Daemon> 
         now: Date.now,
         ...(schedulerStatus ? { schedulerStatus } : {}),
         retentionStatus: () => retention.status(),
+        maintenanceStatus: () => maintenance.status(),
       },
       [registerRollupRoutes(rollups), registerGraphRoute(rollups), registerStatusPage(rollups)],
     );

@@ -172,6 +172,10 @@ const configObject = z
         pg_stall_timeout: isoDuration
           .refine((ms) => ms >= 200, { message: 'must be at least PT0.2S' })
           .default(5_000),
+        // How often the failed sets are reconciled with the event log (ingest/failed-reconcile.ts).
+        reconcile_every: isoDuration
+          .refine((ms) => ms >= 100, { message: 'must be at least PT0.1S' })
+          .default(60_000),
       })
       .default({
         backend: 'postgres',
@@ -185,6 +189,7 @@ const configObject = z
         batch_wait: 5,
         max_stalled_count: 100,
         pg_stall_timeout: 5_000,
+        reconcile_every: 60_000,
       }),
     assets: z.array(assetSchema).default([]),
     lease: z

@@ -31,4 +31,6 @@ export interface HttpContext {
   readonly replicaStatus?: () => Record<string, unknown>;
   /** The last retention pass, for /readyz. */
   readonly retentionStatus?: () => Record<string, unknown>;
+  /** Autovacuum for this database and the daemon's own table maintenance, for /readyz. */
+  readonly maintenanceStatus?: () => Record<string, unknown>;
 }

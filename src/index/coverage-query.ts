@@ -62,7 +62,7 @@ export async function queryCoverage(
   const scan =
     rows.length <= SMALL_WINDOW
       ? scanOfAll(window, rows, orders, limit)
-      : await scanLargeWindow(sql, asset.id, window, orders, limit);
+      : await scanLargeWindow(sql, asset.id, window, orders, limit, rows[0]!);
   const { covered_lo: lo, covered_hi: hi } = head;
   return {
     ...boundCoverage({
@@ -139,8 +139,9 @@ async function scanLargeWindow(
   window: Interval,
   orders: ListOrders,
   limit: number,
+  sample: Segment,
 ): Promise<WindowScan> {
-  const totals = await windowTotals(sql, assetId, window);
+  const totals = await windowTotals(sql, assetId, window, sample);
   // Usually enough to find limit + 1 holes; more only when many segments touch (versions change).
   let edgeSize = 2 * (limit + 1);
   const [firstEdge, batchEdge, replayRequired] = await Promise.all([
@@ -185,27 +186,26 @@ const toSegments = (rows: SegmentTuple[] | null): Segment[] =>
  * that touch their predecessor needs order, and the index is maximally merged: segments that
  * touch differ in version or state. So when every overlapping segment has the same version and
  * state (a stream at one version, the usual case), none touch; otherwise a second statement
- * counts them in one sorted pass over two narrow columns.
+ * counts them in one sorted pass over two narrow columns. Every segment is compared with `sample`,
+ * one the first read already returned: a subquery for "any one overlapping segment" (LIMIT 1) was
+ * re-run per row, or read by a scan of the whole table, by a planner without statistics.
  */
-async function windowTotals(sql: Db, assetId: number, window: Interval): Promise<TotalsRow> {
+async function windowTotals(sql: Db, assetId: number, window: Interval, sample: Segment): Promise<TotalsRow> {
   const { start, end } = window;
   const range = sql`int8range(${start}, ${Math.max(start, end)})`;
   const [row] = await sql<(Omit<TotalsRow, 'adjacent'> & { uniform: boolean | null })[]>`
     select count(*)::int8 as n,
-      count(*) filter (where o.state = 'replay_required')::int8 as replay_required,
+      count(*) filter (where state = 'replay_required')::int8 as replay_required,
       coalesce(sum(least(hi, ${end}) - greatest(lo, ${start})), 0)::int8 as present,
-      coalesce(sum(least(hi, ${end}) - greatest(lo, ${start})) filter (where o.state = 'complete'), 0)::int8 as complete,
+      coalesce(sum(least(hi, ${end}) - greatest(lo, ${start})) filter (where state = 'complete'), 0)::int8 as complete,
       min(lo) as first_lo, max(hi) as last_hi,
-      bool_and(o.version is not distinct from r.version and o.state = r.state
-        and o.required_version is not distinct from r.required_version) as uniform
+      bool_and(version is not distinct from ${sample.version}::text and state = ${sample.state}::text
+        and required_version is not distinct from ${sample.requiredVersion}::text) as uniform
     from (
       select lower(span) as lo, upper(span) as hi, version, state, required_version
       from segments
       where asset_id = ${assetId} and span && ${range}
-    ) o, (
-      -- Any one overlapping segment: comparing every other with it is cheaper than min/max of text.
-      select version, state, required_version from segments where asset_id = ${assetId} and span && ${range} limit 1
-    ) r`;
+    ) o`;
   const { uniform, ...totals } = row!;
   if (uniform !== false || totals.n < 2) return { ...totals, adjacent: 0 };
   const [touching] = await sql<{ adjacent: number }[]>`

@@ -1,5 +1,6 @@
 import postgres, { type Sql, type TransactionSql } from 'postgres';
 import { type Logger, redactUrl } from '../log.js';
+import { freshConnectionChecks, StaleConnectionWatch } from './stale-connections.js';
 
 export type { Sql };
 /** A transaction handle; functions that must run inside one take this. */
@@ -16,6 +17,13 @@ export interface ConnectOptions {
   readonly idleInTransactionTimeoutMs?: number;
   /** Every transaction read-only (default_transaction_read_only): the replica pool never writes. */
   readonly readOnly?: boolean;
+  /**
+   * Give up a connection whose statement goes unanswered this long while its backend is not
+   * working on it and a fresh connection answers (a stale flow: src/index/stale-connections.ts).
+   */
+  readonly staleAfterMs?: number;
+  /** Where stale connections are reported; needed with staleAfterMs. */
+  readonly log?: Logger;
 }
 
 export function connect(
@@ -26,16 +34,27 @@ export function connect(
     connectTimeout,
     idleInTransactionTimeoutMs,
     readOnly = false,
+    staleAfterMs,
+    log,
   }: ConnectOptions = {},
 ): Sql {
   const [target, socket] = withSocket(url);
+  const watch =
+    staleAfterMs === undefined || log === undefined
+      ? undefined
+      : new StaleConnectionWatch({ boundMs: staleAfterMs, log, ...freshConnectionChecks(url, connectOnce) });
   return postgres(target, {
     ...socket,
+    ...(watch ? { socket: watch.socket } : {}),
     max,
     ...(connectTimeout === undefined ? {} : { connect_timeout: connectTimeout }),
     onnotice: () => {},
     connection: {
       application_name: applicationName,
+      // Every statement here reads a handful of rows through an index. On tables never analyzed
+      // the planner's cost estimates can pass jit_above_cost by orders of magnitude, and compiling
+      // then costs up to a second per statement (seen: the freshness read of 2,000 assets).
+      jit: 'off',
       ...(idleInTransactionTimeoutMs === undefined
         ? {}
         : { idle_in_transaction_session_timeout: Math.round(idleInTransactionTimeoutMs) }),

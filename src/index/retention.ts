@@ -58,22 +58,30 @@ const COMPACT_BATCH = 1000;
  */
 export async function prune(sql: Sql, options: RetentionOptions, now = new Date()): Promise<PruneReport> {
   const dryRun = options.dryRun ?? false;
+  const ran = await withMaintenanceLock(sql, () => prunePass(sql, options, dryRun, now));
+  if (ran !== undefined) return ran;
+  return {
+    ran: false,
+    dryRun,
+    created: [],
+    dropped: [],
+    held: [],
+    triggersCompacted: 0,
+    size: await logSize(sql),
+  };
+}
+
+/**
+ * Runs `work` while holding the maintenance lock (retention passes, table maintenance), or
+ * returns undefined at once when another instance holds it: one instance maintains at a time.
+ */
+export async function withMaintenanceLock<T>(sql: Sql, work: () => Promise<T>): Promise<T | undefined> {
   const conn = await sql.reserve();
   try {
     const [lock] = await conn<[{ ok: boolean }]>`select pg_try_advisory_lock(hashtext(${LOCK})) as ok`;
-    if (!lock.ok) {
-      return {
-        ran: false,
-        dryRun,
-        created: [],
-        dropped: [],
-        held: [],
-        triggersCompacted: 0,
-        size: await logSize(conn),
-      };
-    }
+    if (!lock.ok) return undefined;
     try {
-      return await prunePass(sql, options, dryRun, now);
+      return await work();
     } finally {
       await conn`select pg_advisory_unlock(hashtext(${LOCK}))`;
     }

@@ -8,6 +8,7 @@ import { isTransient } from '../index/transient.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
 import { deadLetter } from './dead-letter.js';
+import { startReconciling } from './failed-reconcile.js';
 import { GroupCommitter } from './group-commit.js';
 import { consumedGroups, type QueueGroup } from './groups.js';
 import { probePostgres, StallGuard } from './pg-stall.js';
@@ -40,11 +41,13 @@ export function laneOf(asset: string, lanes: number): number {
  * process) is ended by the server after queue.pg_stall_timeout, so the asset rows it locked are
  * free for the instances that take its jobs over.
  */
-export function connectIngest(config: Config): Sql {
+export function connectIngest(config: Config, log?: Logger): Sql {
   return connect(config.database_url, {
     max: 2 * COMMIT_LANES,
     applicationName: 'coverage-rollup-ingest',
     idleInTransactionTimeoutMs: config.queue.pg_stall_timeout,
+    // A commit stuck on a stale flow is given up and retried on a fresh connection.
+    ...(log ? { staleAfterMs: config.queue.pg_stall_timeout, log } : {}),
   });
 }
 
@@ -163,7 +166,10 @@ export function startIngestWorker(config: Config, sql: Sql, log: Logger, metrics
     worker.on('failed', (job, error) =>
       log.error({ job_id: job?.id, group: group.index, err: error }, 'event job failed'),
     );
-    return { worker, dlq };
+    // Its own handle on the queue, for the failed-set reconciliation.
+    const reconcile = connection.queue(group.name, group.prefix);
+    reconcile.on('error', (error) => log.debug({ err: error }, 'events queue connection error'));
+    return { worker, dlq, reconcile };
   };
   const consumers = consumedGroups(queue).map(consume);
   const workers = consumers.map((c) => c.worker);
@@ -186,11 +192,14 @@ export function startIngestWorker(config: Config, sql: Sql, log: Logger, metrics
     log,
   });
   guard.start();
+  const reconcileQueues = consumers.map((c) => c.reconcile);
+  const stopReconciling = startReconciling(reconcileQueues, sql, options, queue.reconcile_every, log);
 
   return {
     workers,
     async close(timeoutMs) {
       await guard.stop();
+      await stopReconciling();
       const drained = (async () => {
         await Promise.all(workers.map((w) => w.pause(true)));
         await committer.drain();
@@ -208,7 +217,7 @@ export function startIngestWorker(config: Config, sql: Sql, log: Logger, metrics
       // Force when Redis is unreachable: a graceful close sends QUIT, which waits for a connection
       // that may never come back. The commits have drained (or been abandoned) either way.
       await Promise.all(workers.map((w) => w.close(timedOut || !connection.reachable)));
-      await Promise.all(consumers.map((c) => c.dlq.close()));
+      await Promise.all(consumers.flatMap((c) => [c.dlq.close(), c.reconcile.close()]));
       await connection.close();
     },
   };

@@ -15,7 +15,7 @@ export type ChunkWatcher = (chunk: Buffer) => boolean;
  * before the first chunk the watcher marks, which waits for the heal like the rest.
  */
 export class BlackholeProxy {
-  private readonly pairs = new Set<{ client: Socket; upstream: Socket | undefined }>();
+  private readonly pairs = new Set<{ client: Socket; upstream: Socket | undefined; stale?: boolean }>();
   private holes = false;
   private readonly onHeal = new Set<() => void>();
   /** Marked chunks held at a cut, written before anything else at the heal. */
@@ -64,6 +64,20 @@ export class BlackholeProxy {
   }
 
   /**
+   * Stale flows: the connections open now stop forwarding both ways (as blackhole() does, their
+   * ends and resets wait too), while new connections are accepted and forwarded as usual: a NAT
+   * or firewall that lost its existing flows, a fail-over behind a virtual address. heal() resumes them.
+   */
+  staleExisting(): number {
+    for (const pair of this.pairs) {
+      pair.stale = true;
+      pair.client.pause();
+      pair.upstream?.pause();
+    }
+    return this.pairs.size;
+  }
+
+  /**
    * Blackholes at the next client chunk the watcher marks, before forwarding it; resolves then.
    * Needs the `watch` option of start().
    */
@@ -77,10 +91,11 @@ export class BlackholeProxy {
   heal(): void {
     this.holes = false;
     for (const write of this.held.splice(0)) write();
-    for (const { client, upstream } of this.pairs) {
-      if (!upstream) continue; // its deferred connect below resumes it, once it has somewhere to go
-      client.resume();
-      upstream.resume();
+    for (const pair of this.pairs) {
+      pair.stale = false;
+      if (!pair.upstream) continue; // its deferred connect below resumes it, once it has somewhere to go
+      pair.client.resume();
+      pair.upstream.resume();
     }
     const deferred = [...this.onHeal];
     this.onHeal.clear();
@@ -96,10 +111,13 @@ export class BlackholeProxy {
   }
 
   private accept(client: Socket, target: { host: string; port: number }): void {
-    const pair: { client: Socket; upstream: Socket | undefined } = { client, upstream: undefined };
+    const pair: { client: Socket; upstream: Socket | undefined; stale?: boolean } = {
+      client,
+      upstream: undefined,
+    };
     this.pairs.add(pair);
     const whenOpen = (run: () => void) => {
-      if (this.holes) this.onHeal.add(run);
+      if (this.holes || pair.stale) this.onHeal.add(run);
       else run();
     };
     const watch = this.watcher?.();

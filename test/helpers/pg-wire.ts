@@ -71,3 +71,74 @@ export function commitAfterInsertInto(table: string): () => ChunkWatcher {
     };
   };
 }
+
+/** One execution a client asked for: the statement's text, its parameter types and text values. */
+export interface BoundStatement {
+  readonly text: string;
+  /** Type OIDs from the Parse (0: left for the server to infer). */
+  readonly types: readonly number[];
+  /** Text-format values from the Bind (postgres.js sends every parameter as text). */
+  readonly params: ReadonlyArray<string | null>;
+}
+
+/**
+ * Like statementReader, with each Bind's parameters: enough to EXPLAIN later exactly what the
+ * client ran (see test/integration/plans.test.ts). A simple Query has no parameters.
+ */
+export function boundStatementReader(onBound: (s: BoundStatement) => void): (chunk: Buffer) => void {
+  let buffer = Buffer.alloc(0);
+  let started = false;
+  const parsed = new Map<string, { text: string; types: number[] }>();
+  const cString = (body: Buffer, at: number): [string, number] => {
+    const end = body.indexOf(0, at);
+    return [body.toString('utf8', at, end), end + 1];
+  };
+  return (chunk) => {
+    buffer = Buffer.concat([buffer, chunk]);
+    for (;;) {
+      if (!started) {
+        if (buffer.length < 8) return;
+        const length = buffer.readInt32BE(0);
+        if (buffer.length < length) return;
+        const code = buffer.readInt32BE(4);
+        started = code !== SSL_REQUEST && code !== GSS_REQUEST;
+        buffer = buffer.subarray(length);
+        continue;
+      }
+      if (buffer.length < 5) return;
+      const length = buffer.readInt32BE(1);
+      if (buffer.length < 1 + length) return;
+      const type = String.fromCharCode(buffer[0]!);
+      const body = buffer.subarray(5, 1 + length);
+      buffer = buffer.subarray(1 + length);
+      if (type === 'Q') onBound({ text: cString(body, 0)[0], types: [], params: [] });
+      else if (type === 'P') {
+        const [name, at] = cString(body, 0);
+        const [text, next] = cString(body, at);
+        const n = body.readInt16BE(next);
+        const types = Array.from({ length: n }, (_, i) => body.readUInt32BE(next + 2 + 4 * i));
+        parsed.set(name, { text, types });
+      } else if (type === 'B') {
+        const [, at] = cString(body, 0); // the portal
+        const [name, next] = cString(body, at);
+        const statement = parsed.get(name);
+        let pos = next;
+        const formats = body.readInt16BE(pos);
+        pos += 2 + 2 * formats;
+        const n = body.readInt16BE(pos);
+        pos += 2;
+        const params: (string | null)[] = [];
+        for (let i = 0; i < n; i++) {
+          const len = body.readInt32BE(pos);
+          pos += 4;
+          if (len < 0) params.push(null);
+          else {
+            params.push(body.toString('utf8', pos, pos + len));
+            pos += len;
+          }
+        }
+        if (statement) onBound({ text: statement.text, types: statement.types, params });
+      }
+    }
+  };
+}

@@ -50,6 +50,7 @@ export function registerHealthRoutes(app: FastifyInstance, ctx: HttpContext): vo
     // A replica that cannot serve sends reads to the primary: reported, never a reason to be unready.
     if (ctx.replicaStatus) checks.replica = ctx.replicaStatus();
     if (ctx.retentionStatus) checks.retention = ctx.retentionStatus();
+    if (ctx.maintenanceStatus) checks.maintenance = ctx.maintenanceStatus();
     reply.status(ready ? 200 : 503);
     return { status: ready ? ('ready' as const) : ('not_ready' as const), ...checks };
   });

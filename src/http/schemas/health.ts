@@ -23,6 +23,17 @@ export const Readiness = z.looseObject({
     .optional()
     .meta({ description: "when rollups are scheduled: this instance's role, instance id and lease" }),
   retention: z.looseObject({}).optional().meta({ description: 'the last retention pass' }),
+  maintenance: z
+    .looseObject({
+      autovacuum: z.enum(['on', 'off', 'unknown']),
+      tables_without_autovacuum: z.array(z.string()),
+      daemon_maintains: z.boolean().nullable(),
+    })
+    .optional()
+    .meta({
+      description:
+        "whether autovacuum runs for this database (and which of the daemon's tables it skips); where it does not, the daemon analyzes and vacuums its own tables after large changes",
+    }),
 });
 
 export const readyz = defineOperation({

@@ -278,6 +278,9 @@ export async function schedulerWake(
   const [due] = await sql<{ at: Date | null; delivery: Date | null; skipped: boolean }[]>`
     select (select min(due_at) from periods where due_at is not null and rollup_id = any(${ids}::text[])) as at,
       (${nextRunWorkSql(sql)}) as delivery,
-      exists (select 1 from periods where (dirty or manual_requested) and rollup_id = any(${ids}::text[])) as skipped`;
+      -- The newest pending period, in periods_pending's order, rather than exists(): PostgreSQL
+      -- drops an EXISTS' order and limit, and without statistics then scans the table instead.
+      (select lo from periods where (dirty or manual_requested) and rollup_id = any(${ids}::text[])
+        order by lo desc limit 1) is not null as skipped`;
   return due;
 }

@@ -1,0 +1,269 @@
+/**
+ * Gives up pooled connections whose flow went stale (SPEC §13): a NAT or firewall that lost the
+ * flow, a fail-over behind a virtual address. Bytes are neither delivered nor refused, so the
+ * operating system notices only after its TCP timeout (about 15 minutes) while new connections
+ * work. Each pool socket is made here (postgres.js' `socket` option) and watched: requests sent
+ * (Sync, Query) against ReadyForQuery answers received, and the time of the last byte. A socket
+ * that owes answers and has heard nothing for half the bound is checked on a fresh connection in
+ * pg_stat_activity: a backend that is gone, or idle (it never got our request, or its answer was
+ * lost), or blocked writing to us, is a stale flow. Its socket is destroyed (the statement fails
+ * with ECONNRESET, which every caller retries on a fresh connection) and its backend terminated,
+ * so the locks it held are released at once. A backend still working or waiting on a lock is left
+ * alone. When the fresh connection does not answer either, PostgreSQL is cut off as a whole, which
+ * the ingest's cut-off guard handles (src/ingest/pg-stall.ts).
+ */
+import { once } from 'node:events';
+import { connect as netConnect, type Socket } from 'node:net';
+import type { Logger } from '../log.js';
+
+interface Watched {
+  readonly socket: Socket;
+  pid: number | undefined;
+  /** Requests that owe a ReadyForQuery: the startup, each Sync and each simple Query. */
+  owed: number;
+  /** When the socket last received a byte, or began to owe one after owing none. */
+  quietSince: number;
+  readonly rx: FrameReader;
+  readonly tx: FrameReader;
+}
+
+/** pg_stat_activity's state and wait event type of each of these backends, on a fresh connection. */
+export type StaleCheck = (
+  pids: readonly number[],
+  timeoutMs: number,
+) => Promise<Map<number, { state: string | null; wait: string | null }> | null>;
+
+export interface StaleWatchOptions {
+  /** A statement unanswered this long, on a backend that is not working on it, is given up. */
+  readonly boundMs: number;
+  readonly check: StaleCheck;
+  /** Ends the backends of the connections given up (pg_terminate_backend), best effort. */
+  readonly terminate: (pids: readonly number[]) => Promise<void>;
+  readonly log: Logger;
+  readonly onStale?: (count: number) => void;
+}
+
+/** Backend states that wait on the client: a statement this socket owes an answer to is lost. */
+const WAITING_ON_CLIENT = new Set(['idle', 'idle in transaction', 'idle in transaction (aborted)']);
+
+export class StaleConnectionWatch {
+  private readonly sockets = new Set<Watched>();
+  private timer: NodeJS.Timeout | undefined;
+  private checking = false;
+
+  constructor(private readonly options: StaleWatchOptions) {}
+
+  /** For postgres.js' `socket` option: a connected socket, watched until it closes. */
+  readonly socket = async (options: { host: string[]; port: number[]; path?: string | false }) => {
+    const socket = options.path ? netConnect(options.path) : netConnect(options.port[0]!, options.host[0]!);
+    await once(socket, 'connect');
+    const watched: Watched = {
+      socket,
+      pid: undefined,
+      owed: 1,
+      quietSince: Date.now(),
+      rx: new FrameReader(true, (type, body) => {
+        if (type === 0x4b && body.length >= 4) watched.pid = body.readUInt32BE(0); // K: BackendKeyData
+        if (type === 0x5a) watched.owed = Math.max(0, watched.owed - 1); // Z: ReadyForQuery
+      }),
+      tx: new FrameReader(false, (type) => {
+        if (type === 0x53 || type === 0x51) {
+          // S: Sync, Q: Query
+          if (watched.owed === 0) watched.quietSince = Date.now();
+          watched.owed++;
+        }
+      }),
+    };
+    socket.on('data', (chunk: Buffer) => {
+      watched.quietSince = Date.now();
+      watched.rx.push(chunk);
+    });
+    const write = socket.write.bind(socket);
+    socket.write = ((chunk: unknown, ...rest: unknown[]) => {
+      if (Buffer.isBuffer(chunk)) watched.tx.push(chunk);
+      else if (typeof chunk === 'string') watched.tx.push(Buffer.from(chunk));
+      return (write as (...args: unknown[]) => boolean)(chunk, ...rest);
+    }) as Socket['write'];
+    socket.once('close', () => this.sockets.delete(watched));
+    this.sockets.add(watched);
+    this.start();
+    return socket;
+  };
+
+  start(): void {
+    if (this.timer) return;
+    const tick = Math.min(1000, Math.max(50, this.options.boundMs / 4));
+    this.timer = setInterval(() => void this.sweep(), tick);
+    this.timer.unref();
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
+    this.timer = undefined;
+  }
+
+  /** Checks the sockets quiet for half the bound while owing answers; gives up the stale ones. */
+  async sweep(now = Date.now()): Promise<number> {
+    if (this.checking) return 0;
+    const half = this.options.boundMs / 2;
+    const suspects = [...this.sockets].filter(
+      (w) =>
+        w.owed > 0 &&
+        w.pid !== undefined &&
+        !w.tx.opaque &&
+        now - w.quietSince >= half &&
+        !w.socket.destroyed,
+    );
+    if (suspects.length === 0) return 0;
+    this.checking = true;
+    try {
+      const states = await this.options.check(
+        suspects.map((w) => w.pid!),
+        half,
+      );
+      if (states === null) return 0; // no fresh connection either: the cut-off guard's case
+      const stale = suspects.filter((w) => {
+        if (now - w.quietSince < half || w.owed === 0) return false;
+        const s = states.get(w.pid!);
+        return s === undefined || WAITING_ON_CLIENT.has(s.state ?? '') || s.wait === 'Client';
+      });
+      const kept = suspects.filter((w) => !stale.includes(w));
+      if (kept.length > 0) {
+        this.options.log.debug(
+          { suspects: kept.map((w) => ({ pid: w.pid, owed: w.owed, ...states.get(w.pid!) })) },
+          'quiet PostgreSQL connections whose backends are working: left alone',
+        );
+      }
+      if (stale.length === 0) return 0;
+      for (const w of stale) {
+        const error = Object.assign(
+          new Error('PostgreSQL connection went stale (no answer, backend not working on it)'),
+          {
+            code: 'ECONNRESET',
+          },
+        );
+        w.socket.destroy(error);
+      }
+      this.options.onStale?.(stale.length);
+      this.options.log.warn(
+        { connections: stale.length, pids: stale.map((w) => w.pid), bound_ms: this.options.boundMs },
+        'stale PostgreSQL connections given up (no answer while a fresh connection answers); their work is retried',
+      );
+      await this.options.terminate(stale.map((w) => w.pid!)).catch(() => {});
+      return stale.length;
+    } catch {
+      return 0;
+    } finally {
+      this.checking = false;
+    }
+  }
+}
+
+/**
+ * Splits a protocol stream into messages (a type byte, then a length that counts itself) and
+ * reports each type, with its body for BackendKeyData only: the rest of a long message (a big
+ * row) is skipped, not buffered. The client's first message (startup) has no type byte. A client
+ * that asks for TLS or GSS encryption makes the stream opaque: such a socket is not watched.
+ */
+class FrameReader {
+  private buffer: Buffer = Buffer.alloc(0);
+  private skip = 0;
+  private started: boolean;
+  opaque = false;
+
+  constructor(
+    serverSide: boolean,
+    private readonly onMessage: (type: number, body: Buffer) => void,
+  ) {
+    this.started = serverSide;
+  }
+
+  push(chunk: Buffer): void {
+    if (this.opaque) return;
+    let data = chunk;
+    if (this.skip > 0) {
+      const skipped = Math.min(this.skip, data.length);
+      this.skip -= skipped;
+      data = data.subarray(skipped);
+    }
+    this.buffer = this.buffer.length === 0 ? data : Buffer.concat([this.buffer, data]);
+    for (;;) {
+      if (!this.started) {
+        if (this.buffer.length < 8) return;
+        const length = this.buffer.readInt32BE(0);
+        const code = this.buffer.readInt32BE(4);
+        if (code === 80877103 || code === 80877104) {
+          this.opaque = true; // SSLRequest, GSSENCRequest: encrypted from here on
+          return;
+        }
+        if (this.buffer.length < length) return;
+        this.started = true;
+        this.buffer = this.buffer.subarray(length);
+        continue;
+      }
+      if (this.buffer.length < 5) return;
+      const type = this.buffer[0]!;
+      const length = this.buffer.readInt32BE(1);
+      if (this.buffer.length < 1 + length) {
+        if (type === 0x4b) return; // BackendKeyData: its body is needed, wait for the rest
+        this.onMessage(type, Buffer.alloc(0));
+        this.skip = 1 + length - this.buffer.length;
+        this.buffer = Buffer.alloc(0);
+        return;
+      }
+      this.onMessage(type, this.buffer.subarray(5, 1 + length));
+      this.buffer = this.buffer.subarray(1 + length);
+    }
+  }
+}
+
+/**
+ * The check and terminate of StaleWatchOptions, on a connection of their own: opened when first
+ * needed and kept while it answers (a new connection costs more than the check on a busy host),
+ * replaced by a new one as soon as it does not answer in time, which is also what makes it fresh
+ * again after a cut that stranded it.
+ */
+export function freshConnectionChecks(
+  url: string,
+  connectOnce: (url: string, options: { connect_timeout: number }) => import('postgres').Sql,
+): Pick<StaleWatchOptions, 'check' | 'terminate'> {
+  let checker: import('postgres').Sql | undefined;
+  const withChecker = async <T>(
+    timeoutMs: number,
+    run: (sql: import('postgres').Sql) => Promise<T>,
+  ): Promise<T | null> => {
+    checker ??= connectOnce(url, { connect_timeout: Math.max(1, Math.ceil(timeoutMs / 1000)) });
+    const sql = checker;
+    let timer: NodeJS.Timeout | undefined;
+    const answered = await Promise.race([
+      run(sql).then(
+        (value) => ({ value }),
+        () => null,
+      ),
+      new Promise<null>((resolve) => {
+        timer = setTimeout(() => resolve(null), timeoutMs);
+      }),
+    ]);
+    clearTimeout(timer);
+    if (answered === null) {
+      if (checker === sql) checker = undefined;
+      void sql.end({ timeout: 0 }).catch(() => {});
+      return null;
+    }
+    return answered.value;
+  };
+  return {
+    check: (pids, timeoutMs) =>
+      withChecker(timeoutMs, async (sql) => {
+        const rows = await sql<{ pid: number; state: string | null; wait: string | null }[]>`
+          select pid, state, wait_event_type as wait from pg_stat_activity where pid = any(${pids as number[]}::int4[])`;
+        return new Map(rows.map((r) => [r.pid, { state: r.state, wait: r.wait }]));
+      }),
+    terminate: async (pids) => {
+      await withChecker(
+        5000,
+        (sql) => sql`select pg_terminate_backend(pid) from unnest(${pids as number[]}::int4[]) as pid`,
+      );
+    },
+  };
+}
