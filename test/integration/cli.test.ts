@@ -86,6 +86,15 @@ describe('coverage-rollup check', () => {
     expect(gap.stdout).toContain('2025-06-01T11:00:00Z .. 2025-06-01T11:30:00Z');
   });
 
+  it('prints the ratio as the README says: four decimals, never 1 while anything is missing', async () => {
+    // One millisecond missing of an hour: 0.9999997 (six decimals would print 1).
+    const run = await cli(['check', 'cli.orders', ...window, '--end', '2025-06-01T11:00:00.001Z']);
+    expect(run.code).toBe(1);
+    expect(run.stdout).toContain('NOT covered, ratio 0.9999;');
+    const json = await cli(['check', 'cli.orders', ...window, '--end', '2025-06-01T11:00:00.001Z', '--json']);
+    expect(JSON.parse(json.stdout).ratio).toBeCloseTo(3_600_000 / 3_600_001, 12); // JSON stays exact
+  });
+
   it('prints the coverage answer with --json', async () => {
     const run = await cli(['check', 'cli.orders', ...window, '--end', '2025-06-01T12:00:00Z', '--json']);
     expect(run.code).toBe(1);
@@ -152,7 +161,7 @@ describe('coverage-rollup check: bounded output, freshness, footguns', () => {
     expect(run.code).toBe(1);
     const lines = run.stdout.trim().split('\n');
     expect(lines[0]).toBe(
-      `cli.holey [${at(0)}, 2027-01-01T00:00:00Z): NOT covered, ratio ${Number((300 / 525_600).toFixed(6))}; ` +
+      `cli.holey [${at(0)}, 2027-01-01T00:00:00Z): NOT covered, ratio 0.0006; ` + // 300 / 525,600 at four decimals
         `300 missing ranges (${(525_600 - 300) * 60} s), first ${at(1)} .. ${at(2)}, last ${at(599)} .. 2027-01-01T00:00:00Z; ` +
         '0 replay-required ranges',
     );
