@@ -12,8 +12,8 @@ import { envReferences } from './targets/secrets.js';
 /** Builds every configured rollup, or fails start-up naming the field and what is wrong. */
 export function defineRollups(config: Config): RollupRuntime[] {
   const declared = new Map(config.assets.map((a) => [a.name, a.domain]));
-  return config.rollups.map((spec, i) => {
-    const at = (field: string) => `rollups.${i}.${field} (${spec.id})`;
+  return config.rollups.map((spec) => {
+    const at = (field: string) => `rollups[${spec.id}].${field}`;
     try {
       const rollup = defineRollup(spec);
       if (rollup.domain === 'integer' && spec.target.type === 'airflow') {
@@ -47,12 +47,11 @@ export function defineRollups(config: Config): RollupRuntime[] {
  * target of an earlier config.
  */
 export function checkSecretEnv(config: Config, env: NodeJS.ProcessEnv): void {
-  const missing = config.rollups.flatMap((spec, i) =>
+  const missing = config.rollups.flatMap((spec) =>
     envReferences(spec.target)
       .filter(({ name }) => env[name] === undefined || env[name] === '')
       .map(
-        ({ field, name }) =>
-          `  rollups.${i}.target.${field} (${spec.id}): environment variable ${name} is not set`,
+        ({ field, name }) => `  rollups[${spec.id}].target.${field}: environment variable ${name} is not set`,
       ),
   );
   if (missing.length > 0) throw new ConfigError(`invalid configuration:\n${missing.join('\n')}`);

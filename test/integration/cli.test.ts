@@ -343,6 +343,30 @@ describe('help', () => {
     expect((await cli(['emit', '--help'])).stdout).toContain('--data-version V');
     expect((await cli(['--help'])).stdout).toContain('Commands:');
   });
+
+  it("answers an unknown option with the command's own options and its --help, not parseArgs' text", async () => {
+    const typo = await cli(['check', 'cli.orders', '--strat', '2025-06-01T10:00:00Z']);
+    expect(typo.code).toBe(2);
+    expect(typo.stderr.trim()).toBe(
+      'coverage-rollup check: unknown option --strat (did you mean --start?); its options are --start S, ' +
+        '--end E, --limit N, --order oldest|newest, --max-lag D, --require-known, --json, --config FILE, ' +
+        '--help; see coverage-rollup check --help',
+    );
+    expect(typo.stderr).not.toContain('positional argument');
+    const elsewhere = await cli(['status', '--start', 'x']);
+    expect(elsewhere).toMatchObject({ code: 2, stdout: '' });
+    expect(elsewhere.stderr).toContain(
+      'coverage-rollup status: --start is not an option of status; its options are --json',
+    );
+    const missing = await cli(['emit', '--asset']);
+    expect(missing).toMatchObject({
+      code: 2,
+      stderr: 'coverage-rollup emit: --asset needs a value; see coverage-rollup emit --help\n',
+    });
+    expect((await cli(['--bogus'])).stderr).toContain(
+      'coverage-rollup: unknown option --bogus; the options are --config FILE, --help, --version',
+    );
+  });
 });
 
 describe('coverage-rollup emit', () => {
