@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import { defineRollups } from './config/rollups.js';
 import type { Config } from './config.js';
 import { TokenAuth } from './http/auth.js';
 import { registerRollupRoutes } from './http/routes/rollups.js';
@@ -16,8 +17,8 @@ import { type Logger, redactUrl } from './log.js';
 import { createMetrics, type Metrics } from './metrics.js';
 import { SchedulerLease } from './scheduler/lease.js';
 import { periodGaugeSource } from './scheduler/period-gauges.js';
-import { checkSecretEnv, defineRollups } from './scheduler/rollups.js';
 import { Scheduler } from './scheduler/scheduler.js';
+import { checkSecretEnv } from './scheduler/targets/secrets.js';
 
 export interface Daemon {
   readonly sql: Sql;
@@ -106,6 +107,10 @@ export async function startDaemon(config: Config, log: Logger): Promise<Daemon> 
         metrics,
         dispatchConcurrency: config.scheduler.dispatch_concurrency,
         leaseTtlMs: config.lease.ttl,
+        runChecks: {
+          openMs: config.scheduler.run_check_every,
+          watchMs: Math.max(30_000, config.scheduler.run_check_every),
+        },
       });
       lease.onAcquired((token) => {
         metrics.leaseLeader.set(1);

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { hasHashTag } from '../ingest/groups.js';
+import { hasHashTag } from '../core/hash-tag.js';
 import { isClusterUrl, redisUrls } from '../ingest/redis.js';
 import { isoDuration, nonEmpty, postgresUrl, type secret, zone } from './fields.js';
 import { targetSchema } from './targets.js';
@@ -45,6 +45,18 @@ const policySchema = z
   })
   .transform((p) => ({ ...p, on_deadline: p.on_deadline ?? ('trigger' as const) }));
 
+/** What happens after a trigger (SPEC §11); README "Runs" documents the defaults. */
+const runSchema = z.strictObject({
+  // Automatic retries of a run that failed, timed out or was lost: attempts 1 .. retries + 1.
+  retries: z.number().int().min(0).max(100).default(2),
+  // The wait before the first retry; it doubles for each later one (PT1M, PT2M, PT4M, ...).
+  backoff: isoDuration.default(60_000),
+  // No outcome this long after the target accepted the run: timed_out (then retried as above).
+  timeout: isoDuration
+    .refine((ms) => ms >= 1000, { message: 'must be at least PT1S' })
+    .default(6 * 3_600_000),
+});
+
 const rollupSchema = z.strictObject({
   id: z
     .string()
@@ -66,6 +78,7 @@ const rollupSchema = z.strictObject({
   origin: z.union([nonEmpty, z.number().int()]).optional(),
   policy: policySchema.default(policySchema.parse({})),
   rerun: z.enum(['never', 'on_replay', 'on_update']).default('on_replay'),
+  run: runSchema.default({ retries: 2, backoff: 60_000, timeout: 6 * 3_600_000 }),
   target: targetSchema,
 });
 
@@ -146,8 +159,10 @@ export const configSchema = z
       .strictObject({
         enabled: z.boolean().default(true),
         dispatch_concurrency: z.number().int().min(1).default(16),
+        // How often queue and airflow targets are asked about each open run (README "Runs").
+        run_check_every: isoDuration.refine((ms) => ms >= 100, 'must be at least PT0.1S').default(2000),
       })
-      .default({ enabled: true, dispatch_concurrency: 16 }),
+      .default({ enabled: true, dispatch_concurrency: 16, run_check_every: 2000 }),
     retention: z
       .strictObject({
         // How long the event log is kept; see README "Operations: retention".

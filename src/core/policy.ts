@@ -8,6 +8,8 @@ export const PERIOD_STATES = ['triggered', 'settling', 'waiting', 'rerun_pending
 export type PeriodState = (typeof PERIOD_STATES)[number];
 export type TriggerReason = 'covered' | 'ratio' | 'deadline' | 'replay' | 'update' | 'manual';
 export type RerunRule = 'never' | 'on_replay' | 'on_update';
+/** Why a rerun is owed after a trigger: rebuilt data (a replay requirement) or newer completions. */
+export type Rerun = 'replay' | 'update';
 
 export interface Policy {
   /** Minimum complete share per upstream; with neither this nor maxMissing, full coverage. */
@@ -42,7 +44,7 @@ export interface PeriodFacts {
   /** When the newest completion touching the period was ingested; restarts settle. */
   readonly lastChangeAt: number | null;
   /** A rerun owed after a trigger, and why. */
-  readonly rerun: 'replay' | 'update' | null;
+  readonly rerun: Rerun | null;
   readonly manual: boolean;
   /** The period's end as an instant (time rollups), for the deadline. */
   readonly endMs: number | null;
@@ -134,4 +136,34 @@ function settle(
 
 function wait(state: PeriodState, satisfiedSince: number | null, dueAt: number | null): Outcome {
   return { kind: 'wait', state, satisfiedSince, dueAt };
+}
+
+/** The newest log positions (seq) of one upstream's events that touched a period in one mark. */
+export interface TouchSeqs {
+  /** Newest completion touching the period; 0 for none. */
+  readonly completionSeq: number;
+  /** Newest replay requirement touching the period; 0 for none. */
+  readonly replaySeq: number;
+}
+
+/**
+ * Whether events touching a triggered period owe it a rerun (SPEC §5 `rerun`), and why. `seen` is
+ * the upstream's log position its last trigger saw (0 when the trigger recorded none), undefined
+ * when the period was never triggered: nothing is owed before a first trigger. A replay
+ * requirement newer than the trigger is owed unless `never`; a newer completion only `on_update`.
+ */
+export function rerunOwed(rule: RerunRule, seen: number | undefined, touch: TouchSeqs): Rerun | null {
+  if (seen === undefined || rule === 'never') return null;
+  if (touch.replaySeq > seen) return 'replay';
+  if (rule === 'on_update' && touch.completionSeq > seen) return 'update';
+  return null;
+}
+
+/**
+ * A period's state right after new events marked it: a triggered period owed a rerun is
+ * `rerun_pending` at once (so listings show it before the next evaluation); every other state is
+ * left for `decide()` to move.
+ */
+export function stateAfterMark(state: PeriodState, rerun: Rerun | null): PeriodState {
+  return rerun !== null && state === 'triggered' ? 'rerun_pending' : state;
 }

@@ -1,6 +1,7 @@
 import { parseIntegerBound, parseTimeBound } from './bounds.js';
 import { type Calendar, createCalendar, parseEvery } from './calendar.js';
 import type { Policy, RerunRule } from './policy.js';
+import { DEFAULT_RUN_POLICY, type RunPolicy } from './runs.js';
 import type { Domain } from './types.js';
 
 /** A rollup's raw definition, as the config schema hands it over (durations already in ms). */
@@ -20,6 +21,8 @@ export interface RollupSpec {
     readonly catch_up?: number | undefined;
   };
   readonly rerun: RerunRule;
+  /** The run policy (SPEC §11), durations in ms; defaults to DEFAULT_RUN_POLICY. */
+  readonly run?: { readonly retries: number; readonly backoff: number; readonly timeout: number } | undefined;
 }
 
 /** Deadline triggers are owed for a day after the deadline; older periods are missed (SPEC §10). */
@@ -34,6 +37,8 @@ export interface Rollup {
   readonly begin: number;
   readonly policy: Policy;
   readonly rerun: RerunRule;
+  /** Retries, backoff and timeout of its runs. */
+  readonly run: RunPolicy;
 }
 
 export class RollupDefinitionError extends Error {
@@ -91,6 +96,9 @@ export function defineRollup(spec: RollupSpec): Rollup {
         spec.policy.deadline === undefined ? undefined : (spec.policy.catch_up ?? DEFAULT_CATCH_UP_MS),
     },
     rerun: spec.rerun,
+    run: spec.run
+      ? { retries: spec.run.retries, backoffMs: spec.run.backoff, timeoutMs: spec.run.timeout }
+      : DEFAULT_RUN_POLICY,
   };
 }
 

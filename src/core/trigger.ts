@@ -1,6 +1,7 @@
 import type { Coverage } from './coverage.js';
 import { type ReplayRequiredJson, replayRequiredJson, type SpanJson, spanJson } from './coverage-answer.js';
 import type { TriggerReason } from './policy.js';
+import { runId } from './runs.js';
 import type { Domain } from './types.js';
 
 /** SPEC §6 payload; field names are part of the contract. */
@@ -15,6 +16,10 @@ export interface TriggerPayload {
     { ratio: number; missing: SpanJson[]; replay_required: ReplayRequiredJson[]; versions: string[] }
   >;
   decided_at: string;
+  /** Which attempt of this generation's run this delivery is (SPEC §11): 1, then 2, 3, ... on retries. */
+  attempt: number;
+  /** The attempt's own id: the idempotency key for attempt 1, `<key>~aN` after (see core/runs.ts). */
+  run_id: string;
 }
 
 /**
@@ -65,13 +70,21 @@ export function buildPayload(input: PayloadInput): TriggerPayload {
           versions: [],
         };
   }
+  const key = idempotencyKey(input.rollup, input.domain, input.periodStart, input.generation);
   return {
     rollup: input.rollup,
-    idempotency_key: idempotencyKey(input.rollup, input.domain, input.periodStart, input.generation),
+    idempotency_key: key,
     generation: input.generation,
     reason: input.reason,
     period: input.period,
     upstreams,
     decided_at: input.decidedAt.toISOString(),
+    attempt: 1,
+    run_id: key,
   };
+}
+
+/** The payload of attempt `attempt` of a decided trigger: the decision's, with its own run id. */
+export function attemptPayload(payload: TriggerPayload, attempt: number): TriggerPayload {
+  return { ...payload, attempt, run_id: runId(payload.idempotency_key, attempt) };
 }

@@ -4,6 +4,7 @@ import { assetCoverage, listAssets } from './schemas/assets.js';
 import { postEvents, postReplayRequirement } from './schemas/events.js';
 import { healthz, metrics, openapi, readyz } from './schemas/health.js';
 import { listPeriods, listRollups, periodDetail, triggerPeriod } from './schemas/rollups.js';
+import { postRunReport, retryPeriod } from './schemas/runs.js';
 
 export const OPERATIONS: readonly Operation[] = [
   listAssets,
@@ -14,6 +15,8 @@ export const OPERATIONS: readonly Operation[] = [
   listPeriods,
   periodDetail,
   triggerPeriod,
+  retryPeriod,
+  postRunReport,
   healthz,
   readyz,
   metrics,

@@ -7,45 +7,28 @@
 
 import type { ReplayRequiredJson, SpanJson } from '../core/coverage-answer.js';
 import { replayRequiredJson, spanJson } from '../core/coverage-answer.js';
-import { derivedState, periodOfKey, untouchedFacts } from '../core/periods.js';
+import { periodOfKey, untouchedFacts } from '../core/periods.js';
 import {
   decide,
   type PeriodFacts,
   type PeriodState,
+  type Rerun,
   type Satisfaction,
   satisfaction,
 } from '../core/policy.js';
 import type { Rollup } from '../core/rollup.js';
+import { upstreamFacts } from '../core/upstream-facts.js';
 import type { Db } from '../index/db.js';
-import { loadUpstreams, upstreamFacts } from '../scheduler/upstreams.js';
+import { periodAt } from '../index/periods/listing.js';
+import { periodRuns, type RunReportView, type RunView } from '../index/run-reads.js';
+import { triggersOfPeriod } from '../index/triggers.js';
+import { loadUpstreams } from '../index/upstreams.js';
+import { runJson } from './routes/run-json.js';
 
 /** Ranges listed per upstream at most; the counts say how many there are. */
 const MAX_RANGES = 100;
-
-interface StoredRow {
-  state: PeriodState;
-  generation: number;
-  ratio: number;
-  satisfied_since: Date | null;
-  last_change_at: Date | null;
-  rerun: 'replay' | 'update' | null;
-  manual_requested: boolean;
-  reason: string | null;
-  triggered_at: Date | null;
-  due_at: Date | null;
-}
-
-interface TriggerRow {
-  generation: number;
-  reason: string;
-  idempotency_key: string;
-  lease_token: number;
-  decided_at: Date;
-  delivered_at: Date | null;
-  failed_at: Date | null;
-  attempts: number;
-  last_error: string | null;
-}
+/** Runs listed at most (every attempt of every generation, newest first). */
+const MAX_RUNS = 100;
 
 export interface UpstreamExplanation {
   seen: boolean;
@@ -71,8 +54,10 @@ export interface PeriodExplanation {
     generation: number;
     reason: string | null;
     triggered_at: string | null;
-    rerun: 'replay' | 'update' | null;
+    rerun: Rerun | null;
     manual_requested: boolean;
+    /** The current run: the newest attempt of the period's generation; null before the first trigger. */
+    run: ReturnType<typeof runJson> | null;
   };
   upstreams: Record<string, UpstreamExplanation>;
   verdict: {
@@ -94,6 +79,8 @@ export interface PeriodExplanation {
     attempts: number;
     last_error: string | null;
   }>;
+  /** Every attempt of every generation, newest first, each with its reports. */
+  runs: Array<RunView & { reports: RunReportView[] }>;
 }
 
 /** The explanation of the rollup's period `key` at `nowMs`; null when it has no such period (yet). */
@@ -111,25 +98,23 @@ export async function explainPeriod(
   ) {
     return null;
   }
-  const [[row], triggers, upstreams] = await Promise.all([
-    sql<StoredRow[]>`
-      select state, generation, ratio, satisfied_since, last_change_at, rerun, manual_requested, reason,
-        triggered_at, due_at
-      from periods where rollup_id = ${rollup.id} and lo = ${period.start}`,
-    sql<TriggerRow[]>`
-      select generation, reason, idempotency_key, lease_token, decided_at, delivered_at, failed_at, attempts, last_error
-      from triggers where rollup_id = ${rollup.id} and period_lo = ${period.start} order by generation`,
+  const [{ view, stored: row }, triggers, upstreams, runs] = await Promise.all([
+    periodAt(sql, rollup, period, nowMs),
+    triggersOfPeriod(sql, rollup.id, period.start),
     loadUpstreams(sql, rollup, [period]),
+    periodRuns(sql, rollup.id, period.start, MAX_RUNS),
   ]);
+  // Newest first: the first run of the period's generation is its newest attempt.
+  const current = view.generation > 0 ? runs.find((r) => r.generation === view.generation) : undefined;
   const { facts, coverages } = upstreamFacts(rollup, { lo: period.start, hi: period.end }, upstreams);
   const periodFacts: PeriodFacts = row
     ? {
         state: row.state,
         generation: row.generation,
-        satisfiedSince: row.satisfied_since?.getTime() ?? null,
-        lastChangeAt: row.last_change_at?.getTime() ?? null,
+        satisfiedSince: row.satisfiedSince?.getTime() ?? null,
+        lastChangeAt: row.lastChangeAt?.getTime() ?? null,
         rerun: row.rerun,
-        manual: row.manual_requested,
+        manual: row.manualRequested,
         endMs: rollup.domain === 'time' ? Math.floor(period.end / 1000) : null,
       }
     : untouchedFacts(rollup, period);
@@ -148,14 +133,15 @@ export async function explainPeriod(
       start: format(period.start),
       end: format(period.end),
       key: period.key,
-      state: row?.state ?? derivedState(rollup, period, nowMs),
-      stored: row !== undefined,
+      state: view.state,
+      stored: row !== null,
       ratio: Math.min(...facts.map((f) => f.ratio)),
-      generation: row?.generation ?? 0,
-      reason: row?.reason ?? null,
-      triggered_at: iso(row?.triggered_at ?? null),
+      generation: view.generation,
+      reason: view.reason,
+      triggered_at: iso(view.triggeredAt),
       rerun: row?.rerun ?? null,
-      manual_requested: row?.manual_requested ?? false,
+      manual_requested: row?.manualRequested ?? false,
+      run: current ? runJson(current) : null,
     },
     upstreams: Object.fromEntries(
       [...coverages].map(([name, { domain, coverage }], i): [string, UpstreamExplanation] => [
@@ -211,5 +197,6 @@ export async function explainPeriod(
       attempts: t.attempts,
       last_error: t.last_error,
     })),
+    runs,
   };
 }

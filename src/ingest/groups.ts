@@ -1,5 +1,8 @@
 import type { Config } from '../config.js';
 
+// Re-exported: the rule is pure and lives in core so the config schema can use it without a circle.
+export { hasHashTag } from '../core/hash-tag.js';
+
 /** One queue group: the events queue and its dead letters under one hash-tagged prefix. */
 export interface QueueGroup {
   readonly index: number;
@@ -31,13 +34,4 @@ export function queueGroups(queue: Config['queue']): QueueGroup[] {
 export function consumedGroups(queue: Config['queue']): QueueGroup[] {
   const all = queueGroups(queue);
   return queue.consume === undefined ? all : queue.consume.map((i) => all[i]!);
-}
-
-/**
- * Redis Cluster's hash tag rule: the text between the first `{` and the first `}` after it, when
- * not empty, is what the key's slot is computed from.
- */
-export function hasHashTag(prefix: string): boolean {
-  const open = prefix.indexOf('{');
-  return open >= 0 && prefix.indexOf('}', open + 1) > open + 1;
 }

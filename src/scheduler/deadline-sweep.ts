@@ -11,6 +11,7 @@ import type { Period } from '../core/calendar.js';
 import { missedBefore, nextPassAt, passedBefore } from '../core/periods.js';
 import type { Rollup } from '../core/rollup.js';
 import type { Sql } from '../index/db.js';
+import { storedStarts } from '../index/periods/reads.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
 
@@ -38,7 +39,7 @@ export class DeadlineSweep {
 
   /**
    * Handles what is due at `nowMs`: returns the periods owed a row now (the caller inserts every
-   * rollup's in one statement, `insertOwed`) and whether more are owed after them.
+   * rollup's in one statement, index/periods/writes.ts `insertOwed`) and whether more are owed after them.
    */
   async run(
     sql: Sql,
@@ -86,9 +87,11 @@ export class DeadlineSweep {
   private async reportMisses(sql: Sql, range: Range, log: Logger, metrics: Metrics): Promise<void> {
     const { rollup } = this;
     const periods = rollup.calendar.periodsOverlapping({ start: range.from, end: range.to }, 10_000);
-    const stored = await sql<{ lo: number }[]>`
-      select lo from periods where rollup_id = ${rollup.id} and lo = any(${periods.map((p) => p.start)}::int8[])`;
-    const have = new Set(stored.map((r) => r.lo));
+    const have = await storedStarts(
+      sql,
+      rollup.id,
+      periods.map((p) => p.start),
+    );
     const missed = periods.filter((p) => !have.has(p.start));
     if (missed.length === 0) return;
     metrics.periodsMissed.inc({ rollup: rollup.id }, missed.length);
@@ -100,19 +103,4 @@ export class DeadlineSweep {
         'periods missed their deadline',
       );
   }
-}
-
-/** Gives the owed periods of every rollup their (dirty) rows in one statement; existing rows stay. */
-export async function insertOwed(
-  sql: Sql,
-  owed: ReadonlyArray<{ rollupId: string; period: Period }>,
-): Promise<void> {
-  if (owed.length === 0) return;
-  await sql`
-    insert into periods (rollup_id, lo, hi, key)
-    select * from unnest(
-      ${owed.map((o) => o.rollupId)}::text[], ${owed.map((o) => o.period.start)}::int8[],
-      ${owed.map((o) => o.period.end)}::int8[], ${owed.map((o) => o.period.key)}::text[]
-    )
-    on conflict do nothing`;
 }

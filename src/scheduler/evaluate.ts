@@ -1,28 +1,23 @@
+import type { RollupRuntime } from '../config/rollups.js';
 import { groupBy } from '../core/group-by.js';
-import { decide, type PeriodState } from '../core/policy.js';
+import { decide } from '../core/policy.js';
 import { buildPayload } from '../core/trigger.js';
+import { type Upstream, upstreamFacts } from '../core/upstream-facts.js';
 import type { Sql } from '../index/db.js';
+import {
+  type ClaimedPeriod,
+  claimPending,
+  type PeriodUpdate,
+  writeUpdates,
+} from '../index/periods/writes.js';
+import { insertFirstRuns } from '../index/runs.js';
+import { type TriggerRow, writeTriggers } from '../index/triggers.js';
+import { loadUpstreams } from '../index/upstreams.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
-import { type PeriodUpdate, type TriggerRow, writeTriggers, writeUpdates } from './decision-sql.js';
 import type { Fence } from './fence.js';
-import type { RollupRuntime } from './rollups.js';
 import { redactTarget } from './targets/secrets.js';
 import { limitTransaction } from './transaction-limits.js';
-import { loadUpstreams, type Upstream, upstreamFacts } from './upstreams.js';
-
-interface PeriodRow {
-  rollup_id: string;
-  lo: number;
-  hi: number;
-  key: string;
-  state: PeriodState;
-  generation: number;
-  satisfied_since: Date | null;
-  last_change_at: Date | null;
-  rerun: 'replay' | 'update' | null;
-  manual_requested: boolean;
-}
 
 export interface EvaluationContext {
   readonly sql: Sql;
@@ -59,27 +54,12 @@ export async function evaluatePending(ctx: EvaluationContext, now: Date, limit: 
   if (groupsByDomain.length === 0) return { evaluated: 0, triggered: 0, more: false };
   let decided: (() => void) | undefined;
   const result = await ctx.sql.begin(async (tx) => {
-    // A former holder paused mid-transaction may still lock some periods: skip them (they stay
-    // due and are evaluated once its session ends) rather than stall every rollup behind them.
     // Pipelined (sent together, run in order): every round trip here delays the trigger.
     const [, ...claims] = await Promise.all([
       limitTransaction(tx, ctx.idleMs),
-      ...groupsByDomain.flatMap((ids) => [
-        tx<PeriodRow[]>`
-          select rollup_id, lo, hi, key, state, generation, satisfied_since, last_change_at, rerun, manual_requested
-          from periods
-          where (dirty or manual_requested) and rollup_id = any(${ids}::text[])
-          order by lo desc limit ${limit}
-          for update skip locked`,
-        tx<PeriodRow[]>`
-          select rollup_id, lo, hi, key, state, generation, satisfied_since, last_change_at, rerun, manual_requested
-          from periods
-          where due_at <= ${now} and not (dirty or manual_requested) and rollup_id = any(${ids}::text[])
-          order by lo desc limit ${limit}
-          for update skip locked`,
-      ]),
+      ...groupsByDomain.map((ids) => claimPending(tx, ids, limit, now)),
     ]);
-    const periods = claims.flat();
+    const periods = claims.flatMap((c) => c.rows);
     if (periods.length === 0) return { evaluated: 0, triggered: 0, more: false };
     const byRollup = groupBy(periods, (p) => p.rollup_id);
     const groups = [...byRollup].map(([id, rows]) => ({ runtime: ctx.rollups.get(id)!, rows }));
@@ -102,6 +82,8 @@ export async function evaluatePending(ctx: EvaluationContext, now: Date, limit: 
         return [
           writeUpdates(tx, rollup.id, d.updates, now),
           writeTriggers(tx, rollup.id, d.triggers, redactTarget(config.target), ctx.token, now),
+          // After the trigger rows (its key) and the period updates (the generation it matches).
+          insertFirstRuns(tx, rollup.id, d.triggers, ctx.token, now),
         ];
       }),
     ]);
@@ -110,7 +92,7 @@ export async function evaluatePending(ctx: EvaluationContext, now: Date, limit: 
         logDecisions(ctx, groups[i]!.runtime, d.updates, d.triggers, groups[i]!.rows);
     };
     const triggered = decisions.reduce((n, d) => n + d.triggers.length, 0);
-    const more = claims.some((c) => c.length === limit);
+    const more = claims.some((c) => c.full);
     return { evaluated: periods.length, triggered, more };
   });
   decided?.(); // logged and counted only once committed: a fenced commit fails silently otherwise
@@ -120,7 +102,7 @@ export async function evaluatePending(ctx: EvaluationContext, now: Date, limit: 
 function decideAll(
   ctx: EvaluationContext,
   { rollup }: RollupRuntime,
-  periods: readonly PeriodRow[],
+  periods: readonly ClaimedPeriod[],
   upstreams: ReadonlyMap<string, Upstream>,
   now: Date,
 ): { updates: PeriodUpdate[]; triggers: TriggerRow[] } {
@@ -211,7 +193,7 @@ function logDecisions(
   { rollup, config }: RollupRuntime,
   updates: readonly PeriodUpdate[],
   triggers: readonly TriggerRow[],
-  periods: readonly PeriodRow[],
+  periods: readonly ClaimedPeriod[],
 ): void {
   const keyOf = new Map(periods.map((p) => [p.lo, p.key]));
   const wasMissed = new Set(periods.filter((p) => p.state === 'missed').map((p) => p.lo));

@@ -1,10 +1,10 @@
 import type { Gauge } from 'prom-client';
+import type { RollupRuntime } from '../config/rollups.js';
 import type { StateCounts } from '../core/periods.js';
 import type { Db } from '../index/db.js';
-import { rollupCounts } from '../index/periods.js';
+import { rollupCounts } from '../index/periods/reads.js';
 import type { Logger } from '../log.js';
 import type { PeriodGaugeSource } from '../metrics.js';
-import type { RollupRuntime } from './rollups.js';
 
 /** A scrape waits this long for the counts; then it serves the last ones. */
 const SCRAPE_WAIT_MS = 2000;

@@ -1,6 +1,8 @@
 import { createHash } from 'node:crypto';
 import type { Rollup, RollupSpec } from '../core/rollup.js';
+import { dropCursors } from '../index/cursors.js';
 import type { Sql } from '../index/db.js';
+import { dirtyUntriggered, dropUntriggered } from '../index/periods/writes.js';
 import type { Logger } from '../log.js';
 
 const hash = (value: unknown) =>
@@ -69,17 +71,13 @@ export async function syncRollup(sql: Sql, rollup: Rollup, spec: Spec, log: Logg
     if (row.calendar_hash !== calendarHash) {
       // Stored periods are the touched ones: drop the untriggered ones and follow the upstreams'
       // logs again from the start, so the new calendar's touched periods get their rows.
-      const dropped = await tx`delete from periods where rollup_id = ${rollup.id} and generation = 0`;
-      await tx`delete from rollup_cursors where rollup_id = ${rollup.id}`;
-      log.warn(
-        { rollup: rollup.id, dropped: dropped.count },
-        'rollup calendar changed: untriggered periods rebuilt',
-      );
+      const dropped = await dropUntriggered(tx, rollup.id);
+      await dropCursors(tx, rollup.id);
+      log.warn({ rollup: rollup.id, dropped }, 'rollup calendar changed: untriggered periods rebuilt');
     } else {
-      const marked =
-        await tx`update periods set dirty = true where rollup_id = ${rollup.id} and generation = 0`;
+      const marked = await dirtyUntriggered(tx, rollup.id);
       log.warn(
-        { rollup: rollup.id, periods: marked.count },
+        { rollup: rollup.id, periods: marked },
         'rollup definition changed: untriggered periods re-evaluated',
       );
     }

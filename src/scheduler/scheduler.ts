@@ -1,19 +1,23 @@
+import type { RollupRuntime } from '../config/rollups.js';
 import type { Period } from '../core/calendar.js';
 import { groupBy } from '../core/group-by.js';
 import { concernsAny, EVENTS_CHANNEL } from '../index/commit.js';
+import { rollupsWithNewEvents } from '../index/cursors.js';
 import type { Sql } from '../index/db.js';
+import { schedulerWake } from '../index/periods/reads.js';
+import { insertOwed } from '../index/periods/writes.js';
 import type { RedisClient } from '../ingest/redis.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
-import { DeadlineSweep, insertOwed } from './deadline-sweep.js';
-import { deliverDue, nextDeliverySql } from './dispatch.js';
+import { DeadlineSweep } from './deadline-sweep.js';
+import { type DispatchContext, deliverDue, policyLookup } from './dispatch.js';
 import { evaluatePending } from './evaluate.js';
 import type { Fence } from './fence.js';
+import { type CheckIntervals, DEFAULT_CHECKS, followRuns } from './follow-runs.js';
 import { syncRollups } from './rollup-store.js';
-import type { RollupRuntime } from './rollups.js';
 import { Targets } from './targets/index.js';
 import { redactTarget } from './targets/secrets.js';
-import { markTouchedPeriods, rollupsWithNewEvents } from './touch.js';
+import { markTouchedPeriods } from './touch.js';
 
 export interface SchedulerOptions {
   readonly sql: Sql;
@@ -28,6 +32,8 @@ export interface SchedulerOptions {
   readonly leaseTtlMs: number;
   /** Longest sleep between passes when nothing wakes the scheduler earlier. */
   readonly pollMs?: number;
+  /** How often targets are asked about open and recently finished runs. */
+  readonly runChecks?: CheckIntervals;
 }
 
 const TOUCH_BATCH = 5000;
@@ -63,6 +69,7 @@ export class Scheduler {
   private readonly toMark = new Set<string>();
   private fullCheckAt = 0;
   private sweeps = new Map<string, DeadlineSweep>();
+  private readonly dispatch: DispatchContext;
 
   constructor(private readonly options: SchedulerOptions) {
     this.targets = new Targets(
@@ -71,6 +78,14 @@ export class Scheduler {
       options.rollups.map((r) => r.config.target),
     );
     this.byId = new Map(options.rollups.map((r) => [r.rollup.id, r]));
+    this.dispatch = {
+      sql: options.sql,
+      targets: this.targets,
+      concurrency: options.dispatchConcurrency,
+      log: options.log,
+      metrics: options.metrics,
+      policyOf: policyLookup(new Map(options.rollups.map((r) => [r.rollup.id, r.rollup.run]))),
+    };
     const pairs = options.rollups.flatMap((r) => r.rollup.upstream.map((asset) => ({ asset, r })));
     this.byUpstream = new Map(
       [...groupBy(pairs, (p) => p.asset)].map(([asset, ps]) => [asset, ps.map((p) => p.r)]),
@@ -192,8 +207,7 @@ export class Scheduler {
       const result = await evaluatePending(ctx, now, round === 0 ? FRESH_BATCH : EVALUATE_BATCH);
       if (result.evaluated > 0) work.done = true;
       // Deliver what was just decided before looking at more.
-      if (result.triggered > 0)
-        await deliverDue(sql, this.targets, this.options.dispatchConcurrency, log, metrics, signal);
+      if (result.triggered > 0) await deliverDue(this.dispatch, signal);
       if (!result.more) break;
       // Fresh events go before the rest of a backlog: mark them and start again from the newest.
       if (this.woken || round === MAX_ROUNDS - 1) {
@@ -220,29 +234,32 @@ export class Scheduler {
       busy = true;
     }
     for (let round = 0; round < MAX_ROUNDS && !signal.aborted; round++) {
-      const { more } = await deliverDue(
-        sql,
-        this.targets,
-        this.options.dispatchConcurrency,
-        log,
-        metrics,
-        signal,
-      );
+      const { more } = await deliverDue(this.dispatch, signal);
       if (!more) break;
       if (this.woken) {
         busy = true; // fresh events first; the rest is delivered on the next pass
         break;
       }
     }
+    // Runs: timeouts, due retries and outcomes, each bounded (a retry is delivered on the next pass).
+    if (!signal.aborted) {
+      const runs = await followRuns(
+        {
+          ...this.dispatch,
+          fence: this.options.fence,
+          token,
+          checks: this.options.runChecks ?? DEFAULT_CHECKS,
+        },
+        signal,
+      );
+      if (runs.work) work.done = true;
+      if (runs.more) busy = true;
+    }
     if (busy) return 0;
     let wakeAt = Number.POSITIVE_INFINITY;
     for (const sweep of this.sweeps.values()) wakeAt = Math.min(wakeAt, sweep.wakeAt);
     // Periods still pending here were locked by someone else (skipped): look again shortly.
-    const ids = [...this.byId.keys()];
-    const [due] = await sql<{ at: Date | null; delivery: Date | null; skipped: boolean }[]>`
-      select (select min(due_at) from periods where due_at is not null and rollup_id = any(${ids}::text[])) as at,
-        (${nextDeliverySql(sql)}) as delivery,
-        exists (select 1 from periods where (dirty or manual_requested) and rollup_id = any(${ids}::text[])) as skipped`;
+    const due = await schedulerWake(sql, [...this.byId.keys()]);
     if (due?.skipped) wakeAt = Math.min(wakeAt, now.getTime() + SKIPPED_RETRY_MS);
     for (const at of [due?.at, due?.delivery]) if (at) wakeAt = Math.min(wakeAt, at.getTime());
     if (this.fullCheckAt > 0) wakeAt = Math.min(wakeAt, this.fullCheckAt + FULL_CHECK_MS);

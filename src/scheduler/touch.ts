@@ -1,8 +1,11 @@
 import { groupBy } from '../core/group-by.js';
 import { derivedState } from '../core/periods.js';
+import { rerunOwed } from '../core/policy.js';
 import type { Rollup } from '../core/rollup.js';
+import { advanceCursors, openCursors, setCursor } from '../index/cursors.js';
 import type { Sql, Tx } from '../index/db.js';
-import type { RollupRuntime } from './rollups.js';
+import { seenByTriggers } from '../index/periods/reads.js';
+import { insertTouched, markTouched } from '../index/periods/writes.js';
 import { limitTransaction } from './transaction-limits.js';
 
 interface EventRow {
@@ -46,10 +49,7 @@ export async function markTouchedPeriods(
     const [, , cursors, assets] = await Promise.all([
       limitTransaction(tx, idleMs),
       tx`select set_config('synchronous_commit', 'off', true)`,
-      tx<{ asset_name: string; seq: number; fresh: boolean }[]>`
-        insert into rollup_cursors (rollup_id, asset_name) select ${rollup.id}, unnest(${upstream}::text[])
-        on conflict (rollup_id, asset_name) do update set seq = rollup_cursors.seq
-        returning asset_name, seq, xmax = 0 as fresh`,
+      openCursors(tx, rollup.id, upstream),
       tx<{ name: string; id: number; last_seq: number }[]>`
         select name, id, last_seq from assets where name = any(${upstream}::text[])`,
     ]);
@@ -86,10 +86,11 @@ export async function markTouchedPeriods(
       }),
       moved.length === 0
         ? undefined
-        : tx`
-            update rollup_cursors c set seq = u.seq
-            from unnest(${moved.map((b) => b.name)}::text[], ${moved.map((b) => byAsset.get(b.id)!.at(-1)!.seq)}::int8[]) as u(asset, seq)
-            where c.rollup_id = ${rollup.id} and c.asset_name = u.asset`,
+        : advanceCursors(
+            tx,
+            rollup.id,
+            moved.map((b) => ({ asset: b.name, seq: byAsset.get(b.id)!.at(-1)!.seq })),
+          ),
     ]);
     // A full read from any upstream: there may be more to mark now.
     return moved.some((b) => byAsset.get(b.id)!.length === batch);
@@ -115,7 +116,7 @@ async function seedFromSegments(tx: Tx, rollup: Rollup, asset: string, assetId: 
   for (const t of touches.values()) t.lastChangeAt = null;
   await Promise.all([
     touches.size > 0 ? markPeriods(tx, rollup, asset, touches) : undefined,
-    tx`update rollup_cursors set seq = ${lastSeq} where rollup_id = ${rollup.id} and asset_name = ${asset}`,
+    setCursor(tx, rollup.id, asset, lastSeq),
   ]);
 }
 
@@ -160,37 +161,23 @@ async function markPeriods(
     derivedState(rollup, { start: lo, end: ts[i]!.hi, key: ts[i]!.key }, ts[i]!.firstAt.getTime()),
   );
   // Pipelined: a period the insert creates has generation 0, so the read does not need it.
-  const [, triggered] = await Promise.all([
-    tx`
-      insert into periods (rollup_id, lo, hi, key, state)
-      select ${rollup.id}, * from unnest(
-        ${los}::int8[], ${ts.map((t) => t.hi)}::int8[], ${ts.map((t) => t.key)}::text[], ${states}::text[]
-      )
-      on conflict do nothing`,
-    tx<{ lo: number; seen: number | null }[]>`
-      select lo, (trigger_seqs ->> ${asset})::int8 as seen from periods
-      where rollup_id = ${rollup.id} and lo = any(${los}::int8[]) and generation > 0`,
+  const [, seenOf] = await Promise.all([
+    insertTouched(
+      tx,
+      rollup.id,
+      los.map((lo, i) => ({ lo, hi: ts[i]!.hi, key: ts[i]!.key, state: states[i]! })),
+    ),
+    seenByTriggers(tx, rollup.id, asset, los),
   ]);
-  const seenOf = new Map(triggered.map((r) => [r.lo, r.seen ?? 0]));
-  const reruns = los.map((lo, i) => {
-    const seen = seenOf.get(lo);
-    const t = ts[i]!;
-    if (seen === undefined || rollup.rerun === 'never') return null;
-    if (t.replaySeq > seen) return 'replay';
-    if (rollup.rerun === 'on_update' && t.completionSeq > seen) return 'update';
-    return null;
-  });
-  await tx`
-    update periods p set
-      dirty = true,
-      last_change_at = greatest(p.last_change_at, u.changed_at),
-      rerun = coalesce(p.rerun, u.rerun),
-      state = case when u.rerun is not null and p.state = 'triggered' then 'rerun_pending' else p.state end,
-      updated_at = now()
-    from unnest(
-      ${los}::int8[], ${ts.map((t) => t.lastChangeAt?.toISOString() ?? null)}::timestamptz[], ${reruns}::text[]
-    ) as u(lo, changed_at, rerun)
-    where p.rollup_id = ${rollup.id} and p.lo = u.lo`;
+  await markTouched(
+    tx,
+    rollup.id,
+    los.map((lo, i) => ({
+      lo,
+      changedAt: ts[i]!.lastChangeAt,
+      rerun: rerunOwed(rollup.rerun, seenOf.get(lo), ts[i]!),
+    })),
+  );
 }
 
 /** Every period overlapping [start, end), paged so one very wide event cannot hit the calendar's cap. */
@@ -204,21 +191,3 @@ function* periodsOf(rollup: Rollup, start: number, end: number) {
 }
 
 const PAGE = 10_000;
-
-/**
- * Rollups with an upstream whose event log has moved past the rollup's cursor, or that has no
- * cursor yet for an upstream with data to seed from. A declared asset with no data yet needs none.
- */
-export async function rollupsWithNewEvents(
-  sql: Sql,
-  rollups: readonly RollupRuntime[],
-): Promise<Set<string>> {
-  const pairs = rollups.flatMap(({ rollup }) => rollup.upstream.map((asset) => [rollup.id, asset] as const));
-  const rows = await sql<{ rollup_id: string }[]>`
-    select distinct u.rollup_id
-    from unnest(${pairs.map((p) => p[0])}::text[], ${pairs.map((p) => p[1])}::text[]) as u(rollup_id, asset)
-    join assets a on a.name = u.asset
-    left join rollup_cursors c on c.rollup_id = u.rollup_id and c.asset_name = u.asset
-    where a.last_seq > coalesce(c.seq, 0) or (c.seq is null and a.segment_count > 0)`;
-  return new Set(rows.map((r) => r.rollup_id));
-}

@@ -250,6 +250,75 @@ describe('answers conform to the document', () => {
     });
   });
 
+  it('POST /v1/runs and POST /v1/rollups/{id}/periods/{key}/retry', async () => {
+    const url = `/v1/rollups/api_hourly/periods?start=${hour.start}&end=${hour.end}`;
+    const started = await waitFor(
+      async () => {
+        const period = (await json(url)).periods?.[0];
+        return period?.run?.state === 'started' ? period : undefined;
+      },
+      { what: 'the run started' },
+    );
+    const path = '/v1/runs';
+    const key = `api_hourly@${day.replaceAll('-', '')}T000000Z#1`;
+    const report = { idempotency_key: key, attempt: 1, state: 'failed', error: 'boom' };
+    const reported = await answer({
+      method: 'POST',
+      path,
+      url: path,
+      headers: writer,
+      body: report,
+      status: 200,
+    });
+    expect(reported).toMatchObject({
+      effect: 'applied',
+      current: true,
+      run: { state: 'failed', error: 'boom' },
+    });
+    await answer({
+      method: 'POST',
+      path,
+      url: path,
+      headers: writer,
+      body: { ...report, state: 'done' },
+      status: 400,
+    });
+    await answer({
+      method: 'POST',
+      path,
+      url: path,
+      headers: writer,
+      body: { ...report, attempt: 9 },
+      status: 404,
+    });
+    await answer({ method: 'POST', path, url: path, headers: reader, body: report, status: 403 });
+
+    const retry = '/v1/rollups/{id}/periods/{key}/retry';
+    const retryUrl = (id: string, k: string) => `/v1/rollups/${id}/periods/${k}/retry`;
+    const retried = await answer({
+      method: 'POST',
+      path: retry,
+      url: retryUrl('api_hourly', started.key),
+      headers: writer,
+      status: 202,
+    });
+    expect(retried.run).toMatchObject({ attempt: 2, run_id: `${key}~a2` });
+    await answer({
+      method: 'POST',
+      path: retry,
+      url: retryUrl('api_hourly', started.key),
+      headers: writer,
+      status: 409,
+    });
+    await answer({
+      method: 'POST',
+      path: retry,
+      url: retryUrl('nope', started.key),
+      headers: writer,
+      status: 404,
+    });
+  });
+
   it('POST /v1/rollups/{id}/periods/{start}/trigger', async () => {
     const path = '/v1/rollups/{id}/periods/{start}/trigger';
     const url = (id: string, start: string) =>

@@ -79,6 +79,8 @@ describe('queue target', () => {
       period: { start: '2026-11-02T11:00:00+01:00', end: '2026-11-02T12:00:00+01:00', key: '2026-11-02T11' },
       upstreams: { 'h.orders': { ratio: 1, missing: [], replay_required: [], versions: ['v7'] } },
       decided_at: trigger!.decided_at.toISOString(),
+      attempt: 1,
+      run_id: key,
     });
     expect(job.data).toEqual(trigger!.payload);
   });
@@ -235,6 +237,7 @@ describe('listings', () => {
       generation: 2,
       reason: 'manual',
       triggered_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/),
+      run: expect.objectContaining({ generation: 2, attempt: 1, run_id: 'q_hourly@20261102T100000Z#2' }),
     });
     expect(periods[0]).toMatchObject({
       state: 'waiting',
@@ -242,6 +245,7 @@ describe('listings', () => {
       generation: 0,
       reason: null,
       triggered_at: null,
+      run: null,
     });
     const [latest] = await triggersOf('q_hourly', H11).then((rows) => rows.slice(-1));
     expect(periods[1]!.triggered_at).toBe(latest!.decided_at.toISOString());

@@ -85,6 +85,7 @@ describe('sparse periods', () => {
       generation: 0,
       reason: null,
       triggered_at: null,
+      run: null,
     });
     expect(day.counts).toMatchObject({ waiting: 24, missed: 0 });
     expect(day.next_cursor).toBeNull();

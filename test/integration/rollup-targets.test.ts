@@ -137,11 +137,23 @@ describe('webhook target', () => {
     expect(request!.headers['x-team']).toBe('data');
     expect(request!.body).toEqual(row.payload);
     expect(Object.keys(request!.body).sort()).toEqual(
-      ['decided_at', 'generation', 'idempotency_key', 'period', 'reason', 'rollup', 'upstreams'].sort(),
+      [
+        'attempt',
+        'decided_at',
+        'generation',
+        'idempotency_key',
+        'period',
+        'reason',
+        'rollup',
+        'run_id',
+        'upstreams',
+      ].sort(),
     );
     expect(request!.body).toMatchObject({
       rollup: 'hook_ok',
       idempotency_key: 'hook_ok@20261102T100000Z#1',
+      run_id: 'hook_ok@20261102T100000Z#1',
+      attempt: 1,
       generation: 1,
       reason: 'covered',
       period: { start: '2026-11-02T10:00:00Z', end: '2026-11-02T11:00:00Z', key: '2026-11-02T10' },

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { demoConfig } from '../../src/cli/commands/demo.js';
+import { defineRollups } from '../../src/config/rollups.js';
 import { ConfigError, loadConfig, maxLags, parseConfig } from '../../src/config.js';
 import { combineCounts, missedBefore, periodsEnd } from '../../src/core/periods.js';
-import { defineRollups } from '../../src/scheduler/rollups.js';
 
 describe('configuration', () => {
   it('serves defaults with no file', () => {

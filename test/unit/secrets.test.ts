@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigError, parseConfig, type TargetConfig } from '../../src/config.js';
-import { checkSecretEnv } from '../../src/scheduler/rollups.js';
 import { renewalTime } from '../../src/scheduler/targets/airflow-token.js';
 import {
+  checkSecretEnv,
   envReferences,
   redactTarget,
   resolveTarget,

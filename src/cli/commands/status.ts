@@ -1,9 +1,10 @@
+import { defineRollups } from '../../config/rollups.js';
 import { maxLags } from '../../config.js';
 import { assetJson } from '../../index/asset-json.js';
 import { listAssets } from '../../index/assets.js';
 import { freshnessFacts } from '../../index/freshness.js';
-import { rollupCounts } from '../../index/periods.js';
-import { defineRollups } from '../../scheduler/rollups.js';
+import { rollupCounts } from '../../index/periods/reads.js';
+import { outboxSummary } from '../../index/triggers.js';
 import { plural } from '../format.js';
 import { configFrom, type GlobalOptions, withSql } from './shared.js';
 
@@ -23,14 +24,7 @@ export async function runStatus(values: StatusOptions): Promise<number> {
     // counts them (stored or derived), and their trigger outbox.
     const defined = defineRollups(config).map((r) => r.rollup);
     const ids = defined.map((r) => r.id);
-    const [counts, outbox] = await Promise.all([
-      rollupCounts(sql, defined, now),
-      sql<{ id: string; last_trigger: string | null; undelivered: number }[]>`
-        select r.id,
-          (select idempotency_key from triggers where rollup_id = r.id order by decided_at desc limit 1) as last_trigger,
-          (select count(*)::int from triggers where rollup_id = r.id and delivered_at is null and failed_at is null) as undelivered
-        from unnest(${ids}::text[]) as r(id)`,
-    ]);
+    const [counts, outbox] = await Promise.all([rollupCounts(sql, defined, now), outboxSummary(sql, ids)]);
     const outboxOf = new Map(outbox.map((o) => [o.id, o]));
     const rollups = ids.map((id) => ({
       id,

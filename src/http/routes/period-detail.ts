@@ -3,7 +3,7 @@
  * computed by explainPeriod, which the status page's period page renders as well.
  */
 import type { FastifyInstance } from 'fastify';
-import type { RollupRuntime } from '../../scheduler/rollups.js';
+import type { RollupRuntime } from '../../config/rollups.js';
 import type { HttpContext } from '../context.js';
 import { HttpError } from '../errors.js';
 import { explainPeriod } from '../period-explain.js';

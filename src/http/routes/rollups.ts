@@ -1,14 +1,16 @@
 import type { FastifyInstance } from 'fastify';
+import type { RollupRuntime } from '../../config/rollups.js';
 import { parseBound } from '../../core/bounds.js';
 import { BadInputError } from '../../core/errors.js';
 import type { PeriodView, Run } from '../../core/periods.js';
-import { EVENTS_CHANNEL } from '../../index/commit.js';
-import { countPeriods, listPeriods, summarizePeriods } from '../../index/period-listing.js';
-import { coveredHiOf, rollupCounts } from '../../index/periods.js';
-import type { RollupRuntime } from '../../scheduler/rollups.js';
+import { RUN_STATES, type RunState } from '../../core/runs.js';
+import { countPeriods, listPeriods, summarizePeriods } from '../../index/periods/listing.js';
+import { coveredHiOf, rollupCounts } from '../../index/periods/reads.js';
+import { requestManualRun } from '../../index/periods/writes.js';
+import { currentRuns, type RunView, runCountsOf } from '../../index/run-reads.js';
 import type { HttpContext } from '../context.js';
 import { HttpError } from '../errors.js';
-import { policyJson } from '../policy-json.js';
+import { isoDuration, policyJson } from '../policy-json.js';
 import { route } from '../route.js';
 import * as api from '../schemas/rollups.js';
 import type { RouteRegistrar } from '../server.js';
@@ -16,6 +18,8 @@ import { badRequest } from './assets.js';
 import { decodeCursor, encodeCursor } from './paging.js';
 import { registerPeriodDetail } from './period-detail.js';
 import { periodWindow } from './period-window.js';
+import { runJson } from './run-json.js';
+import { registerRunRoutes } from './runs.js';
 
 export function registerRollupRoutes(rollups: readonly RollupRuntime[]): RouteRegistrar {
   const byId = new Map(rollups.map((r) => [r.rollup.id, r]));
@@ -40,11 +44,18 @@ export function registerRollupRoutes(rollups: readonly RollupRuntime[]): RouteRe
           rollup.upstream.some((u) => u.toLowerCase().includes(needle)),
       );
       const page = matching.slice(offset, offset + limit);
-      const counts = await rollupCounts(
-        ctx.read().sql,
-        page.map((r) => r.rollup),
-        ctx.now(),
-      );
+      const { sql } = ctx.read();
+      const [counts, runCounts] = await Promise.all([
+        rollupCounts(
+          sql,
+          page.map((r) => r.rollup),
+          ctx.now(),
+        ),
+        runCountsOf(
+          sql,
+          page.map((r) => r.rollup.id),
+        ),
+      ]);
       return {
         rollups: page.map(({ rollup, config }) => ({
           id: rollup.id,
@@ -56,6 +67,12 @@ export function registerRollupRoutes(rollups: readonly RollupRuntime[]): RouteRe
           rerun: config.rerun,
           target: { type: config.target.type },
           periods: counts.get(rollup.id)!,
+          run: {
+            retries: rollup.run.retries,
+            backoff: isoDuration(rollup.run.backoffMs),
+            timeout: isoDuration(rollup.run.timeoutMs),
+          },
+          runs: allRunStates(runCounts.get(rollup.id) ?? {}),
         })),
         total: matching.length,
         next_cursor: matching.length > offset + limit ? encodeCursor('r', String(offset + limit)) : null,
@@ -64,7 +81,7 @@ export function registerRollupRoutes(rollups: readonly RollupRuntime[]): RouteRe
 
     route(app, ctx, api.listPeriods, async ({ params, query }) => {
       const { rollup } = find(params.id);
-      const { state, limit } = query;
+      const { state, limit, run_state: runState } = query;
       const nowMs = ctx.now();
       const { sql } = ctx.read();
       const covered = await coveredHiOf(sql, [rollup]);
@@ -74,13 +91,19 @@ export function registerRollupRoutes(rollups: readonly RollupRuntime[]): RouteRe
       const at = query.cursor === undefined ? null : Number(decodeCursor(query.cursor, order));
       const wantSummary = query.summary === 'true' || query.summary === '1';
       const [page, counts, runs] = await Promise.all([
-        listPeriods(sql, rollup, { ...window, order, at, limit, state }, nowMs),
+        listPeriods(sql, rollup, { ...window, order, at, limit, state, runState }, nowMs),
         countPeriods(sql, rollup, window.from, window.to, nowMs),
         wantSummary ? summarizePeriods(sql, rollup, window.from, window.to, nowMs) : undefined,
       ]);
       const point = (p: number) => rollup.calendar.formatPoint(p);
+      // Derived periods have no row, so no run: one primary-key probe per stored period of the page.
+      const currentOf = await currentRuns(
+        sql,
+        rollup.id,
+        page.periods.filter((p) => p.generation > 0).map((p) => p.start),
+      );
       return {
-        periods: page.periods.map((p) => periodJson(rollup.calendar.formatPoint, p)),
+        periods: page.periods.map((p) => periodJson(rollup.calendar.formatPoint, p, currentOf.get(p.start))),
         counts,
         ...(runs
           ? { summary: runs.map((r: Run) => ({ ...r, start: point(r.start), end: point(r.end) })) }
@@ -90,6 +113,7 @@ export function registerRollupRoutes(rollups: readonly RollupRuntime[]): RouteRe
     });
 
     registerPeriodDetail(find)(app, ctx);
+    registerRunRoutes(rollups)(app, ctx);
 
     route(app, ctx, api.triggerPeriod, async ({ params }) => {
       const { rollup } = find(params.id);
@@ -104,13 +128,7 @@ export function registerRollupRoutes(rollups: readonly RollupRuntime[]): RouteRe
       if (period.start < rollup.begin) throw refuse("is before the rollup's begin");
       // Periods exist up to now: a manual run of one that has not begun would run on no data.
       if (rollup.domain === 'time' && period.start > ctx.now() * 1000) throw refuse('has not begun');
-      await ctx.sql.begin(async (tx) => {
-        await tx`
-          insert into periods (rollup_id, lo, hi, key) values (${rollup.id}, ${period.start}, ${period.end}, ${period.key})
-          on conflict do nothing`;
-        await tx`update periods set manual_requested = true, dirty = true where rollup_id = ${rollup.id} and lo = ${period.start}`;
-        await tx`select pg_notify(${EVENTS_CHANNEL}, '')`;
-      });
+      await requestManualRun(ctx.sql, rollup.id, period);
       ctx.log.info({ rollup: rollup.id, period: period.key }, 'manual trigger requested');
       return {
         rollup: rollup.id,
@@ -129,7 +147,7 @@ function timezoneOf(rollup: RollupRuntime['rollup']): string {
   return rollup.calendar.timezone ?? 'UTC';
 }
 
-function periodJson(format: (point: number) => string | number, p: PeriodView) {
+function periodJson(format: (point: number) => string | number, p: PeriodView, run: RunView | undefined) {
   return {
     start: format(p.start),
     end: format(p.end),
@@ -140,5 +158,11 @@ function periodJson(format: (point: number) => string | number, p: PeriodView) {
     generation: p.generation,
     reason: p.reason,
     triggered_at: p.triggeredAt?.toISOString() ?? null,
+    run: run ? runJson(run) : null,
   };
+}
+
+/** Every run state, zero where no period's current run is in it. */
+function allRunStates(counts: Partial<Record<RunState, number>>): Record<RunState, number> {
+  return Object.fromEntries(RUN_STATES.map((s) => [s, counts[s] ?? 0])) as Record<RunState, number>;
 }

@@ -6,8 +6,8 @@
  * same explanation as `GET /v1/rollups/{id}/periods/{key}`.
  */
 import type { FastifyReply } from 'fastify';
+import type { RollupRuntime } from '../../config/rollups.js';
 import { BadInputError } from '../../core/errors.js';
-import type { RollupRuntime } from '../../scheduler/rollups.js';
 import { explainPeriod } from '../period-explain.js';
 import type { RouteRegistrar } from '../server.js';
 import { CONTENT_SECURITY_POLICY, renderErrorPage, renderPage, renderPeriodPage } from '../status/layout.js';

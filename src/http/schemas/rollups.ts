@@ -1,6 +1,7 @@
 /** The rollup listings, the period detail and the manual trigger (SPEC §8, §10). */
 import { z } from 'zod';
 import { PERIOD_STATES } from '../../core/policy.js';
+import { RUN_STATES } from '../../core/runs.js';
 import { defineOperation } from '../operation.js';
 import {
   Bound,
@@ -13,6 +14,7 @@ import {
   Span,
   Timestamp,
 } from './common.js';
+import { RunHistoryJson, RunJson, RunState } from './runs.js';
 
 export const DEFAULT_ROLLUPS = 100;
 export const MAX_ROLLUPS = 1000;
@@ -30,6 +32,20 @@ export const StateCounts = z.object(
     typeof count
   >,
 );
+
+/** Periods per state of their current run; every run state is present. */
+export const RunCounts = z.object(
+  Object.fromEntries(RUN_STATES.map((state) => [state, count])) as Record<
+    (typeof RUN_STATES)[number],
+    typeof count
+  >,
+);
+
+export const RunPolicyJson = z.object({
+  retries: z.int(),
+  backoff: z.string().meta({ description: 'ISO 8601 duration before the first retry; doubles per attempt' }),
+  timeout: z.string().meta({ description: 'ISO 8601 duration from the start to timed_out' }),
+});
 
 export const RollupListQuery = z.object({
   q: nameFilter("part of the id or of an upstream's name, any case"),
@@ -59,6 +75,10 @@ export const RollupSummary = z.object({
   rerun: z.enum(['never', 'on_replay', 'on_update']),
   target: z.object({ type: z.string() }),
   periods: StateCounts.meta({ description: 'every period since begin, stored or derived, by state' }),
+  run: RunPolicyJson,
+  runs: RunCounts.meta({
+    description: 'periods by the state of their current run (failed, timed_out and lost: what needs a look)',
+  }),
 });
 
 export const RollupList = z.object({
@@ -98,6 +118,11 @@ export const PeriodListQuery = z.object({
     'invalid_order',
     'order must be asc or desc',
   ),
+  run_state: coded(
+    RunState.optional().meta({ description: 'only periods whose current run is in this state' }),
+    'invalid_run_state',
+    `run_state must be one of ${RUN_STATES.join(', ')}`,
+  ),
   cursor: pageCursor,
   summary: coded(
     z
@@ -119,6 +144,9 @@ export const PeriodJson = z.object({
   generation: z.int().meta({ description: '0 before the first trigger' }),
   reason: z.string().nullable(),
   triggered_at: Timestamp.nullable(),
+  run: RunJson.nullable().meta({
+    description: "the current run (its generation's newest attempt); null before the first trigger",
+  }),
 });
 
 export const PeriodListing = z.object({
@@ -141,7 +169,7 @@ export const listPeriods = defineOperation({
   query: PeriodListQuery,
   answers: { 200: { description: 'one page of periods', schema: PeriodListing } },
   errors: {
-    400: 'invalid_bound, out_of_range, end_before_start, invalid_state, invalid_limit, invalid_order, invalid_cursor, invalid_summary',
+    400: 'invalid_bound, out_of_range, end_before_start, invalid_state, invalid_run_state, invalid_limit, invalid_order, invalid_cursor, invalid_summary',
     404: unknownRollup,
   },
 });
@@ -160,6 +188,7 @@ export const PeriodDetail = z.object({
     triggered_at: Timestamp.nullable(),
     rerun: z.enum(['replay', 'update']).nullable(),
     manual_requested: z.boolean(),
+    run: RunJson.nullable().meta({ description: 'the current run; null before the first trigger' }),
   }),
   upstreams: z.record(
     z.string(),
@@ -198,13 +227,16 @@ export const PeriodDetail = z.object({
       last_error: z.string().nullable(),
     }),
   ),
+  runs: z.array(RunHistoryJson).meta({
+    description: 'every attempt of every generation, newest first (at most 100), each with its reports',
+  }),
 });
 
 export const periodDetail = defineOperation({
   method: 'GET',
   path: '/v1/rollups/{id}/periods/{key}',
   id: 'periodDetail',
-  summary: 'Why one period is in its state: upstream coverage, policy verdict, trigger history',
+  summary: 'Why one period is in its state: upstream coverage, policy verdict, trigger and run history',
   access: 'read',
   params: RollupParams.extend({
     key: z.string().meta({ description: 'the period key, as listings give it' }),

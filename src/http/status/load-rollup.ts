@@ -4,16 +4,17 @@
  * state, so years of hourly periods cost the stored rows of the window, not the calendar.
  */
 
+import type { RollupRuntime } from '../../config/rollups.js';
 import type { Period } from '../../core/calendar.js';
 import { countStarts } from '../../core/period-count.js';
-import { derivedState, type PeriodView, periodsEnd } from '../../core/periods.js';
+import { type PeriodView, periodsEnd } from '../../core/periods.js';
 import type { PeriodState } from '../../core/policy.js';
 import type { AssetRow } from '../../index/assets.js';
 import type { Db } from '../../index/db.js';
-import { countPeriods, listPeriods, summarizePeriods } from '../../index/period-listing.js';
-import type { RollupRuntime } from '../../scheduler/rollups.js';
+import { countPeriods, listPeriods, periodAt, summarizePeriods } from '../../index/periods/listing.js';
+import { latestTrigger } from '../../index/triggers.js';
 import { extentOf } from './load-asset.js';
-import type { LastTrigger, PeriodDetail, RollupView } from './model.js';
+import type { PeriodDetail, RollupView } from './model.js';
 import { periodHref } from './period-page.js';
 import { periodSeverity } from './period-severity.js';
 import { type DrawPiece, toDrawItems } from './pixels.js';
@@ -104,11 +105,7 @@ export async function loadRollup(
     countPeriods(sql, rollup, from, Math.max(from, to), nowMs),
     newest === null ? null : currentPeriod(sql, runtime, newest, nowMs),
   ]);
-  const [latest] = await sql<(Omit<LastTrigger, 'decidedAt' | 'deliveredAt' | 'failedAt'> & Dates)[]>`
-    select p.key, t.generation, t.reason, t.decided_at, t.delivered_at, t.failed_at, t.attempts, t.last_error
-    from triggers t join periods p on p.rollup_id = t.rollup_id and p.lo = t.period_lo
-    where t.rollup_id = ${rollup.id}
-    order by t.decided_at desc limit 1`;
+  const latest = await latestTrigger(sql, rollup.id);
   return {
     id: rollup.id,
     upstream: rollup.upstream,
@@ -155,25 +152,13 @@ function newestPeriod({ rollup }: RollupRuntime, end: number, now: number): Peri
   return rollup.calendar.periodContaining(point);
 }
 
-/** A period's state and ratio: its stored row, or derived when nothing happened to it. */
+/** The newest period's state and ratio: its stored row, or derived when nothing happened to it. */
 async function currentPeriod(
   sql: Db,
   { rollup }: RollupRuntime,
   period: Period,
   nowMs: number,
 ): Promise<{ key: string; state: PeriodState; ratio: number }> {
-  const [row] = await sql<{ state: PeriodState; ratio: number }[]>`
-    select state, ratio from periods where rollup_id = ${rollup.id} and lo = ${period.start}`;
-  return {
-    key: period.key,
-    state: row?.state ?? derivedState(rollup, period, nowMs),
-    ratio: row?.ratio ?? 0,
-  };
-}
-
-interface Dates {
-  decided_at: Date;
-  delivered_at: Date | null;
-  failed_at: Date | null;
-  last_error: string | null;
+  const { view } = await periodAt(sql, rollup, period, nowMs);
+  return { key: period.key, state: view.state, ratio: view.ratio };
 }

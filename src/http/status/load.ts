@@ -4,14 +4,15 @@
  * are paged in SQL, rollups ranked from their per-state counts (a few rows each), and only the
  * cards of the page are drawn.
  */
+
+import type { RollupRuntime } from '../../config/rollups.js';
 import { maxLags as configuredMaxLags } from '../../config.js';
 import { freshnessOf } from '../../core/freshness.js';
 import { assetHistories } from '../../index/asset-history.js';
 import { type AssetRow, countAssets, findAsset, pageAssets } from '../../index/assets.js';
 import type { Sql } from '../../index/db.js';
 import { freshnessFacts } from '../../index/freshness.js';
-import { rollupCounts } from '../../index/periods.js';
-import type { RollupRuntime } from '../../scheduler/rollups.js';
+import { rollupCounts } from '../../index/periods/reads.js';
 import type { HttpContext } from '../context.js';
 import { loadAsset } from './load-asset.js';
 import { loadRollup } from './load-rollup.js';

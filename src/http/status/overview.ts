@@ -5,10 +5,10 @@
  */
 
 import type { FreshnessJson } from '../../core/freshness.js';
+import { PERIOD_STATES, type PeriodState } from '../../core/policy.js';
 import type { AssetRow } from '../../index/assets.js';
 import { formatLength, formatPointText } from './format.js';
 import { html, pageHref, type SafeHtml } from './html.js';
-import { PERIOD_STATES, type PeriodState } from './model.js';
 
 export interface OverviewRollup {
   readonly id: string;

@@ -1,28 +1,47 @@
 import { formatPoint, parseTimeBound } from '../../core/bounds.js';
+import { airflowRunReport, type RunReport } from '../../core/runs.js';
 import type { TriggerPayload } from '../../core/trigger.js';
 import { type AirflowCredentials, AirflowTokens } from './airflow-token.js';
 import { type ResolvedTarget, scrubSecrets } from './secrets.js';
-import { type DeliveryResult, getJson, postJson, resultOfStatus, type Target } from './target.js';
+import {
+  type DeliveryResult,
+  getJson,
+  type Observation,
+  type ObservedRun,
+  postJson,
+  resultOfStatus,
+  type Target,
+} from './target.js';
 
 export type AirflowConfig = Omit<Extract<ResolvedTarget, { type: 'airflow' }>, 'type'>;
 
-/** Airflow run ids allow letters, digits and `_.~+-`; the idempotency key maps onto them one to one. */
-export function dagRunId(idempotencyKey: string): string {
-  return `coverage_rollup__${idempotencyKey.replace('@', '__').replace('#', '__gen')}`;
+/**
+ * Airflow run ids allow letters, digits and `_.~+-`; the idempotency key maps onto them one to one,
+ * and attempt N > 1 of a run adds `_aN` (`coverage_rollup__orders_daily__20250601T000000Z__gen1_a2`).
+ */
+export function dagRunId(idempotencyKey: string, attempt = 1): string {
+  const base = `coverage_rollup__${idempotencyKey.replace('@', '__').replace('#', '__gen')}`;
+  return attempt > 1 ? `${base}_a${attempt}` : base;
 }
+
+/** Airflow's largest page by default ([api] maximum_page_limit). */
+const LIST_LIMIT = 100;
+
+/** Logical-date offsets per attempt, in µs: unique for generations below this many. */
+const ATTEMPT_OFFSET_US = 100_000;
 
 /**
  * The run's logical date. Airflow 3 keeps (dag_id, logical_date) unique and drops the data
  * interval of a run without a logical date, so a rerun of a period (generation g > 1) cannot reuse
- * the period start: it gets the start plus g - 1 microseconds, which leaves `ds`, `ts_nodash` and
- * the data interval as they are.
+ * the period start: it gets the start plus g - 1 microseconds, and attempt a > 1 of it another
+ * (a - 1) x 0.1 s, which leaves `ds`, `ts_nodash` and the data interval as they are.
  */
 export function logicalDate(payload: TriggerPayload): string {
   const start = String(payload.period.start);
-  if (payload.generation <= 1) return start;
-  return String(
-    formatPoint('time', parseTimeBound(start, 'period.start', 'UTC').value + payload.generation - 1),
-  );
+  const attempt = payload.attempt ?? 1;
+  const offset = payload.generation - 1 + (attempt - 1) * ATTEMPT_OFFSET_US;
+  if (offset <= 0) return start;
+  return String(formatPoint('time', parseTimeBound(start, 'period.start', 'UTC').value + offset));
 }
 
 /**
@@ -31,13 +50,13 @@ export function logicalDate(payload: TriggerPayload): string {
  */
 export function triggerBody(payload: TriggerPayload) {
   return {
-    dag_run_id: dagRunId(payload.idempotency_key),
+    dag_run_id: dagRunId(payload.idempotency_key, payload.attempt ?? 1),
     logical_date: logicalDate(payload),
     data_interval_start: payload.period.start,
     data_interval_end: payload.period.end,
     run_after: payload.period.end,
     conf: payload,
-    note: `coverage-rollup ${payload.reason} trigger, generation ${payload.generation}`,
+    note: `coverage-rollup ${payload.reason} trigger, generation ${payload.generation}${(payload.attempt ?? 1) > 1 ? `, attempt ${payload.attempt}` : ''}`,
   };
 }
 
@@ -70,13 +89,68 @@ export function airflowTarget(config: AirflowConfig, now: () => number = Date.no
       // No token of ours may reach last_error or a log line, even if Airflow echoes it.
       return result.ok ? result : { ...result, error: scrubSecrets(result.error, used) };
     },
+    observe: (runs) => observeRuns(runs),
     close: async () => {},
   };
+
+  /**
+   * One `POST /api/v2/dags/~/dagRuns/list` (Airflow 3's batch list; it filters by DAG, state and
+   * date ranges, not by run id) over the logical dates of up to 100 runs of this DAG. A run missing
+   * from a complete answer is no longer known to Airflow (deleted): lost. A truncated answer (other
+   * runs in the window) says nothing about the runs it left out; they are asked again later.
+   */
+  async function observeRuns(runs: readonly ObservedRun[]): Promise<Observation | { error: string }> {
+    if (runs.length === 0) return new Map();
+    const wanted = new Map(
+      runs.map((r) => [dagRunId(r.payload.idempotency_key, r.payload.attempt ?? 1), r.runId]),
+    );
+    const dates = runs.map((r) => parseTimeBound(logicalDate(r.payload), 'logical_date', 'UTC').value);
+    const body = {
+      dag_ids: [config.dag_id],
+      logical_date_gte: String(formatPoint('time', Math.min(...dates))),
+      logical_date_lte: String(formatPoint('time', Math.max(...dates))),
+      order_by: 'logical_date',
+      page_limit: LIST_LIMIT,
+    };
+    const used: string[] = [];
+    const response = await authorized(used, (auth) =>
+      postJson(`${base}/api/v2/dags/~/dagRuns/list`, body, auth, config.timeout),
+    );
+    if ('error' in response) return { error: scrubSecrets(response.error, used) };
+    if (response.status !== 200)
+      return { error: scrubSecrets(`HTTP ${response.status}: ${response.text.slice(0, 300)}`, used) };
+    let answer: {
+      dag_runs?: Array<{ dag_run_id?: string; run_id?: string; state?: string; note?: string | null }>;
+      total_entries?: number;
+    };
+    try {
+      answer = JSON.parse(response.text) as typeof answer;
+    } catch {
+      return { error: 'the dag run list is not JSON' };
+    }
+    const listed = answer.dag_runs ?? [];
+    const out = new Map<string, RunReport | null>();
+    for (const run of listed) {
+      const id = wanted.get(run.dag_run_id ?? run.run_id ?? '');
+      if (id !== undefined) out.set(id, airflowRunReport(String(run.state), run.note));
+    }
+    const complete = (answer.total_entries ?? listed.length) <= listed.length;
+    for (const id of wanted.values()) {
+      if (out.has(id)) continue;
+      out.set(
+        id,
+        complete
+          ? { kind: 'target', state: 'lost', error: `DAG ${config.dag_id} has no such run any more` }
+          : null,
+      );
+    }
+    return out;
+  }
 
   async function attempt(payload: TriggerPayload, used: string[]): Promise<DeliveryResult> {
     const body = triggerBody(payload);
     // The dag_run_id already makes a redelivery a 409; the header lets a gateway in front dedupe too.
-    const extra = { 'Idempotency-Key': payload.idempotency_key };
+    const extra = { 'Idempotency-Key': payload.run_id ?? payload.idempotency_key };
     const response = await authorized(used, (auth) =>
       postJson(endpoint, body, { ...auth, ...extra }, config.timeout),
     );

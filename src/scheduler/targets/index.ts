@@ -11,7 +11,7 @@ import {
   scrubSecrets,
   secretValues,
 } from './secrets.js';
-import type { DeliveryResult, Target } from './target.js';
+import type { DeliveryResult, Observation, ObservedRun, Target } from './target.js';
 import { webhookTarget } from './webhook.js';
 
 export type { DeliveryResult, Target } from './target.js';
@@ -43,6 +43,29 @@ export class Targets {
     }
     const result = await this.get(resolved).deliver(payload);
     return result.ok ? result : { ...result, error: scrubSecrets(result.error, secretValues(resolved)) };
+  }
+
+  /**
+   * Asks the stored target about delivered runs (at most 100); null for a target that cannot be
+   * asked (a webhook reports through the callback) or whose secrets are missing now.
+   */
+  async observe(
+    stored: StoredTarget,
+    runs: readonly ObservedRun[],
+  ): Promise<Observation | { error: string } | null> {
+    let resolved: ResolvedTarget;
+    try {
+      resolved = resolveTarget(stored, this.live, this.env);
+    } catch (error) {
+      if (error instanceof SecretUnavailableError) return { error: error.message };
+      throw error;
+    }
+    const target = this.get(resolved);
+    if (!target.observe) return null;
+    const answer = await target.observe(runs);
+    return 'error' in answer
+      ? { error: scrubSecrets(answer.error as string, secretValues(resolved)) }
+      : answer;
   }
 
   private get(config: ResolvedTarget): Target {

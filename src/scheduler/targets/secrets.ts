@@ -1,4 +1,4 @@
-import type { Secret, TargetConfig } from '../../config.js';
+import { type Config, ConfigError, type Secret, type TargetConfig } from '../../config.js';
 
 /** A secret read from the environment when a delivery is made. */
 export interface EnvRef {
@@ -181,4 +181,21 @@ function canonical(value: unknown): string {
       ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
       : v,
   );
+}
+
+/**
+ * Fails start-up of a scheduling instance when a target refers to an unset environment variable:
+ * it could deliver nothing to that target until restarted with it. Instances that do not schedule
+ * (and CLI commands) need no target secrets. Deliveries check again, for decisions made for a
+ * target of an earlier config.
+ */
+export function checkSecretEnv(config: Config, env: NodeJS.ProcessEnv): void {
+  const missing = config.rollups.flatMap((spec) =>
+    envReferences(spec.target)
+      .filter(({ name }) => env[name] === undefined || env[name] === '')
+      .map(
+        ({ field, name }) => `  rollups[${spec.id}].target.${field}: environment variable ${name} is not set`,
+      ),
+  );
+  if (missing.length > 0) throw new ConfigError(`invalid configuration:\n${missing.join('\n')}`);
 }

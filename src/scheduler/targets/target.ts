@@ -1,3 +1,4 @@
+import type { RunReport } from '../../core/runs.js';
 import type { TriggerPayload } from '../../core/trigger.js';
 
 export type DeliveryResult =
@@ -5,8 +6,22 @@ export type DeliveryResult =
   /** retry: a transient failure (5xx, network, timeout, credentials); otherwise give up and record it. */
   | { readonly ok: false; readonly retry: boolean; readonly error: string };
 
+/** A delivered run the scheduler asks its target about: its payload names its ids. */
+export interface ObservedRun {
+  readonly runId: string;
+  readonly payload: TriggerPayload;
+}
+
+/**
+ * What a target says about runs, by run id: a report (`lost` when it no longer knows the run), or
+ * null when it says nothing new (not started yet, or not in this answer).
+ */
+export type Observation = ReadonlyMap<string, RunReport | null>;
+
 export interface Target {
   deliver(payload: TriggerPayload): Promise<DeliveryResult>;
+  /** Asks about up to 100 runs in a bounded number of requests; absent for targets that report (webhook). */
+  observe?(runs: readonly ObservedRun[]): Promise<Observation | { readonly error: string }>;
   close(): Promise<void>;
 }
 

@@ -1,10 +1,12 @@
 /**
- * Reads of stored periods for the listings, the status page and the gauges. Stored rows are only
- * the periods something happened to (SPEC §10); src/core/periods.ts derives the others. Every read
- * here is an index range on (rollup_id, lo) or the small period_counts table.
+ * Reads of stored periods for the listings, the period detail, the status page, the gauges and the
+ * scheduler. Stored rows are only the periods something happened to (SPEC §10); src/core/periods.ts
+ * derives the others. Every read here is an index range on (rollup_id, lo) or the small
+ * period_counts table (kept by a database trigger, migrations/), except the scheduler's wake-up
+ * read (`schedulerWake`), which reads through the partial indexes on due and marked periods.
  */
 
-import { groupBy } from '../core/group-by.js';
+import { groupBy } from '../../core/group-by.js';
 import {
   combineCounts,
   missedBefore,
@@ -12,10 +14,11 @@ import {
   periodsEnd,
   type StateCounts,
   type StoredState,
-} from '../core/periods.js';
-import { PERIOD_STATES, type PeriodState } from '../core/policy.js';
-import type { Rollup } from '../core/rollup.js';
-import type { Db } from './db.js';
+} from '../../core/periods.js';
+import { PERIOD_STATES, type PeriodState, type Rerun } from '../../core/policy.js';
+import type { Rollup } from '../../core/rollup.js';
+import type { Db, Sql, Tx } from '../db.js';
+import { nextRunWorkSql } from '../run-reads.js';
 
 interface Row {
   lo: number;
@@ -60,6 +63,34 @@ export async function storedPeriods(
       : await db<Row[]>`
           select lo, hi, key, state, ratio, ratios, generation, reason, triggered_at from periods
           where rollup_id = ${rollupId} and lo >= ${from} and lo < ${to}
+            and (${state}::text is null or state = ${state}::text)
+          order by lo desc limit ${opts.limit}`;
+  return rows.map(view);
+}
+
+/**
+ * Stored periods starting in [from, to) whose current run is in `runState` (optionally also of one
+ * period state), `limit` from one end: a range of the partial index periods_run_state.
+ */
+export async function storedPeriodsByRun(
+  db: Db,
+  rollupId: string,
+  from: number,
+  to: number,
+  runState: string,
+  opts: { readonly state?: PeriodState | undefined; readonly order: 'asc' | 'desc'; readonly limit: number },
+): Promise<PeriodView[]> {
+  const state = opts.state ?? null;
+  const rows =
+    opts.order === 'asc'
+      ? await db<Row[]>`
+          select lo, hi, key, state, ratio, ratios, generation, reason, triggered_at from periods
+          where rollup_id = ${rollupId} and run_state = ${runState} and lo >= ${from} and lo < ${to}
+            and (${state}::text is null or state = ${state}::text)
+          order by lo limit ${opts.limit}`
+      : await db<Row[]>`
+          select lo, hi, key, state, ratio, ratios, generation, reason, triggered_at from periods
+          where rollup_id = ${rollupId} and run_state = ${runState} and lo >= ${from} and lo < ${to}
             and (${state}::text is null or state = ${state}::text)
           order by lo desc limit ${opts.limit}`;
   return rows.map(view);
@@ -171,4 +202,78 @@ export async function rollupCounts(
       return [r.id, counts];
     }),
   );
+}
+
+/** A stored period with everything the policy and the period detail read from it. */
+export interface StoredPeriod extends PeriodView {
+  readonly satisfiedSince: Date | null;
+  readonly lastChangeAt: Date | null;
+  readonly rerun: Rerun | null;
+  readonly manualRequested: boolean;
+  readonly dueAt: Date | null;
+}
+
+/** The stored row of the period starting at `lo`, or null when nothing happened to it. */
+export async function storedPeriod(db: Db, rollupId: string, lo: number): Promise<StoredPeriod | null> {
+  const [row] = await db<
+    (Row & {
+      satisfied_since: Date | null;
+      last_change_at: Date | null;
+      rerun: Rerun | null;
+      manual_requested: boolean;
+      due_at: Date | null;
+    })[]
+  >`
+    select lo, hi, key, state, ratio, ratios, generation, reason, triggered_at,
+      satisfied_since, last_change_at, rerun, manual_requested, due_at
+    from periods where rollup_id = ${rollupId} and lo = ${lo}`;
+  if (row === undefined) return null;
+  return {
+    ...view(row),
+    satisfiedSince: row.satisfied_since,
+    lastChangeAt: row.last_change_at,
+    rerun: row.rerun,
+    manualRequested: row.manual_requested,
+    dueAt: row.due_at,
+  };
+}
+
+/** Which of these period starts have a stored row (the deadline sweep counts the others missed). */
+export async function storedStarts(db: Db, rollupId: string, los: readonly number[]): Promise<Set<number>> {
+  const rows = await db<{ lo: number }[]>`
+    select lo from periods where rollup_id = ${rollupId} and lo = any(${los as number[]}::int8[])`;
+  return new Set(rows.map((r) => r.lo));
+}
+
+/**
+ * For the triggered periods among `los`: the log position of `asset` their last trigger saw (0
+ * when it recorded none). A period absent from the answer was never triggered: no rerun is owed.
+ */
+export async function seenByTriggers(
+  tx: Tx,
+  rollupId: string,
+  asset: string,
+  los: readonly number[],
+): Promise<Map<number, number>> {
+  const rows = await tx<{ lo: number; seen: number | null }[]>`
+    select lo, (trigger_seqs ->> ${asset})::int8 as seen from periods
+    where rollup_id = ${rollupId} and lo = any(${los as number[]}::int8[]) and generation > 0`;
+  return new Map(rows.map((r) => [r.lo, r.seen ?? 0]));
+}
+
+/**
+ * When the scheduler has work again without new events: the earliest due period (settle or
+ * deadline), the earliest run work (index/run-reads.ts), and whether some marked period is still pending
+ * (locked by someone else and skipped). One round trip, whatever the number of rollups.
+ */
+export async function schedulerWake(
+  sql: Sql,
+  rollupIds: readonly string[],
+): Promise<{ at: Date | null; delivery: Date | null; skipped: boolean } | undefined> {
+  const ids = rollupIds as string[];
+  const [due] = await sql<{ at: Date | null; delivery: Date | null; skipped: boolean }[]>`
+    select (select min(due_at) from periods where due_at is not null and rollup_id = any(${ids}::text[])) as at,
+      (${nextRunWorkSql(sql)}) as delivery,
+      exists (select 1 from periods where (dirty or manual_requested) and rollup_id = any(${ids}::text[])) as skipped`;
+  return due;
 }

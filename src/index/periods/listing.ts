@@ -3,7 +3,7 @@
  * costs its own periods plus the stored rows in its range; counts and the summary cost the stored
  * rows of the window, never the length of the calendar.
  */
-import type { Period } from '../core/calendar.js';
+import type { Period } from '../../core/calendar.js';
 import {
   combineCounts,
   missedBefore,
@@ -12,11 +12,18 @@ import {
   type StateCounts,
   summaryRuns,
   viewPeriods,
-} from '../core/periods.js';
-import type { PeriodState } from '../core/policy.js';
-import type { Rollup } from '../core/rollup.js';
-import type { Db } from './db.js';
-import { storedCountsIn, storedPeriods, storedStates } from './periods.js';
+} from '../../core/periods.js';
+import type { PeriodState } from '../../core/policy.js';
+import type { Rollup } from '../../core/rollup.js';
+import type { Db } from '../db.js';
+import {
+  type StoredPeriod,
+  storedCountsIn,
+  storedPeriod,
+  storedPeriods,
+  storedPeriodsByRun,
+  storedStates,
+} from './reads.js';
 
 /** States only a stored row can have: a filter on them reads rows, not the calendar. */
 const STORED_ONLY: ReadonlySet<PeriodState> = new Set(['settling', 'triggered', 'rerun_pending']);
@@ -33,6 +40,8 @@ export interface PageRequest {
   readonly at: number | null;
   readonly limit: number;
   readonly state: PeriodState | undefined;
+  /** Only periods whose current run is in this state (SPEC §11): stored rows only. */
+  readonly runState?: string | undefined;
 }
 
 export interface Page {
@@ -46,6 +55,14 @@ export async function listPeriods(db: Db, rollup: Rollup, req: PageRequest, nowM
   const from = req.order === 'asc' ? Math.max(req.from, req.at ?? req.from) : req.from;
   const to = req.order === 'desc' ? Math.min(req.to, req.at ?? req.to) : req.to;
   if (from >= to) return { periods: [], next: null };
+  if (req.runState) {
+    // Every period with a run is stored: read the run-state index, never the calendar.
+    const rows = await storedPeriodsByRun(db, rollup.id, from, to, req.runState, {
+      ...req,
+      limit: req.limit + 1,
+    });
+    return finish(rows, req);
+  }
   if (req.state && STORED_ONLY.has(req.state)) {
     const rows = await storedPeriods(db, rollup.id, from, to, { ...req, limit: req.limit + 1 });
     return finish(rows, req);
@@ -68,6 +85,21 @@ export async function listPeriods(db: Db, rollup: Rollup, req: PageRequest, nowM
   if (found.length > req.limit) return finish(found, req);
   const done = req.order === 'asc' ? cursor >= to : cursor <= from;
   return { periods: sortAsc(found), next: done ? null : cursor };
+}
+
+/**
+ * One period as the listings show it: its stored row, or derived when nothing happened to it
+ * (`stored` null). The one place the period detail and the status page read a single period.
+ */
+export async function periodAt(
+  db: Db,
+  rollup: Rollup,
+  period: Period,
+  nowMs: number,
+): Promise<{ view: PeriodView; stored: StoredPeriod | null }> {
+  const stored = await storedPeriod(db, rollup.id, period.start);
+  const rows = new Map(stored === null ? [] : [[stored.start, stored]]);
+  return { view: viewPeriods(rollup, [period], rows, nowMs)[0]!, stored };
 }
 
 /** Counts per state of every period of the window, stored and derived. */

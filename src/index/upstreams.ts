@@ -1,14 +1,13 @@
 /**
  * What the upstreams of a rollup hold for some periods: each upstream's newest seq, extent and
- * segments, read in one statement, and per period the facts the policy decides on. Shared by the
- * evaluation and the period detail.
+ * segments, read in one statement (the facts per period are core/upstream-facts.ts). Shared by
+ * the evaluation and the period detail.
  */
-import { type Coverage, projectCoverage } from '../core/coverage.js';
 import { normalize } from '../core/intervals.js';
-import type { UpstreamFacts } from '../core/policy.js';
 import type { Rollup } from '../core/rollup.js';
-import type { Domain, Interval, Segment, SegmentState } from '../core/types.js';
-import type { Db } from '../index/db.js';
+import type { Domain, Interval, SegmentState } from '../core/types.js';
+import type { Upstream } from '../core/upstream-facts.js';
+import type { Db } from './db.js';
 
 interface UpstreamRow {
   name: string;
@@ -21,13 +20,6 @@ interface UpstreamRow {
   version: string | null;
   state: SegmentState | null;
   required_version: string | null;
-}
-
-export interface Upstream {
-  domain: Domain;
-  lastSeq: number;
-  extent: { start: number; end: number } | null;
-  segments: Segment[];
 }
 
 /** Each upstream's newest seq, extent and the segments overlapping the periods, in one snapshot. */
@@ -69,31 +61,4 @@ export async function loadUpstreams(
     }
   }
   return upstreams;
-}
-
-/** The policy's facts about one period, and each upstream's coverage of it (null: never seen). */
-export function upstreamFacts(
-  rollup: Rollup,
-  period: { readonly lo: number; readonly hi: number },
-  upstreams: ReadonlyMap<string, Upstream>,
-): { facts: UpstreamFacts[]; coverages: Map<string, { domain: Domain; coverage: Coverage | null }> } {
-  const coverages = new Map<string, { domain: Domain; coverage: Coverage | null }>();
-  const facts: UpstreamFacts[] = rollup.upstream.map((name) => {
-    const u = upstreams.get(name);
-    const width = period.hi - period.lo;
-    if (!u) {
-      coverages.set(name, { domain: rollup.domain, coverage: null });
-      return { ratio: 0, notComplete: width, replayRequired: 0 };
-    }
-    const window = { start: period.lo, end: period.hi };
-    const segments = u.segments.filter((s) => s.end > period.lo && s.start < period.hi);
-    const coverage = projectCoverage({ window, segments, extent: u.extent, limit: 0 });
-    coverages.set(name, { domain: u.domain, coverage });
-    return {
-      ratio: coverage.ratio,
-      notComplete: width - coverage.complete,
-      replayRequired: coverage.replayRequired.reduce((sum, r) => sum + (r.end - r.start), 0),
-    };
-  });
-  return { facts, coverages };
 }

@@ -1,13 +1,15 @@
+/** The configured rollups: each one's pure definition beside the config it came from, checked at start-up. */
 import { type Config, ConfigError, type RollupConfig } from '../config.js';
 import { defineRollup, type Rollup, RollupDefinitionError } from '../core/rollup.js';
 
-/** A configured rollup: its pure definition and the config it came from (target included). */
+/**
+ * A configured rollup: its pure definition and the config it came from (target included). Shared by
+ * the scheduler, the HTTP API and the CLI, so it lives on the config side, below all three.
+ */
 export interface RollupRuntime {
   readonly rollup: Rollup;
   readonly config: RollupConfig;
 }
-
-import { envReferences } from './targets/secrets.js';
 
 /** Builds every configured rollup, or fails start-up naming the field and what is wrong. */
 export function defineRollups(config: Config): RollupRuntime[] {
@@ -38,21 +40,4 @@ export function defineRollups(config: Config): RollupRuntime[] {
       throw error;
     }
   });
-}
-
-/**
- * Fails start-up of a scheduling instance when a target refers to an unset environment variable:
- * it could deliver nothing to that target until restarted with it. Instances that do not schedule
- * (and CLI commands) need no target secrets. Deliveries check again, for decisions made for a
- * target of an earlier config.
- */
-export function checkSecretEnv(config: Config, env: NodeJS.ProcessEnv): void {
-  const missing = config.rollups.flatMap((spec) =>
-    envReferences(spec.target)
-      .filter(({ name }) => env[name] === undefined || env[name] === '')
-      .map(
-        ({ field, name }) => `  rollups[${spec.id}].target.${field}: environment variable ${name} is not set`,
-      ),
-  );
-  if (missing.length > 0) throw new ConfigError(`invalid configuration:\n${missing.join('\n')}`);
 }

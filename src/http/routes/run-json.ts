@@ -1,0 +1,15 @@
+/** A run as the API shows it on a period (SPEC §11's fields, plus its id and generation). */
+import type { RunView } from '../../index/run-reads.js';
+
+export function runJson(run: RunView) {
+  return {
+    attempt: run.attempt,
+    state: run.state,
+    error: run.error,
+    started_at: run.started_at,
+    finished_at: run.finished_at,
+    next_retry_at: run.next_retry_at,
+    run_id: run.run_id,
+    generation: run.generation,
+  };
+}

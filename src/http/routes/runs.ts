@@ -1,0 +1,101 @@
+/**
+ * `POST /v1/runs` (the callback any downstream job may use to report its run, SPEC §11) and
+ * `POST /v1/rollups/{id}/periods/{key}/retry` (a manual retry of one period's run).
+ */
+import type { FastifyInstance } from 'fastify';
+import type { RollupRuntime } from '../../config/rollups.js';
+import { periodOfKey } from '../../core/periods.js';
+import { DEFAULT_RUN_POLICY, parseRunId, type RunReport } from '../../core/runs.js';
+import { EVENTS_CHANNEL } from '../../index/commit.js';
+import { currentRuns, runAt, runByKey } from '../../index/run-reads.js';
+import { retryPeriodRun } from '../../index/run-retry.js';
+import { reportRun } from '../../index/runs.js';
+import type { HttpContext } from '../context.js';
+import { HttpError } from '../errors.js';
+import { route } from '../route.js';
+import { postRunReport, RunReportBody, retryPeriod } from '../schemas/runs.js';
+import { runJson } from './run-json.js';
+
+export function registerRunRoutes(rollups: readonly RollupRuntime[]) {
+  const byId = new Map(rollups.map((r) => [r.rollup.id, r]));
+
+  return (app: FastifyInstance, ctx: HttpContext) => {
+    route(app, ctx, postRunReport, async ({ body: raw }) => {
+      const body = RunReportBody.parse(raw);
+      // A run id (`<key>~aN`) names its attempt itself; it must agree with `attempt`.
+      const named = parseRunId(body.idempotency_key);
+      const key = named.attempt === body.attempt ? named.idempotencyKey : body.idempotency_key;
+      const ref = await runByKey(ctx.sql, key, body.attempt);
+      if (!ref) {
+        throw new HttpError(
+          404,
+          'unknown_run',
+          `no trigger has idempotency key ${body.idempotency_key} with an attempt ${body.attempt}`,
+        );
+      }
+      const report: RunReport = {
+        kind: 'target',
+        state: body.state,
+        error: body.error ?? null,
+        version: body.version ?? null,
+      };
+      const policy = byId.get(ref.rollupId)?.rollup.run ?? DEFAULT_RUN_POLICY;
+      const result = await ctx.sql.begin(async (tx) => {
+        const moved = await reportRun(tx, ref, report, 'callback', policy, { record: 'all' });
+        // A retry now owed: wake the lease holder, whose timer does not know of it yet.
+        if (moved?.after.nextRetryAt) await tx`select pg_notify(${EVENTS_CHANNEL}, '')`;
+        return moved;
+      });
+      if (!result) throw new HttpError(404, 'unknown_run', `run ${body.idempotency_key} is gone`);
+      ctx.log.info(
+        {
+          rollup: ref.rollupId,
+          generation: ref.generation,
+          attempt: ref.attempt,
+          idempotency_key: key,
+          state: body.state,
+          effect: result.effect,
+        },
+        'run reported',
+      );
+      const run = await runAt(ctx.sql, ref);
+      return {
+        idempotency_key: key,
+        attempt: ref.attempt,
+        effect: result.effect,
+        current: result.current,
+        run: runJson(run!),
+      };
+    });
+
+    route(app, ctx, retryPeriod, async ({ params }, _request, reply) => {
+      const runtime = byId.get(params.id);
+      if (!runtime) throw new HttpError(404, 'unknown_rollup', `no rollup ${params.id} is configured`);
+      const { rollup } = runtime;
+      const period = periodOfKey(rollup, params.key);
+      if (period === null || period.start < rollup.begin) {
+        throw new HttpError(404, 'unknown_period', `rollup ${rollup.id} has no period ${params.key} (yet)`);
+      }
+      const result = await retryPeriodRun(ctx.sql, rollup.id, period.start);
+      if (!result.ok) {
+        throw new HttpError(
+          409,
+          'not_retryable',
+          `period ${period.key} of ${rollup.id} cannot be retried: ${result.reason}`,
+        );
+      }
+      ctx.log.info({ rollup: rollup.id, period: period.key, run_id: result.runId }, 'manual retry requested');
+      const runs = await currentRuns(ctx.sql, rollup.id, [period.start]);
+      reply.status(202);
+      return {
+        rollup: rollup.id,
+        period: {
+          start: rollup.calendar.formatPoint(period.start),
+          end: rollup.calendar.formatPoint(period.end),
+          key: period.key,
+        },
+        run: runJson(runs.get(period.start)!),
+      };
+    });
+  };
+}
