@@ -15,6 +15,7 @@ import { isClusterUrl, redisConnection, warnUnlessNoEviction } from './ingest/re
 import { connectIngest, type IngestWorker, startIngestWorker } from './ingest/worker.js';
 import { type Logger, redactUrl } from './log.js';
 import { createMetrics, type Metrics } from './metrics.js';
+import { startCountersAtZero } from './metrics-zero.js';
 import { SchedulerLease } from './scheduler/lease.js';
 import { periodGaugeSource } from './scheduler/period-gauges.js';
 import { Scheduler } from './scheduler/scheduler.js';
@@ -58,6 +59,7 @@ export async function startDaemon(config: Config, log: Logger): Promise<Daemon> 
       );
     }
     const metrics = createMetrics();
+    startCountersAtZero(metrics, config.rollups);
     if (rollups.length > 0) metrics.setPeriodSource(periodGaugeSource(sql, rollups, log));
     const redis = redisConnection(config.redis_url);
     closers.unshift(async () => void redis.disconnect());
