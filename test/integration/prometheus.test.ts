@@ -7,7 +7,6 @@
 import { execFile } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
 import { BAD_INPUT_REASONS } from '../../src/core/errors.js';
@@ -59,7 +58,8 @@ describe.skipIf(!hasPromtool)('/metrics as Prometheus reads it', async () => {
   });
 
   it('starts every closed label set at 0, before anything happened', () => {
-    const zero = (series: string) => expect(text, series).toMatch(new RegExp(`^${escape(series)} 0$`, 'm'));
+    const zero = (series: string) =>
+      expect(text, series).toMatch(new RegExp(`^${escapeRegExp(series)} 0$`, 'm'));
     for (const reason of BAD_INPUT_REASONS) zero(`coverage_rollup_events_rejected_total{reason="${reason}"}`);
     zero('coverage_rollup_events_ingested_total{status="duplicate"}');
     zero('coverage_rollup_periods_missed_total{rollup="prom_hourly"}');
@@ -122,6 +122,6 @@ function brokenTests(): string {
   return text.replace('asset: warehouse.orders', 'asset: warehouse.nothing');
 }
 
-function escape(text: string): string {
+function escapeRegExp(text: string): string {
   return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 }
