@@ -21,7 +21,7 @@ Commands:
   status [--json]            assets, rollups and the scheduler lease at a glance
   prune [--dry-run] [--json] one retention pass now: drop event-log partitions past
                              retention.events, compact old delivered triggers
-  demo [--serve]             a one-minute tour on a fresh demo database (config/demo.yaml)
+  demo [--serve] [--database NAME]  a one-minute tour on a fresh demo database (config/demo.yaml)
 
 Options:
   -c, --config FILE          YAML config file (default: $COVERAGE_ROLLUP_CONFIG, else built-in defaults)
@@ -135,13 +135,16 @@ ${CONFIG_OPTION}
 Exit codes: 0 done, 1 something past retention was held back by a scheduler cursor (or another
 instance was pruning), 2 error.
 `,
-  demo: `Usage: coverage-rollup demo [--serve] [--config FILE]
+  demo: `Usage: coverage-rollup demo [--serve] [--database NAME] [--config FILE]
 
-A one-minute tour on its own database (coverage_rollup_demo) and queue prefix (crdemo), reset on
-each run, with the rollups of config/demo.yaml. From --config, DATABASE_URL or REDIS_URL it takes
-only where PostgreSQL and Redis are.
+A one-minute tour on its own database and queue prefix, reset on each run, with the rollups of
+config/demo.yaml: one Berlin day (2025-06-01) of micro-batches, 24 hourly triggers, a late fill
+and a rerun. From --config, DATABASE_URL or REDIS_URL it takes only where PostgreSQL and Redis are.
 
 Options:
-  --serve             keep the daemon and its status page up afterwards (Ctrl-C stops)
+  --serve             keep the daemon and its status page up afterwards (Ctrl-C stops); prints
+                      the link to the page on the demo day
+  --database NAME     the demo's database, dropped and recreated (default coverage_rollup_demo_<user>,
+                      so two users on one server keep their own); must start with coverage_rollup_demo
 ${CONFIG_OPTION}`,
 };

@@ -20,6 +20,7 @@ export const OPTIONS = {
   replay: { type: 'boolean' },
   file: { type: 'string', short: 'f' },
   serve: { type: 'boolean' },
+  database: { type: 'string' },
   order: { type: 'string' },
   'max-lag': { type: 'string' },
   'require-known': { type: 'boolean' },
@@ -39,7 +40,7 @@ export const COMMAND_OPTIONS: Readonly<Record<string, readonly Option[]>> = {
   emit: ['asset', 'start', 'end', 'interval', 'data-version', 'id', 'replay', 'file'],
   status: ['json'],
   prune: ['dry-run', 'json'],
-  demo: ['serve'],
+  demo: ['serve', 'database'],
 };
 
 /** The first word that is not an option (or an option's value): the command, if any. */
@@ -95,6 +96,7 @@ const VALUE_NAMES: Partial<Record<Option, string>> = {
   'data-version': 'V',
   id: 'ID',
   interval: 'S/E',
+  database: 'NAME',
 };
 
 function flag(name: Option): string {

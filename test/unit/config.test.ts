@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { demoConfig } from '../../src/cli/commands/demo.js';
+import { defaultDemoDatabase, demoConfig, isDemoDatabase } from '../../src/cli/commands/demo.js';
 import { defineRollups } from '../../src/config/rollups.js';
 import { ConfigError, loadConfig, maxLags, parseConfig } from '../../src/config.js';
 import { combineCounts, missedBefore, periodsEnd } from '../../src/core/periods.js';
@@ -299,5 +299,28 @@ describe('the demo', () => {
     expect(config.queue).toMatchObject({ prefix: 'crdemo', name: demo.queue.name });
     expect(config.rollups.map((r) => r.id)).toEqual(demo.rollups.map((r) => r.id));
     expect(config.rollups.map((r) => r.id)).not.toContain('real');
+  });
+
+  it('gives each user a demo database and queue prefix of their own, and drops only demo databases', () => {
+    expect(defaultDemoDatabase('alice')).toBe('coverage_rollup_demo_alice');
+    expect(defaultDemoDatabase('Bob.Smith')).toBe('coverage_rollup_demo_bob_smith');
+    expect(defaultDemoDatabase('')).toMatch(/^coverage_rollup_demo_run\d+$/);
+    expect(defaultDemoDatabase('x'.repeat(100)).length).toBeLessThanOrEqual(63);
+    const demo = loadConfig({ path: 'config/demo.yaml', env: {} });
+    const server = parseConfig({ database_url: 'postgres://db.internal/app' });
+    const alice = demoConfig(demo, server, 'coverage_rollup_demo_alice');
+    expect(alice.database_url).toBe('postgres://db.internal/coverage_rollup_demo_alice');
+    expect(alice.queue.prefix).toBe('crdemo_alice');
+    expect(demoConfig(demo, server, 'coverage_rollup_demo_bob').queue.prefix).toBe('crdemo_bob');
+    for (const ok of ['coverage_rollup_demo', 'coverage_rollup_demo_ci_42'])
+      expect(isDemoDatabase(ok), ok).toBe(true);
+    for (const bad of [
+      'app',
+      'postgres',
+      'coverage_rollup',
+      'coverage_rollup_demo; drop',
+      'coverage_rollup_demo_X',
+    ])
+      expect(isDemoDatabase(bad), bad).toBe(false);
   });
 });

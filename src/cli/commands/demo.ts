@@ -1,3 +1,4 @@
+import { userInfo } from 'node:os';
 import { join } from 'node:path';
 import { Queue, Worker } from 'bullmq';
 import { type Config, loadConfig } from '../../config.js';
@@ -16,12 +17,14 @@ import { formatRatio, plural } from '../format.js';
 interface DemoOptions {
   readonly config?: string | undefined;
   readonly serve?: boolean | undefined;
+  readonly database?: string | undefined;
 }
 
 const DAY = {
   start: Date.parse('2025-05-31T22:00:00Z') * 1000,
   end: Date.parse('2025-06-01T22:00:00Z') * 1000,
 };
+/** Every demo database's name starts so: the demo drops and recreates it, so it may name no other. */
 const DEMO_DATABASE = 'coverage_rollup_demo';
 const DEMO_PREFIX = 'crdemo';
 const print = (line: string) => process.stdout.write(`${line}\n`);
@@ -31,13 +34,23 @@ const print = (line: string) => process.stdout.write(`${line}\n`);
  * printed as the downstream worker receives it.
  */
 export async function runDemo(values: DemoOptions): Promise<number> {
+  const database = values.database ?? defaultDemoDatabase();
+  if (!isDemoDatabase(database)) {
+    process.stderr.write(
+      `coverage-rollup demo: --database must start with ${DEMO_DATABASE} and hold only a-z, 0-9 and _ (at most 63 characters), since the demo drops and recreates it (got ${database})\n`,
+    );
+    return 2;
+  }
   const demo = loadConfig({ path: join(packageRoot(), 'config', 'demo.yaml') });
-  const config = demoConfig(demo, values.config === undefined ? demo : loadConfig({ path: values.config }));
+  const server = values.config === undefined ? demo : loadConfig({ path: values.config });
+  const config = demoConfig(demo, server, database);
   const log = createLogger(config.log_level);
-  print(`resetting database ${DEMO_DATABASE} and Redis keys ${DEMO_PREFIX}:* (the demo's own)`);
-  await resetDemoState(config.database_url, config.redis_url, config.queue.prefix);
+  print(`resetting database ${database} and Redis keys ${config.queue.prefix}:* (the demo's own)`);
+  await resetDemoState(config.database_url, config.redis_url, config.queue.prefix, database);
   const daemon = await startDaemon(config, log);
   const statusUrl = `${daemon.url.replace('0.0.0.0', '127.0.0.1')}/`;
+  // The page opens on the last day by default; the demo's story is 2025-06-01 in Berlin.
+  const storyUrl = `${statusUrl}?start=${iso(DAY.start)}&end=${iso(DAY.end)}`;
   const connection = redisConnection(config.redis_url);
   const producer = new Queue(config.queue.name, { connection, prefix: config.queue.prefix });
   const workerConnection = redisConnection(config.redis_url);
@@ -73,7 +86,7 @@ export async function runDemo(values: DemoOptions): Promise<number> {
     print(
       `coverage-rollup demo: one Berlin day (2025-06-01) of 5-minute micro-batches for demo.orders and demo.payments`,
     );
-    if (values.serve) print(`  status page: ${statusUrl}`);
+    if (values.serve) print(`  status page of the demo day: ${storyUrl}`);
     print(
       `streaming the day hour by hour (the orders slice ${hhmm(HOLE.start)}-${hhmm(HOLE.end)} is held back):`,
     );
@@ -109,13 +122,15 @@ export async function runDemo(values: DemoOptions): Promise<number> {
     }
     print(`${received.length} triggers delivered to the demo-runs queue.`);
     if (values.serve) {
-      print(`serving: open ${statusUrl} (Ctrl-C to stop)`);
+      print(`serving: open ${storyUrl} (the demo day: its 24 hourly triggers and the rerun; Ctrl-C to stop)`);
       await new Promise<void>((resolve) => {
         process.once('SIGINT', () => resolve());
         process.once('SIGTERM', () => resolve());
       });
     } else {
-      print(`run \`npm run demo -- --serve\` to keep the daemon and its status page up.`);
+      print(
+        `run \`npm run demo -- --serve\` to keep the daemon up and open its status page on the demo day (/?start=${iso(DAY.start)}&end=${iso(DAY.end)}).`,
+      );
     }
     return 0;
   } finally {
@@ -140,13 +155,39 @@ function hhmm(ms: number): string {
  * targets. From `server` (the --config file, or DATABASE_URL and REDIS_URL) it takes only where
  * PostgreSQL and Redis are: it must never drop or trigger anything real.
  */
-export function demoConfig(demo: Config, server: Config): Config {
+export function demoConfig(demo: Config, server: Config, database = DEMO_DATABASE): Config {
   return {
     ...demo,
-    database_url: onDatabase(server.database_url, DEMO_DATABASE),
+    database_url: onDatabase(server.database_url, database),
     redis_url: server.redis_url,
-    queue: { ...demo.queue, prefix: DEMO_PREFIX },
+    // coverage_rollup_demo_alice -> crdemo_alice: two demos on one Redis never share keys either.
+    queue: { ...demo.queue, prefix: `${DEMO_PREFIX}${database.slice(DEMO_DATABASE.length)}` },
   };
+}
+
+/** One demo per user on a shared server: coverage_rollup_demo_<user>, else per run. */
+export function defaultDemoDatabase(user = userName()): string {
+  const suffix = user
+    .toLowerCase()
+    .replace(/[^a-z0-9_]+/g, '_')
+    .slice(0, 63 - DEMO_DATABASE.length - 1);
+  return `${DEMO_DATABASE}_${suffix || `run${process.pid}`}`;
+}
+
+export function isDemoDatabase(name: string): boolean {
+  return name.startsWith(DEMO_DATABASE) && /^[a-z0-9_]{1,63}$/.test(name);
+}
+
+function userName(): string {
+  try {
+    return userInfo().username;
+  } catch {
+    return ''; // no passwd entry (some containers): per run instead
+  }
+}
+
+function iso(microseconds: number): string {
+  return new Date(microseconds / 1000).toISOString().replace('.000Z', 'Z');
 }
 
 /** The URL of another database on the same server; libpq-style parameters naming one are dropped. */
@@ -158,10 +199,15 @@ function onDatabase(databaseUrl: string, name: string): string {
 }
 
 /** Every run starts from nothing: the demo database is recreated and its queue keys deleted. */
-async function resetDemoState(databaseUrl: string, redisUrl: string, prefix: string): Promise<void> {
+async function resetDemoState(
+  databaseUrl: string,
+  redisUrl: string,
+  prefix: string,
+  database: string,
+): Promise<void> {
   const admin = connectOnce(onDatabase(databaseUrl, 'postgres'));
   try {
-    await admin`drop database if exists ${admin(DEMO_DATABASE)} with (force)`;
+    await admin`drop database if exists ${admin(database)} with (force)`;
   } finally {
     await admin.end();
   }
