@@ -27,6 +27,8 @@ export interface Daemon {
   readonly http: FastifyInstance;
   /** The bound HTTP address, e.g. http://127.0.0.1:8080. */
   readonly url: string;
+  /** The scheduler when this instance schedules (its `pass` and `decided` events), else undefined. */
+  readonly scheduler: Scheduler | undefined;
   /** Stops taking work, drains in-flight work within shutdown_timeout, releases the lease, closes. */
   stop(): Promise<void>;
 }
@@ -87,6 +89,7 @@ export async function startDaemon(config: Config, log: Logger): Promise<Daemon> 
 
     const scheduling = config.scheduler.enabled && rollups.length > 0;
     let schedulerStatus: (() => Record<string, unknown>) | undefined;
+    let running: Scheduler | undefined;
     if (scheduling) {
       // The lease has its own small pool so renewals never wait behind evaluation queries.
       const leaseSql = connect(config.database_url, { max: 2, applicationName: 'coverage-rollup-lease' });
@@ -121,6 +124,7 @@ export async function startDaemon(config: Config, log: Logger): Promise<Daemon> 
       });
       lease.onLost(() => metrics.leaseLeader.set(0));
       await scheduler.start();
+      running = scheduler;
       lease.start();
       // Stop evaluating first, then release the lease so a standby takes over at once. A pass
       // stuck on a lock must not keep the lease: once released, its commit would fail the fence.
@@ -174,6 +178,7 @@ export async function startDaemon(config: Config, log: Logger): Promise<Daemon> 
       metrics,
       http,
       url,
+      scheduler: running,
       stop: () => closeAll(closers, log),
     };
   } catch (error) {

@@ -45,6 +45,25 @@ export function periodsEnd(rollup: Rollup, nowMs: number, coveredHi: number | nu
   return rollup.calendar.periodContaining(coveredHi - 1).end;
 }
 
+/**
+ * A window [lo, hi) (null: open on that side) as the periods it selects: [from, to) between period
+ * boundaries, the periods overlapping it that exist, from `begin` up to `end` (periodsEnd). Empty
+ * is `{ from, to: from }`. The listings' `start`/`end` and the status page's window both go
+ * through here, so the two always select the same periods. May throw CalendarError for a point
+ * the calendar cannot place.
+ */
+export function periodRange(
+  rollup: Rollup,
+  lo: number | null,
+  hi: number | null,
+  end: number,
+): { from: number; to: number } {
+  const { calendar, begin } = rollup;
+  const from = lo === null || lo <= begin ? begin : calendar.periodContaining(lo).start;
+  const to = hi === null || hi >= end ? end : hi <= from ? from : calendar.periodContaining(hi - 1).end;
+  return from < to ? { from, to } : { from, to: from };
+}
+
 /** The facts of a period nothing happened to. */
 export function untouchedFacts(rollup: Rollup, period: Period): PeriodFacts {
   return {

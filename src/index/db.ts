@@ -125,3 +125,12 @@ function unavailable(url: string, error: unknown): DatabaseUnavailableError {
     `cannot reach PostgreSQL at ${redactUrl(url)}: ${(error as Error).message}`,
   );
 }
+
+/**
+ * The database's clock, the one `ingested_at` and `now()` are written by: the scheduler's default
+ * "now", so settle and deadlines never mix two clocks.
+ */
+export async function databaseNow(db: Db): Promise<Date> {
+  const [clock] = await db<{ now: Date }[]>`select clock_timestamp() as now`;
+  return clock!.now;
+}

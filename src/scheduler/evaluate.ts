@@ -16,6 +16,7 @@ import { loadUpstreams } from '../index/upstreams.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
 import type { Fence } from './fence.js';
+import type { DecidedEvent } from './scheduler-events.js';
 import { redactTarget } from './targets/secrets.js';
 import { limitTransaction } from './transaction-limits.js';
 
@@ -29,6 +30,8 @@ export interface EvaluationContext {
   readonly metrics: Metrics;
   /** Idle-in-transaction limit, about the lease TTL (see transaction-limits.ts). */
   readonly idleMs: number;
+  /** Told of every period decided, once committed (the scheduler's `decided` event). */
+  readonly onDecided?: (event: DecidedEvent) => void;
 }
 
 export interface Evaluation {
@@ -88,8 +91,10 @@ export async function evaluatePending(ctx: EvaluationContext, now: Date, limit: 
       }),
     ]);
     decided = () => {
-      for (const [i, d] of decisions.entries())
+      for (const [i, d] of decisions.entries()) {
         logDecisions(ctx, groups[i]!.runtime, d.updates, d.triggers, groups[i]!.rows);
+        announce(ctx, groups[i]!.runtime.rollup.id, d.updates, d.triggers, groups[i]!.rows);
+      }
     };
     const triggered = decisions.reduce((n, d) => n + d.triggers.length, 0);
     const more = claims.some((c) => c.full);
@@ -186,6 +191,30 @@ function decideAll(
     }
   }
   return { updates, triggers };
+}
+
+/** Tells `onDecided` of every committed decision, in the order the evaluation made them. */
+function announce(
+  ctx: EvaluationContext,
+  rollupId: string,
+  updates: readonly PeriodUpdate[],
+  triggers: readonly TriggerRow[],
+  periods: readonly ClaimedPeriod[],
+): void {
+  if (!ctx.onDecided) return;
+  const keyOf = new Map(periods.map((p) => [p.lo, p.key]));
+  const triggerOf = new Map(triggers.map((t) => [t.lo, t]));
+  for (const u of updates) {
+    const t = triggerOf.get(u.lo);
+    ctx.onDecided({
+      rollup: rollupId,
+      period: keyOf.get(u.lo)!,
+      lo: u.lo,
+      state: u.state,
+      generation: u.generation,
+      trigger: t === undefined ? null : { reason: t.reason, idempotencyKey: t.key },
+    });
+  }
 }
 
 function logDecisions(

@@ -1,9 +1,8 @@
+import { EventEmitter } from 'node:events';
 import type { RollupRuntime } from '../config/rollups.js';
 import type { Period } from '../core/calendar.js';
-import { groupBy } from '../core/group-by.js';
-import { concernsAny, EVENTS_CHANNEL } from '../index/commit.js';
-import { rollupsWithNewEvents } from '../index/cursors.js';
-import type { Sql } from '../index/db.js';
+import { EVENTS_CHANNEL } from '../index/commit.js';
+import { databaseNow, type Sql } from '../index/db.js';
 import { schedulerWake } from '../index/periods/reads.js';
 import { insertOwed } from '../index/periods/writes.js';
 import type { RedisClient } from '../ingest/redis.js';
@@ -14,10 +13,11 @@ import { type DispatchContext, deliverDue, policyLookup } from './dispatch.js';
 import { evaluatePending } from './evaluate.js';
 import type { Fence } from './fence.js';
 import { type CheckIntervals, DEFAULT_CHECKS, followRuns } from './follow-runs.js';
+import { MarkQueue } from './mark-queue.js';
 import { syncRollups } from './rollup-store.js';
+import { emitSafely, type SchedulerEvents } from './scheduler-events.js';
 import { Targets } from './targets/index.js';
 import { redactTarget } from './targets/secrets.js';
-import { markTouchedPeriods } from './touch.js';
 
 export interface SchedulerOptions {
   readonly sql: Sql;
@@ -32,11 +32,15 @@ export interface SchedulerOptions {
   readonly leaseTtlMs: number;
   /** Longest sleep between passes when nothing wakes the scheduler earlier. */
   readonly pollMs?: number;
+  /**
+   * The scheduler's "now", read once per pass: settle, deadlines and due times are compared with
+   * it. Default: the database clock (`clock_timestamp()`), the clock `ingested_at` is written by.
+   */
+  readonly clock?: () => Promise<Date>;
   /** How often targets are asked about open and recently finished runs. */
   readonly runChecks?: CheckIntervals;
 }
 
-const TOUCH_BATCH = 5000;
 /** Small enough that a fresh period never waits long behind the transaction in flight. */
 const EVALUATE_BATCH = 200;
 const FRESH_BATCH = 20;
@@ -45,33 +49,32 @@ const CATCH_UP_BATCH = 1000;
 /** Bounded work per pass so a backlog never starves the lease's view of the event loop. */
 const MAX_ROUNDS = 20;
 const SKIPPED_RETRY_MS = 1000;
-/** Every upstream cursor is compared with its log this often, in case a notification was lost. */
-const FULL_CHECK_MS = 60_000;
 
 /**
  * The lease holder's loop: woken by committed events (LISTEN), by its own timers (settle,
  * deadline, retries) and on acquiring the lease, it marks touched periods, evaluates them newest
  * first across every rollup, commits decisions and delivers them. It does nothing while not
  * leading. Periods are sparse (SPEC §10): nothing is done for a period nothing happened to, so an
- * idle pass costs a handful of rows however many rollups and periods there are.
+ * idle pass costs a handful of rows however many rollups and periods there are. It emits `pass`
+ * and `decided` (scheduler-events.ts).
  */
-export class Scheduler {
+export class Scheduler extends EventEmitter<SchedulerEvents> {
   private readonly targets: Targets;
   private readonly byId: ReadonlyMap<string, RollupRuntime>;
-  private readonly byUpstream: ReadonlyMap<string, RollupRuntime[]>;
   private running = false;
   private wake: (() => void) | undefined;
   private woken = false;
   private loop: Promise<void> | undefined;
   private unlisten: (() => Promise<void>) | undefined;
   private syncedToken: number | undefined;
-  /** Rollups whose upstreams have notified new events since they were last marked. */
-  private readonly toMark = new Set<string>();
-  private fullCheckAt = 0;
+  private readonly marks: MarkQueue;
   private sweeps = new Map<string, DeadlineSweep>();
   private readonly dispatch: DispatchContext;
+  private readonly clock: () => Promise<Date>;
 
   constructor(private readonly options: SchedulerOptions) {
+    super();
+    this.clock = options.clock ?? (() => databaseNow(options.sql));
     this.targets = new Targets(
       options.redis,
       options.queuePrefix,
@@ -86,25 +89,19 @@ export class Scheduler {
       metrics: options.metrics,
       policyOf: policyLookup(new Map(options.rollups.map((r) => [r.rollup.id, r.rollup.run]))),
     };
-    const pairs = options.rollups.flatMap((r) => r.rollup.upstream.map((asset) => ({ asset, r })));
-    this.byUpstream = new Map(
-      [...groupBy(pairs, (p) => p.asset)].map(([asset, ps]) => [asset, ps.map((p) => p.r)]),
-    );
+    this.marks = new MarkQueue(options.rollups);
   }
 
   async start(): Promise<void> {
     this.running = true;
-    const upstreams = new Set(this.byUpstream.keys());
     const listener = await this.options.sql.listen(
       EVENTS_CHANNEL,
       (payload) => {
-        if (!concernsAny(payload, upstreams)) return;
-        this.noteAssets(payload);
-        this.kick();
+        if (this.marks.note(payload)) this.kick();
       },
       // (Re)connected: notifications may have been missed in between.
       () => {
-        this.fullCheckAt = 0;
+        this.marks.checkAll();
         this.kick();
       },
     );
@@ -124,21 +121,6 @@ export class Scheduler {
     await this.loop;
     await this.unlisten?.().catch(() => {});
     await this.targets.close();
-  }
-
-  private noteAssets(payload: string): void {
-    let assets: unknown;
-    try {
-      assets = JSON.parse(payload);
-    } catch {
-      assets = null;
-    }
-    if (!Array.isArray(assets)) {
-      this.fullCheckAt = 0; // a manual request or a payload too long to name its assets
-      return;
-    }
-    for (const a of assets)
-      for (const r of this.byUpstream.get(String(a)) ?? []) this.toMark.add(r.rollup.id);
   }
 
   private async run(): Promise<void> {
@@ -173,25 +155,57 @@ export class Scheduler {
     }
   }
 
+  /** The steps of one pass, freshest work first; returns how long it may sleep before the next. */
   private async passWork(token: number, signal: AbortSignal, work: { done: boolean }): Promise<number> {
-    const { sql, rollups, log, metrics } = this.options;
-    if (this.syncedToken !== token) {
-      const specs = rollups.map((r) => ({
-        rollup: r.rollup,
-        spec: { ...r.config, target: redactTarget(r.config.target) },
-      }));
-      await syncRollups(sql, specs, log);
-      this.syncedToken = token;
-      this.sweeps = new Map(rollups.map((r) => [r.rollup.id, new DeadlineSweep(r.rollup)]));
-      this.fullCheckAt = 0;
-      log.info({ lease_token: token, rollups: rollups.length }, 'leading: evaluating everything pending');
-    }
-    const [clock] = await sql<{ now: Date }[]>`select clock_timestamp() as now`;
-    const now = clock!.now;
-    let busy = false;
-    const marking = await this.markNewEvents(signal);
-    if (marking.marked) work.done = true;
-    if (marking.more) busy = true;
+    await this.syncOnNewLease(token);
+    const now = await this.clock();
+    const marking = await this.marks.mark(this.options.sql, signal, now, this.options.leaseTtlMs);
+    const fresh = await this.evaluateFresh(token, signal, now);
+    const owed = await this.catchUpDeadlines(signal, now);
+    if (owed === null) return 0; // lease lost mid-sweep
+    const delivery = await this.deliverBacklog(signal);
+    const runs = await this.followRuns(token, signal);
+    work.done = marking.marked || fresh.evaluated > 0 || owed.inserted > 0 || runs.work;
+    const busy = marking.more || fresh.busy || owed.busy || delivery.busy || runs.more;
+    const sleepMs = busy ? 0 : await this.untilNextWork(now);
+    this.announce('pass', {
+      token,
+      now,
+      marked: marking.marked,
+      evaluated: fresh.evaluated,
+      triggered: fresh.triggered,
+      owed: owed.inserted,
+      busy,
+      sleepMs,
+    });
+    return sleepMs;
+  }
+
+  /** On a new lease: records every rollup's definition and starts the deadline sweeps afresh. */
+  private async syncOnNewLease(token: number): Promise<void> {
+    if (this.syncedToken === token) return;
+    const { sql, rollups, log } = this.options;
+    const specs = rollups.map((r) => ({
+      rollup: r.rollup,
+      spec: { ...r.config, target: redactTarget(r.config.target) },
+    }));
+    await syncRollups(sql, specs, log);
+    this.syncedToken = token;
+    this.sweeps = new Map(rollups.map((r) => [r.rollup.id, new DeadlineSweep(r.rollup)]));
+    this.marks.checkAll();
+    log.info({ lease_token: token, rollups: rollups.length }, 'leading: evaluating everything pending');
+  }
+
+  /**
+   * Evaluates pending periods newest first, delivering what each round decided before the next.
+   * Busy when a backlog is left or fresh events arrived meanwhile (they go first, next pass).
+   */
+  private async evaluateFresh(
+    token: number,
+    signal: AbortSignal,
+    now: Date,
+  ): Promise<{ evaluated: number; triggered: number; busy: boolean }> {
+    const { sql, log, metrics } = this.options;
     const ctx = {
       sql,
       rollups: this.byId,
@@ -200,25 +214,38 @@ export class Scheduler {
       log,
       metrics,
       idleMs: this.options.leaseTtlMs,
+      onDecided: (event: SchedulerEvents['decided'][0]) => this.announce('decided', event),
     };
+    let evaluated = 0;
+    let triggered = 0;
     for (let round = 0; round < MAX_ROUNDS && !signal.aborted; round++) {
       // A small first batch: the newest pending periods (a fresh one among them) are decided and
       // delivered before the transactions of a backlog.
       const result = await evaluatePending(ctx, now, round === 0 ? FRESH_BATCH : EVALUATE_BATCH);
-      if (result.evaluated > 0) work.done = true;
+      evaluated += result.evaluated;
+      triggered += result.triggered;
       // Deliver what was just decided before looking at more.
       if (result.triggered > 0) await deliverDue(this.dispatch, signal);
       if (!result.more) break;
       // Fresh events go before the rest of a backlog: mark them and start again from the newest.
-      if (this.woken || round === MAX_ROUNDS - 1) {
-        busy = true;
-        break;
-      }
+      if (this.woken || round === MAX_ROUNDS - 1) return { evaluated, triggered, busy: true };
     }
-    // Deadline catch-up after the fresh work: its rows are decided on the next pass.
+    return { evaluated, triggered, busy: false };
+  }
+
+  /**
+   * Deadline catch-up after the fresh work: gives owed periods their rows (decided on the next
+   * pass), a bounded number per pass. Null when the lease was lost mid-sweep.
+   */
+  private async catchUpDeadlines(
+    signal: AbortSignal,
+    now: Date,
+  ): Promise<{ inserted: number; busy: boolean } | null> {
+    const { sql, log, metrics } = this.options;
     const owed: Array<{ rollupId: string; period: Period }> = [];
+    let busy = false;
     for (const [rollupId, sweep] of this.sweeps) {
-      if (signal.aborted) return 0;
+      if (signal.aborted) return null;
       if (sweep.wakeAt > now.getTime()) continue;
       if (owed.length >= CATCH_UP_BATCH) {
         busy = true; // the rest on the next pass, after fresher work
@@ -228,74 +255,42 @@ export class Scheduler {
       for (const period of swept.owed) owed.push({ rollupId, period });
       if (swept.more) busy = true;
     }
-    if (owed.length > 0) {
-      await insertOwed(sql, owed);
-      work.done = true;
-      busy = true;
-    }
+    if (owed.length === 0) return { inserted: 0, busy };
+    await insertOwed(sql, owed);
+    return { inserted: owed.length, busy: true };
+  }
+
+  /** Delivers what is due (retries, checks, a backlog), yielding to fresh events. */
+  private async deliverBacklog(signal: AbortSignal): Promise<{ busy: boolean }> {
     for (let round = 0; round < MAX_ROUNDS && !signal.aborted; round++) {
       const { more } = await deliverDue(this.dispatch, signal);
       if (!more) break;
-      if (this.woken) {
-        busy = true; // fresh events first; the rest is delivered on the next pass
-        break;
-      }
+      if (this.woken) return { busy: true }; // fresh events first; the rest on the next pass
     }
-    // Runs: timeouts, due retries and outcomes, each bounded (a retry is delivered on the next pass).
-    if (!signal.aborted) {
-      const runs = await followRuns(
-        {
-          ...this.dispatch,
-          fence: this.options.fence,
-          token,
-          checks: this.options.runChecks ?? DEFAULT_CHECKS,
-        },
-        signal,
-      );
-      if (runs.work) work.done = true;
-      if (runs.more) busy = true;
-    }
-    if (busy) return 0;
+    return { busy: false };
+  }
+
+  /** Runs: timeouts, due retries and outcomes, each bounded (a retry is delivered on the next pass). */
+  private async followRuns(token: number, signal: AbortSignal): Promise<{ work: boolean; more: boolean }> {
+    if (signal.aborted) return { work: false, more: false };
+    const checks = this.options.runChecks ?? DEFAULT_CHECKS;
+    return followRuns({ ...this.dispatch, fence: this.options.fence, token, checks }, signal);
+  }
+
+  /** How long nothing is due: the sweeps, due periods, run work and the next full check. */
+  private async untilNextWork(now: Date): Promise<number> {
     let wakeAt = Number.POSITIVE_INFINITY;
     for (const sweep of this.sweeps.values()) wakeAt = Math.min(wakeAt, sweep.wakeAt);
     // Periods still pending here were locked by someone else (skipped): look again shortly.
-    const due = await schedulerWake(sql, [...this.byId.keys()]);
+    const due = await schedulerWake(this.options.sql, [...this.byId.keys()]);
     if (due?.skipped) wakeAt = Math.min(wakeAt, now.getTime() + SKIPPED_RETRY_MS);
     for (const at of [due?.at, due?.delivery]) if (at) wakeAt = Math.min(wakeAt, at.getTime());
-    if (this.fullCheckAt > 0) wakeAt = Math.min(wakeAt, this.fullCheckAt + FULL_CHECK_MS);
+    wakeAt = Math.min(wakeAt, this.marks.nextFullCheckAt());
     return Math.max(0, wakeAt - now.getTime());
   }
 
-  /**
-   * Marks the periods new events touched, for the rollups notified since the last pass (every
-   * rollup on a full check). Says whether it marked any and whether a backlog is left.
-   */
-  private async markNewEvents(signal: AbortSignal): Promise<{ marked: boolean; more: boolean }> {
-    const { sql, leaseTtlMs } = this.options;
-    if (Date.now() - this.fullCheckAt >= FULL_CHECK_MS) {
-      this.fullCheckAt = Date.now();
-      for (const id of await rollupsWithNewEvents(sql, this.options.rollups)) this.toMark.add(id);
-    }
-    const ids = [...this.toMark];
-    this.toMark.clear();
-    let busy = false;
-    for (const id of ids) {
-      const { rollup } = this.byId.get(id)!;
-      for (let round = 0; ; round++) {
-        if (signal.aborted) {
-          this.toMark.add(id);
-          return { marked: true, more: true };
-        }
-        // Short reads caught up with the log as it was; anything newer has notified us again.
-        if (!(await markTouchedPeriods(sql, rollup, TOUCH_BATCH, leaseTtlMs))) break;
-        if (round === MAX_ROUNDS - 1) {
-          this.toMark.add(id);
-          busy = true;
-          break;
-        }
-      }
-    }
-    return { marked: ids.length > 0, more: busy };
+  private announce<K extends keyof SchedulerEvents>(name: K, ...args: SchedulerEvents[K]): void {
+    emitSafely(this, this.options.log, name, ...args);
   }
 
   private sleep(ms: number): Promise<void> {

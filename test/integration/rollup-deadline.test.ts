@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { startTestDaemon, testConfig, testProducer, testQueue } from '../helpers/daemon.js';
 import { createTestDatabase } from '../helpers/db.js';
 import { createTestPrefix } from '../helpers/redis.js';
+import { nextEvent } from '../helpers/scheduler-events.js';
 import { waitFor } from '../helpers/wait.js';
 
 // Deadlines run on real time, so these rollups have short periods that begin in a moment (after
@@ -26,6 +27,7 @@ const config = testConfig(db, prefix, {
   rollups: [rollup('dl_trigger', 'd.trigger', 'trigger'), rollup('dl_miss', 'd.miss', 'miss')],
 });
 const daemon = await startTestDaemon(config);
+const scheduler = daemon.scheduler!;
 const producer = testProducer(config);
 const downstream = testQueue('deadline-runs', prefix);
 
@@ -55,22 +57,26 @@ const ingestedAt = async (asset: string, lo: number) => {
 describe('deadline', () => {
   it('on_deadline trigger: waits until end + deadline, then triggers with the gaps in the payload', async () => {
     const p = upcomingPeriod();
-    await producer.add('e', half('d.trigger', p.start));
-    const row = await waitFor(
-      async () => {
-        const [t] = await db.sql<{ reason: string; decided_at: Date; idempotency_key: string }[]>`
-          select reason, decided_at, idempotency_key from triggers
-          where rollup_id = 'dl_trigger' and period_lo = ${p.start * 1000}`;
-        return t;
-      },
+    const decided = nextEvent(
+      scheduler,
+      'decided',
+      (d) => d.rollup === 'dl_trigger' && d.lo === p.start * 1000 && d.trigger !== null,
       { what: 'deadline trigger' },
     );
-    expect(row.reason).toBe('deadline');
+    await producer.add('e', half('d.trigger', p.start));
+    const event = await decided;
+    expect(event).toMatchObject({ state: 'triggered', generation: 1, trigger: { reason: 'deadline' } });
+    // Announced once committed: the decision is there to read.
+    const [row] = await db.sql<{ reason: string; decided_at: Date; idempotency_key: string }[]>`
+      select reason, decided_at, idempotency_key from triggers
+      where rollup_id = 'dl_trigger' and period_lo = ${p.start * 1000}`;
+    expect(row!.reason).toBe('deadline');
+    expect(row!.idempotency_key).toBe(event.trigger!.idempotencyKey);
     // The event was there before the deadline; the decision waited for it.
     expect((await ingestedAt('d.trigger', p.start)).getTime()).toBeLessThan(p.deadline);
-    expect(row.decided_at.getTime()).toBeGreaterThanOrEqual(p.deadline);
+    expect(row!.decided_at.getTime()).toBeGreaterThanOrEqual(p.deadline);
 
-    const job = await waitFor(() => downstream.getJob(row.idempotency_key), { what: 'deadline job' });
+    const job = await waitFor(() => downstream.getJob(row!.idempotency_key), { what: 'deadline job' });
     expect(job.data).toMatchObject({
       rollup: 'dl_trigger',
       generation: 1,
@@ -92,18 +98,18 @@ describe('deadline', () => {
 
   it('on_deadline miss: marks the period missed at the deadline, counts it, and never triggers it', async () => {
     const p = upcomingPeriod();
+    const ofPeriod = (d: { rollup: string; lo: number }) => d.rollup === 'dl_miss' && d.lo === p.start * 1000;
+    const decided = nextEvent(scheduler, 'decided', (d) => ofPeriod(d) && d.state === 'missed', {
+      what: 'missed period',
+    });
     await producer.add('e', half('d.miss', p.start));
-    const missed = await waitFor(
-      async () => {
-        const [row] = await db.sql<{ state: string; updated_at: Date; ratio: number }[]>`
-          select state, updated_at, ratio from periods where rollup_id = 'dl_miss' and lo = ${p.start * 1000}`;
-        return row?.state === 'missed' ? row : undefined;
-      },
-      { what: 'missed period' },
-    );
-    expect(missed.ratio).toBe(0.5);
+    expect(await decided).toMatchObject({ generation: 0, trigger: null });
+    const [missed] = await db.sql<{ state: string; updated_at: Date; ratio: number }[]>`
+      select state, updated_at, ratio from periods where rollup_id = 'dl_miss' and lo = ${p.start * 1000}`;
+    expect(missed!.state).toBe('missed');
+    expect(missed!.ratio).toBe(0.5);
     expect((await ingestedAt('d.miss', p.start)).getTime()).toBeLessThan(p.deadline);
-    expect(missed.updated_at.getTime()).toBeGreaterThanOrEqual(p.deadline);
+    expect(missed!.updated_at.getTime()).toBeGreaterThanOrEqual(p.deadline);
 
     // Every missed period is counted once: the stored one, and the empty ones after it, which are
     // missed too as time goes on without a row (they are derived, SPEC §10).
@@ -129,16 +135,14 @@ describe('deadline', () => {
       select count(*)::int as n from periods where rollup_id = 'dl_miss'`;
     expect(stored!.n).toBe(1); // only the touched period has a row
 
-    // Data that arrives after the deadline is recorded but does not revive the period.
+    // Data that arrives after the deadline is recorded but does not revive the period: the period
+    // is touched again (its only evaluation since it was missed) and stays missed.
+    const late = nextEvent(scheduler, 'decided', ofPeriod, { what: 'late data evaluated' });
     await producer.add('e', { ...half('d.miss', p.start + PERIOD_MS / 2) });
-    await waitFor(
-      async () => {
-        const [row] = await db.sql<{ state: string; ratio: number }[]>`
-          select state, ratio from periods where rollup_id = 'dl_miss' and lo = ${p.start * 1000}`;
-        return row?.ratio === 1 ? row : undefined;
-      },
-      { what: 'late data evaluated' },
-    ).then((row) => expect(row.state).toBe('missed'));
+    expect(await late).toMatchObject({ state: 'missed', generation: 0, trigger: null });
+    const [after] = await db.sql<{ state: string; ratio: number }[]>`
+      select state, ratio from periods where rollup_id = 'dl_miss' and lo = ${p.start * 1000}`;
+    expect(after).toEqual({ state: 'missed', ratio: 1 });
     const [none] = await db.sql<{ n: number }[]>`
       select count(*)::int as n from triggers where rollup_id = 'dl_miss'`;
     expect(none!.n).toBe(0);

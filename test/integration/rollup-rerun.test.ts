@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { startTestDaemon, testConfig, testProducer } from '../helpers/daemon.js';
 import { createTestDatabase } from '../helpers/db.js';
 import { createTestPrefix } from '../helpers/redis.js';
+import { nextEvent } from '../helpers/scheduler-events.js';
 import { waitFor } from '../helpers/wait.js';
 
 const db = await createTestDatabase();
@@ -26,7 +27,7 @@ const config = testConfig(db, prefix, {
     { ...rollup('rep_tol', 'r.tol', 'on_replay'), policy: { ratio: 0.9 } },
   ],
 });
-await startTestDaemon(config);
+const { scheduler } = await startTestDaemon(config);
 const producer = testProducer(config);
 
 const MIN = 60_000;
@@ -79,14 +80,24 @@ const ingested = (asset: string, count: number) =>
   );
 
 /**
- * A barrier: a later hour of the same asset, sent after everything before it was ingested, triggers
- * in a scheduler pass that also marked and evaluated every earlier event. Any rerun those earlier
- * events owed would have been decided by then.
+ * Every event of `asset` sent so far is marked and evaluated: the rollup's cursor has read them
+ * all, and then a scheduler pass ended with nothing left to do (the pass that moved the cursor, or
+ * a later one: either evaluated what the marking made dirty). Any rerun they owed is decided.
  */
-const barrier = async (rollupId: string, asset: string, hourStart: string, eventsSoFar: number) => {
+const settled = async (rollupId: string, asset: string, eventsSoFar: number) => {
   await ingested(asset, eventsSoFar);
-  await producer.addBulk(slices(asset, hourStart, 1, 60 * MIN, 'v1'));
-  await untilTriggers(rollupId, hourStart, 1);
+  await waitFor(
+    async () => {
+      const [row] = await db.sql<{ behind: boolean }[]>`
+        select c.seq < a.last_seq as behind from rollup_cursors c join assets a on a.name = c.asset_name
+        where c.rollup_id = ${rollupId} and c.asset_name = ${asset}`;
+      return row?.behind === false;
+    },
+    { what: `${rollupId} to read every event of ${asset}` },
+  );
+  const idle = nextEvent(scheduler!, 'pass', (p) => !p.busy, { what: 'a pass with nothing left to do' });
+  scheduler!.kick();
+  await idle;
 };
 
 /** Twelve v1 slices make the hour trigger; then a replay requirement at v2 covers [hour, until). */
@@ -117,7 +128,7 @@ describe('reruns of a reprocessed hour', () => {
       payload: { generation: 2, reason: 'update', upstreams: { 'r.upd': { versions: ['v2'] } } },
     });
 
-    await barrier('upd', 'r.upd', '2026-11-02T12:00:00Z', 13);
+    await settled('upd', 'r.upd', 13);
     expect((await triggers('upd', '2026-11-02T10:00:00Z')).map((t) => [t.generation, t.reason])).toEqual([
       [1, 'covered'],
       [2, 'update'],
@@ -132,7 +143,7 @@ describe('reruns of a reprocessed hour', () => {
     await untilTriggers('nev', '2026-11-02T10:00:00Z', 1);
     await ingested('r.nev', 12);
     await producer.addBulk(slices('r.nev', '2026-11-02T10:00:00Z', 1, 60 * MIN, 'v2'));
-    await barrier('nev', 'r.nev', '2026-11-02T12:00:00Z', 13);
+    await settled('nev', 'r.nev', 13);
     expect((await triggers('nev', '2026-11-02T10:00:00Z')).map((t) => [t.generation, t.reason])).toEqual([
       [1, 'covered'],
     ]);
@@ -169,7 +180,7 @@ describe('reruns of a reprocessed hour', () => {
     // Under on_replay a newer completion without a requirement is no reason to rerun.
     await ingested('r.rep', 14);
     await producer.addBulk(slices('r.rep', hour, 1, 60 * MIN, 'v3'));
-    await barrier('rep', 'r.rep', '2026-11-02T12:00:00Z', 15);
+    await settled('rep', 'r.rep', 15);
     expect((await triggers('rep', hour)).map((t) => [t.generation, t.reason])).toEqual([
       [1, 'covered'],
       [2, 'replay'],
@@ -189,7 +200,7 @@ describe('reruns of a reprocessed hour', () => {
       },
       { what: 'rerun_pending at ratio 11/12' },
     );
-    await barrier('rep_tol', 'r.tol', '2026-11-02T12:00:00Z', 13);
+    await settled('rep_tol', 'r.tol', 13);
     expect(await triggers('rep_tol', hour)).toHaveLength(1);
 
     await producer.addBulk(slices('r.tol', hour, 1, 5 * MIN, 'v2'));
@@ -213,13 +224,14 @@ describe('reruns of a reprocessed hour', () => {
     expect(rerun!.decided_at.getTime()).toBeGreaterThanOrEqual(newest!.at.getTime() + SETTLE_MS);
     expect(rerun!.payload.upstreams['r.day']!.versions).toEqual(['v2']);
 
-    // Barrier: the next day, sent after all 48 events were ingested.
-    await ingested('r.day', 48);
-    await producer.addBulk(slices('r.day', '2026-11-04T00:00:00Z', 24, 60 * MIN, 'v1'));
-    await untilTriggers('upd_day', '2026-11-04T00:00:00Z', 1);
+    await settled('upd_day', 'r.day', 48);
     expect((await triggers('upd_day', day)).map((t) => [t.generation, t.reason])).toEqual([
       [1, 'covered'],
       [2, 'update'],
     ]);
+    // Nothing more owed: a third rerun still settling would show here as rerun_pending.
+    const [period] = await db.sql`
+      select state, generation, rerun from periods where rollup_id = 'upd_day' and lo = ${ms(day) * 1000}`;
+    expect(period).toEqual({ state: 'triggered', generation: 2, rerun: null });
   });
 });

@@ -1,7 +1,7 @@
 /** The `start`/`end` of a period listing as the periods they select: both period boundaries. */
 import { parseBound } from '../../core/bounds.js';
 import { CalendarError } from '../../core/calendar.js';
-import { periodsEnd } from '../../core/periods.js';
+import { periodRange, periodsEnd } from '../../core/periods.js';
 import type { Rollup } from '../../core/rollup.js';
 import { HttpError } from '../errors.js';
 import { badRequest } from './assets.js';
@@ -24,13 +24,8 @@ export function periodWindow(
   if (lo !== null && hi !== null && hi < lo) {
     throw new HttpError(400, 'end_before_start', `end ${query.end} is before start ${query.start}`);
   }
-  const last = periodsEnd(rollup, nowMs, coveredHi);
   try {
-    const from =
-      lo === null || lo <= rollup.begin ? rollup.begin : rollup.calendar.periodContaining(lo).start;
-    const to =
-      hi === null || hi >= last ? last : hi <= from ? from : rollup.calendar.periodContaining(hi - 1).end;
-    return from < to ? { from, to } : { from, to: from };
+    return periodRange(rollup, lo, hi, periodsEnd(rollup, nowMs, coveredHi));
   } catch (error) {
     if (error instanceof CalendarError) throw new HttpError(400, error.reason, error.message);
     throw error;

@@ -7,7 +7,7 @@
 import type { RollupRuntime } from '../../config/rollups.js';
 import type { Period } from '../../core/calendar.js';
 import { countStarts } from '../../core/period-count.js';
-import { type PeriodView, periodsEnd } from '../../core/periods.js';
+import { type PeriodView, periodRange, periodsEnd } from '../../core/periods.js';
 import type { PeriodState } from '../../core/policy.js';
 import type { AssetRow } from '../../index/assets.js';
 import type { Db } from '../../index/db.js';
@@ -53,11 +53,7 @@ export async function loadRollup(
     ...rollup.upstream.map((u) => assets.get(u)?.covered_hi ?? Number.NEGATIVE_INFINITY),
   );
   const last = periodsEnd(rollup, nowMs, Number.isFinite(covered) ? covered : null);
-  const from = Math.max(
-    rollup.begin,
-    window.start <= rollup.begin ? rollup.begin : calendar.periodContaining(window.start).start,
-  );
-  const to = Math.min(last, window.end >= last ? last : calendar.periodContaining(window.end - 1).end);
+  const { from, to } = periodRange(rollup, window.start, window.end, last);
   const href = (key: string) => periodHref(rollup.id, key);
   const newest = newestPeriod(runtime, last, now);
   const late = (p: PeriodView) =>

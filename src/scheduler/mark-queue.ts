@@ -1,0 +1,100 @@
+/**
+ * Which rollups have new events to mark, and the marking itself: rollups are queued when a commit
+ * notification names one of their upstreams, and all of them are checked against their logs on a
+ * new lease, after a reconnect, and every FULL_CHECK_MS in case a notification was lost.
+ */
+import type { RollupRuntime } from '../config/rollups.js';
+import { groupBy } from '../core/group-by.js';
+import { concernsAny } from '../index/commit.js';
+import { rollupsWithNewEvents } from '../index/cursors.js';
+import type { Sql } from '../index/db.js';
+import { markTouchedPeriods } from './touch.js';
+
+const TOUCH_BATCH = 5000;
+/** Bounded work per pass so a backlog never starves the lease's view of the event loop. */
+const MAX_ROUNDS = 20;
+/** Every upstream cursor is compared with its log this often, in case a notification was lost. */
+const FULL_CHECK_MS = 60_000;
+
+export class MarkQueue {
+  private readonly byId: ReadonlyMap<string, RollupRuntime>;
+  private readonly byUpstream: ReadonlyMap<string, RollupRuntime[]>;
+  private readonly upstreams: ReadonlySet<string>;
+  /** Rollups whose upstreams have notified new events since they were last marked. */
+  private readonly toMark = new Set<string>();
+  /** When every rollup was last compared with its logs (scheduler clock, ms); 0: at the next pass. */
+  private fullCheckAt = 0;
+
+  constructor(private readonly rollups: readonly RollupRuntime[]) {
+    this.byId = new Map(rollups.map((r) => [r.rollup.id, r]));
+    const pairs = rollups.flatMap((r) => r.rollup.upstream.map((asset) => ({ asset, r })));
+    this.byUpstream = new Map(
+      [...groupBy(pairs, (p) => p.asset)].map(([asset, ps]) => [asset, ps.map((p) => p.r)]),
+    );
+    this.upstreams = new Set(this.byUpstream.keys());
+  }
+
+  /** Notes a commit notification; says whether it concerns these rollups (a pass is worth it). */
+  note(payload: string): boolean {
+    if (!concernsAny(payload, this.upstreams)) return false;
+    let assets: unknown;
+    try {
+      assets = JSON.parse(payload);
+    } catch {
+      assets = null;
+    }
+    if (!Array.isArray(assets)) {
+      this.fullCheckAt = 0; // a manual request or a payload too long to name its assets
+      return true;
+    }
+    for (const a of assets)
+      for (const r of this.byUpstream.get(String(a)) ?? []) this.toMark.add(r.rollup.id);
+    return true;
+  }
+
+  /** Compare every rollup with its logs at the next pass (new lease, reconnect). */
+  checkAll(): void {
+    this.fullCheckAt = 0;
+  }
+
+  /** When the next periodic full check is due (scheduler clock, ms); never before the first. */
+  nextFullCheckAt(): number {
+    return this.fullCheckAt > 0 ? this.fullCheckAt + FULL_CHECK_MS : Number.POSITIVE_INFINITY;
+  }
+
+  /**
+   * Marks the periods new events touched, for the rollups notified since the last pass (every
+   * rollup on a full check). Says whether it marked any and whether a backlog is left.
+   */
+  async mark(
+    sql: Sql,
+    signal: AbortSignal,
+    now: Date,
+    leaseTtlMs: number,
+  ): Promise<{ marked: boolean; more: boolean }> {
+    if (now.getTime() - this.fullCheckAt >= FULL_CHECK_MS) {
+      this.fullCheckAt = now.getTime();
+      for (const id of await rollupsWithNewEvents(sql, this.rollups)) this.toMark.add(id);
+    }
+    const ids = [...this.toMark];
+    this.toMark.clear();
+    let busy = false;
+    for (const id of ids) {
+      const { rollup } = this.byId.get(id)!;
+      for (let round = 0; ; round++) {
+        if (signal.aborted) {
+          this.toMark.add(id);
+          return { marked: true, more: true };
+        }
+        // Short reads caught up with the log as it was; anything newer has notified us again.
+        if (!(await markTouchedPeriods(sql, rollup, TOUCH_BATCH, leaseTtlMs))) break;
+        if (round === MAX_ROUNDS - 1) {
+          this.toMark.add(id);
+          busy = true;
+          break;
+        }
+      }
+    }
+    return { marked: ids.length > 0, more: busy };
+  }
+}
