@@ -261,8 +261,32 @@ describe('coverage-rollup status', () => {
     });
     const text = await cli(['status']);
     expect(text.stdout).toMatch(
-      /^ {4}covered until 2025-06-01T12:00:00Z, lag \d+(\.\d+)? s, last event at \d{4}-/m,
+      /^ {4}covered until 2025-06-01T12:00:00Z, lag \d+d( \d+h)?, last event at \d{4}-/m,
     );
+  });
+
+  it('lists stale assets first and lags in human units, in the status page order', async () => {
+    const now = Date.now();
+    const iso = (ms: number) => new Date(ms - (ms % 60_000)).toISOString();
+    await commitEvents(
+      db.sql,
+      [
+        { asset: 'cli.a-fresh', start: iso(now - 3_600_000), end: iso(now) },
+        { asset: 'cli.z-stale', start: iso(now - 3 * 3_600_000), end: iso(now - 2 * 3_600_000) },
+      ].map((e) => normalizeEvent(e, { maxPayloadBytes: 65_536 })),
+    );
+    const config = writeConfig('status-stale.json', {
+      database_url: db.url,
+      redis_url: REDIS_URL,
+      log_level: 'silent',
+      queue: { prefix },
+      assets: ['cli.a-fresh', 'cli.z-stale'].map((name) => ({ name, freshness: { max_lag: 'PT1H' } })),
+    });
+    const text = (await cli(['status'], { config })).stdout;
+    const order = [...text.matchAll(/^ {2}(cli\.\S+)/gm)].map((m) => m[1]);
+    expect(order[0]).toBe('cli.z-stale');
+    expect(order.indexOf('cli.z-stale')).toBeLessThan(order.indexOf('cli.a-fresh'));
+    expect(text).toMatch(/lag 2h( \d+m)?, last event at \S+ {2}STALE/);
   });
 
   it('names asset fields as /v1/assets does, and counts in words that agree with the number', async () => {

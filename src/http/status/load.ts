@@ -20,6 +20,9 @@ import type { PageView } from './model.js';
 import type { OverviewRollup } from './overview.js';
 import type { WindowQuery } from './window.js';
 
+/** r2 before r10: digits compare as numbers. */
+const NATURAL = new Intl.Collator('en', { numeric: true });
+
 /** Cards of each kind on one page. */
 export const PAGE_SIZE = 20;
 /** Rows of each kind on one page of the overview. */
@@ -144,7 +147,7 @@ async function worstFirst(sql: Sql, rollups: readonly RollupRuntime[], nowMs: nu
   const ranked = [...rollups].sort((a, b) => {
     const [sa, sb] = [score(a), score(b)];
     for (let i = 0; i < sa.length; i++) if (sa[i] !== sb[i]) return sb[i]! - sa[i]!;
-    return a.rollup.id < b.rollup.id ? -1 : 1;
+    return NATURAL.compare(a.rollup.id, b.rollup.id);
   });
   return { ranked, counts };
 }
