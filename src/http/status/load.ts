@@ -48,16 +48,29 @@ export async function loadPage(
   const now = ctx.now() * 1000;
   const { sql } = ctx.read();
   const notes: string[] = [];
+  let missing = false; // 404: the page names a rollup or asset nothing knows
   let shownRollups = rollups;
   let assetNames: readonly string[] | undefined;
   if (pq.rollup !== undefined) {
     shownRollups = rollups.filter((r) => r.rollup.id === pq.rollup);
-    if (shownRollups.length === 0) notes.push(`No rollup named ${pq.rollup} is configured.`);
+    if (shownRollups.length === 0) {
+      notes.push(`No rollup named ${pq.rollup} is configured.`);
+      missing = true;
+    }
     assetNames = shownRollups.flatMap((r) => r.rollup.upstream);
   } else if (pq.asset !== undefined) {
-    if (!(await findAsset(sql, pq.asset))) notes.push(`No asset named ${pq.asset} has been seen.`);
     assetNames = [pq.asset];
     shownRollups = rollups.filter((r) => r.rollup.upstream.includes(pq.asset!));
+    if (!(await findAsset(sql, pq.asset))) {
+      // An upstream no event named yet is a fact worth a page (its rollups wait for it), not a 404.
+      const waiting = shownRollups.map((r) => r.rollup.id);
+      notes.push(
+        waiting.length > 0
+          ? `${pq.asset} has never been seen: no event for it has been ingested yet. ${waiting.length === 1 ? 'Rollup' : 'Rollups'} ${waiting.join(', ')} wait${waiting.length === 1 ? 's' : ''} for it.`
+          : `No asset named ${pq.asset} has been seen.`,
+      );
+      missing = waiting.length === 0;
+    }
   }
   const needle = pq.q?.toLowerCase();
   if (needle !== undefined) {
@@ -113,7 +126,7 @@ export async function loadPage(
       return { ...a, coveredUntil: judged.coveredUntil, freshness: freshnessOf(judged, now / 1000) };
     });
     const page: PageView = { ...base, assets: [], rollups: [], overview: { assets, rollups: rows } };
-    return { page, found: notes.length === 0 };
+    return { page, found: !missing };
   }
   // Upstream extents for the rollups' windows, read for just this page's rollups.
   const upstreams = new Set(rollupPage.flatMap((r) => r.rollup.upstream));
@@ -130,7 +143,7 @@ export async function loadPage(
     Promise.all(rollupPage.map((r) => loadRollup(sql, r, byName, query, now, counts.get(r.rollup.id)!))),
   ]);
   const page: PageView = { ...base, assets: assetViews, rollups: rollupViews };
-  return { page, found: notes.length === 0 };
+  return { page, found: !missing };
 }
 
 /** Most missed, then most owed reruns, then most waiting periods first; then by id. */
