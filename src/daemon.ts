@@ -29,7 +29,10 @@ export interface Daemon {
   readonly url: string;
   /** The scheduler when this instance schedules (its `pass` and `decided` events), else undefined. */
   readonly scheduler: Scheduler | undefined;
-  /** Stops taking work, drains in-flight work within shutdown_timeout, releases the lease, closes. */
+  /**
+   * Stops taking work, drains in-flight work and releases the lease within shutdown_timeout (one
+   * budget: the scheduler's share, then ingest's, see shutdownBudget), then closes.
+   */
   stop(): Promise<void>;
 }
 
@@ -52,6 +55,7 @@ export async function startDaemon(config: Config, log: Logger): Promise<Daemon> 
   await ensureDatabase(config.database_url, log);
   const sql = connect(config.database_url, { max: 20 });
   const closers: Array<() => Promise<void>> = [() => sql.end({ timeout: 5 })];
+  const budget = shutdownBudget(config.shutdown_timeout);
   try {
     await migrate(sql, log);
     for (const { declared, recorded } of await registerDeclaredAssets(sql, config.assets)) {
@@ -85,7 +89,7 @@ export async function startDaemon(config: Config, log: Logger): Promise<Daemon> 
       log.child({ component: 'ingest' }),
       metrics,
     );
-    closers.unshift(() => ingest.close(config.shutdown_timeout));
+    closers.unshift(() => ingest.close(budget.leftMs()));
 
     const scheduling = config.scheduler.enabled && rollups.length > 0;
     let schedulerStatus: (() => Record<string, unknown>) | undefined;
@@ -114,7 +118,8 @@ export async function startDaemon(config: Config, log: Logger): Promise<Daemon> 
         leaseTtlMs: config.lease.ttl,
         runChecks: {
           openMs: config.scheduler.run_check_every,
-          watchMs: Math.max(30_000, config.scheduler.run_check_every),
+          // A finished Airflow run is asked about again (a clear reopens it) ten times less often.
+          watchMs: Math.min(30_000, Math.max(1000, 10 * config.scheduler.run_check_every)),
         },
       });
       lease.onAcquired((token) => {
@@ -129,7 +134,7 @@ export async function startDaemon(config: Config, log: Logger): Promise<Daemon> 
       // Stop evaluating first, then release the lease so a standby takes over at once. A pass
       // stuck on a lock must not keep the lease: once released, its commit would fail the fence.
       closers.unshift(async () => {
-        const stopped = await within(scheduler.stop(), config.shutdown_timeout / 2);
+        const stopped = await within(scheduler.stop(), budget.schedulerMs());
         if (!stopped) log.warn('scheduler pass still running at shutdown; releasing the lease anyway');
         await lease.stop();
       });
@@ -179,7 +184,10 @@ export async function startDaemon(config: Config, log: Logger): Promise<Daemon> 
       http,
       url,
       scheduler: running,
-      stop: () => closeAll(closers, log),
+      stop: () => {
+        budget.start();
+        return closeAll(closers, log);
+      },
     };
   } catch (error) {
     await closeAll(closers, log);
@@ -219,6 +227,27 @@ async function startReadReplica(config: Config, sql: Sql, log: Logger, metrics: 
 }
 
 /** Resolves true when `work` settles within `ms`, false otherwise (work is left to finish alone). */
+/** The scheduler's share of the shutdown budget; ingest has the rest. */
+const SCHEDULER_SHARE = 0.5;
+
+/**
+ * One shutdown budget, `shutdown_timeout` (T), split explicitly: stopping the scheduler (its pass
+ * in flight; the lease is released after it or at its share's end) takes at most
+ * SCHEDULER_SHARE × T, and ingest drains its in-flight commits within what is left of T, so the
+ * two together never exceed T. Counted from `stop()` (or from the first share asked for).
+ */
+function shutdownBudget(totalMs: number) {
+  let deadline: number | undefined;
+  const start = () => {
+    deadline ??= performance.now() + totalMs;
+  };
+  const leftMs = () => {
+    start();
+    return Math.max(0, deadline! - performance.now());
+  };
+  return { start, leftMs, schedulerMs: () => Math.min(totalMs * SCHEDULER_SHARE, leftMs()) };
+}
+
 function within(work: Promise<unknown>, ms: number): Promise<boolean> {
   return new Promise((resolve) => {
     const timer = setTimeout(() => resolve(false), ms);

@@ -21,6 +21,9 @@ Commands:
   status [--json]            assets, rollups and the scheduler lease at a glance
   prune [--dry-run] [--json] one retention pass now: drop event-log partitions past
                              retention.events, compact old delivered triggers
+  retry ROLLUP --period KEY  retry one period's failed, timed-out or lost run (a new attempt)
+  retry ROLLUP --failed --start S --end E
+                             retry every period of [S, E) whose run failed, timed out or was lost
   demo [--serve] [--database NAME]  a one-minute tour on a fresh demo database (config/demo.yaml)
 
 Options:
@@ -134,6 +137,21 @@ Options:
 ${CONFIG_OPTION}
 Exit codes: 0 done, 1 something past retention was held back by a scheduler cursor (or another
 instance was pruning), 2 error.
+`,
+  retry: `Usage: coverage-rollup retry ROLLUP (--period KEY | --failed --start S --end E) [--json] [--config FILE]
+
+Retries downstream runs by hand (README "Runs"): each retried period gets a new attempt of its
+generation, with its own run id (<idempotency key>~aN), which the lease holder delivers at once.
+Only a run that failed, timed out or was lost is retried; an open or succeeded one is left alone.
+
+Options:
+  --period KEY        the period, by its key as listings give it (2025-06-01T10, 2025-06-01, ...)
+  --failed            every period starting in [--start, --end) whose current run failed,
+                      timed out or was lost (bounds in the rollup's form)
+  --json              print {rollup, retried: [{period, run_id, attempt} | {period, refused}]}
+${CONFIG_OPTION}
+Exit codes: 0 done (also when the window had nothing to retry), 1 the named period could not be
+retried (no run yet, or its run is open or succeeded), 2 usage or runtime error.
 `,
   demo: `Usage: coverage-rollup demo [--serve] [--database NAME] [--config FILE]
 

@@ -6,6 +6,7 @@ import { runDemo } from './commands/demo.js';
 import { runEmit } from './commands/emit.js';
 import { runMigrate } from './commands/migrate.js';
 import { runPrune } from './commands/prune.js';
+import { runRetry } from './commands/retry.js';
 import { runStart } from './commands/start.js';
 import { runStatus } from './commands/status.js';
 import { COMMAND_HELP, HELP, version } from './help.js';
@@ -65,6 +66,8 @@ async function main(argv: string[]): Promise<number> {
       return runDemo(values);
     case 'prune':
       return runPrune(values);
+    case 'retry':
+      return runRetry(rest, values);
     default:
       process.stderr.write(`coverage-rollup: unknown command "${command}"; see coverage-rollup --help\n`);
       return 2;

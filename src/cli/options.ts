@@ -25,6 +25,8 @@ export const OPTIONS = {
   'max-lag': { type: 'string' },
   'require-known': { type: 'boolean' },
   'dry-run': { type: 'boolean' },
+  period: { type: 'string' },
+  failed: { type: 'boolean' },
 } as const satisfies NonNullable<ParseArgsConfig['options']>;
 
 type Option = keyof typeof OPTIONS;
@@ -40,6 +42,7 @@ export const COMMAND_OPTIONS: Readonly<Record<string, readonly Option[]>> = {
   emit: ['asset', 'start', 'end', 'interval', 'data-version', 'id', 'replay', 'file'],
   status: ['json'],
   prune: ['dry-run', 'json'],
+  retry: ['period', 'failed', 'start', 'end', 'json'],
   demo: ['serve', 'database'],
 };
 
@@ -97,6 +100,7 @@ const VALUE_NAMES: Partial<Record<Option, string>> = {
   id: 'ID',
   interval: 'S/E',
   database: 'NAME',
+  period: 'KEY',
 };
 
 function flag(name: Option): string {

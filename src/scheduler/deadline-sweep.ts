@@ -12,9 +12,12 @@ import { missedBefore, nextPassAt, passedBefore } from '../core/periods.js';
 import type { Rollup } from '../core/rollup.js';
 import type { Sql } from '../index/db.js';
 import { storedStarts } from '../index/periods/reads.js';
+import { insertOwed } from '../index/periods/writes.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
 
+/** Owed deadline triggers given a row per pass (all rollups together), each rollup's newest first. */
+const CATCH_UP_BATCH = 1000;
 /** Missed periods logged one by one per sweep; more are summed up in one line. */
 const LOGGED_MISSES = 20;
 
@@ -39,7 +42,7 @@ export class DeadlineSweep {
 
   /**
    * Handles what is due at `nowMs`: returns the periods owed a row now (the caller inserts every
-   * rollup's in one statement, index/periods/writes.ts `insertOwed`) and whether more are owed after them.
+   * rollup's in one statement, `catchUpDeadlines`) and whether more are owed after them.
    */
   async run(
     sql: Sql,
@@ -103,4 +106,35 @@ export class DeadlineSweep {
         'periods missed their deadline',
       );
   }
+}
+
+/**
+ * Deadline catch-up, after a pass's fresh work: runs every sweep that is due and gives the owed
+ * periods their rows in one statement (decided on the next pass), a bounded number per pass.
+ * Busy when more are owed; null when the lease was lost mid-sweep.
+ */
+export async function catchUpDeadlines(
+  sql: Sql,
+  sweeps: ReadonlyMap<string, DeadlineSweep>,
+  now: Date,
+  signal: AbortSignal,
+  log: Logger,
+  metrics: Metrics,
+): Promise<{ inserted: number; busy: boolean } | null> {
+  const owed: Array<{ rollupId: string; period: Period }> = [];
+  let busy = false;
+  for (const [rollupId, sweep] of sweeps) {
+    if (signal.aborted) return null;
+    if (sweep.wakeAt > now.getTime()) continue;
+    if (owed.length >= CATCH_UP_BATCH) {
+      busy = true; // the rest on the next pass, after fresher work
+      break;
+    }
+    const swept = await sweep.run(sql, now.getTime(), CATCH_UP_BATCH - owed.length, log, metrics);
+    for (const period of swept.owed) owed.push({ rollupId, period });
+    if (swept.more) busy = true;
+  }
+  if (owed.length === 0) return { inserted: 0, busy };
+  await insertOwed(sql, owed);
+  return { inserted: owed.length, busy: true };
 }

@@ -13,7 +13,7 @@ const BATCH = 100;
 
 /** How soon after a delivery a target that can be asked (queue, airflow) is first asked about the run. */
 export const FIRST_CHECK_MS: Readonly<Record<string, number | null>> = {
-  queue: 1000,
+  queue: 0,
   airflow: 5000,
   webhook: null,
 };

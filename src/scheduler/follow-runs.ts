@@ -120,7 +120,8 @@ async function check(ctx: FollowContext, signal: AbortSignal) {
       for (const r of chunk) {
         const report = answer?.get(r.runId) ?? null;
         const after = report === null ? r : await apply(ctx, r, report, stored.type);
-        next.push({ run: r.run, afterMs: nextCheck(ctx, stored.type, after) });
+        // A target that cannot be asked (a webhook) is not asked again: its runs report themselves.
+        next.push({ run: r.run, afterMs: answer === null ? null : nextCheck(ctx, stored.type, after) });
       }
     }
   }

@@ -1,14 +1,13 @@
 import { EventEmitter } from 'node:events';
 import type { RollupRuntime } from '../config/rollups.js';
-import type { Period } from '../core/calendar.js';
 import { EVENTS_CHANNEL } from '../index/commit.js';
 import { databaseNow, type Sql } from '../index/db.js';
 import { schedulerWake } from '../index/periods/reads.js';
-import { insertOwed } from '../index/periods/writes.js';
+import { checkSoon } from '../index/runs.js';
 import type { RedisClient } from '../ingest/redis.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
-import { DeadlineSweep } from './deadline-sweep.js';
+import { catchUpDeadlines, DeadlineSweep } from './deadline-sweep.js';
 import { type DispatchContext, deliverDue, policyLookup } from './dispatch.js';
 import { evaluatePending } from './evaluate.js';
 import type { Fence } from './fence.js';
@@ -44,8 +43,6 @@ export interface SchedulerOptions {
 /** Small enough that a fresh period never waits long behind the transaction in flight. */
 const EVALUATE_BATCH = 200;
 const FRESH_BATCH = 20;
-/** Owed deadline triggers given a row per pass (all rollups together), each rollup's newest first. */
-const CATCH_UP_BATCH = 1000;
 /** Bounded work per pass so a backlog never starves the lease's view of the event loop. */
 const MAX_ROUNDS = 20;
 const SKIPPED_RETRY_MS = 1000;
@@ -79,6 +76,8 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
       options.redis,
       options.queuePrefix,
       options.rollups.map((r) => r.config.target),
+      process.env,
+      (runId) => this.runFinished(runId),
     );
     this.byId = new Map(options.rollups.map((r) => [r.rollup.id, r]));
     this.dispatch = {
@@ -123,6 +122,14 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
     await this.targets.close();
   }
 
+  /** A queue job finished: ask about its run now rather than at its next check. */
+  private runFinished(runId: string): void {
+    checkSoon(this.options.sql, [runId]).then(
+      () => this.kick(),
+      () => {}, // the run's regular check still comes
+    );
+  }
+
   private async run(): Promise<void> {
     const { log } = this.options;
     let failures = 0;
@@ -157,15 +164,20 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
 
   /** The steps of one pass, freshest work first; returns how long it may sleep before the next. */
   private async passWork(token: number, signal: AbortSignal, work: { done: boolean }): Promise<number> {
+    const { sql, log, metrics, leaseTtlMs } = this.options;
     await this.syncOnNewLease(token);
     const now = await this.clock();
-    const marking = await this.marks.mark(this.options.sql, signal, now, this.options.leaseTtlMs);
+    // `work.done` as each step ends, so a pass that fails half-way is still timed as busy.
+    const marking = await this.marks.mark(sql, signal, now, leaseTtlMs);
+    work.done ||= marking.marked;
     const fresh = await this.evaluateFresh(token, signal, now);
-    const owed = await this.catchUpDeadlines(signal, now);
+    work.done ||= fresh.evaluated > 0;
+    const owed = await catchUpDeadlines(sql, this.sweeps, now, signal, log, metrics);
     if (owed === null) return 0; // lease lost mid-sweep
+    work.done ||= owed.inserted > 0;
     const delivery = await this.deliverBacklog(signal);
     const runs = await this.followRuns(token, signal);
-    work.done = marking.marked || fresh.evaluated > 0 || owed.inserted > 0 || runs.work;
+    work.done ||= runs.work;
     const busy = marking.more || fresh.busy || owed.busy || delivery.busy || runs.more;
     const sleepMs = busy ? 0 : await this.untilNextWork(now);
     this.announce('pass', {
@@ -231,33 +243,6 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
       if (this.woken || round === MAX_ROUNDS - 1) return { evaluated, triggered, busy: true };
     }
     return { evaluated, triggered, busy: false };
-  }
-
-  /**
-   * Deadline catch-up after the fresh work: gives owed periods their rows (decided on the next
-   * pass), a bounded number per pass. Null when the lease was lost mid-sweep.
-   */
-  private async catchUpDeadlines(
-    signal: AbortSignal,
-    now: Date,
-  ): Promise<{ inserted: number; busy: boolean } | null> {
-    const { sql, log, metrics } = this.options;
-    const owed: Array<{ rollupId: string; period: Period }> = [];
-    let busy = false;
-    for (const [rollupId, sweep] of this.sweeps) {
-      if (signal.aborted) return null;
-      if (sweep.wakeAt > now.getTime()) continue;
-      if (owed.length >= CATCH_UP_BATCH) {
-        busy = true; // the rest on the next pass, after fresher work
-        break;
-      }
-      const swept = await sweep.run(sql, now.getTime(), CATCH_UP_BATCH - owed.length, log, metrics);
-      for (const period of swept.owed) owed.push({ rollupId, period });
-      if (swept.more) busy = true;
-    }
-    if (owed.length === 0) return { inserted: 0, busy };
-    await insertOwed(sql, owed);
-    return { inserted: owed.length, busy: true };
   }
 
   /** Delivers what is due (retries, checks, a backlog), yielding to fresh events. */

@@ -14,8 +14,12 @@ import { parseTimeBound } from '../../src/core/bounds.js';
  * - `POST /api/v2/dags/{dag}/dagRuns` validates `TriggerDAGRunPostBody` (extra fields forbidden,
  *   `logical_date` required, aware datetimes, both or neither data interval bound, 422 otherwise)
  *   and answers 409 for a second run with the same dag_run_id or the same logical date;
- * - `GET .../dagRuns/{run_id}` answers the run or 404.
- * `failures` are answered to dagRuns POSTs first, in order, per DAG.
+ * - `GET .../dagRuns/{run_id}` answers the run or 404;
+ * - `POST /api/v2/dags/~/dagRuns/list` is Airflow 3's batch list (`DAGRunsBatchBody`: only `~` as
+ *   the DAG, extra fields forbidden, filters by dag_ids, states and logical_date range, pages of
+ *   at most 100, `{dag_runs, total_entries}`); it cannot filter by run id, as the real one cannot.
+ * A new run is `queued`; `setState` moves it (queued, running, success, failed; back to queued is
+ * what clearing it in Airflow does). `failures` are answered to dagRuns POSTs first, in order, per DAG.
  */
 export interface FakeAirflowOptions {
   readonly now?: () => number;
@@ -26,8 +30,12 @@ export interface FakeAirflowOptions {
   readonly fields?: readonly string[];
 }
 
+export type DagRunState = 'queued' | 'running' | 'success' | 'failed';
+
 export interface AirflowRun {
   dag_run_id: string;
+  dag_id?: string;
+  state?: DagRunState;
   logical_date: string;
   data_interval_start?: string;
   data_interval_end?: string;
@@ -68,8 +76,25 @@ export interface FakeAirflow {
   /** While true, every bearer token answers 401, even a fresh one. */
   refuseTokens: boolean;
   to(path: string): AirflowRequest[];
+  /** Moves a dag run to a state, as the scheduler (or a clear in the UI) would. */
+  setState(dag: string, runId: string, state: DagRunState): void;
+  /** Deletes a dag run, as `DELETE .../dagRuns/{id}` would. */
+  remove(dag: string, runId: string): void;
   close(): Promise<void>;
 }
+
+/** Airflow 3's DAGRunsBatchBody fields: anything else is a 422. */
+const LIST_FIELDS = new Set([
+  'order_by',
+  'page_offset',
+  'page_limit',
+  'dag_ids',
+  'states',
+  ...['run_after', 'logical_date', 'start_date', 'end_date'].flatMap((f) =>
+    ['gte', 'gt', 'lte', 'lt'].map((op) => `${f}_${op}`),
+  ),
+]);
+const MAX_PAGE = 100;
 
 const instant = (iso: string) => parseTimeBound(iso, 'logical_date', 'UTC').value;
 const AWARE = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})$/;
@@ -128,7 +153,32 @@ export async function startFakeAirflow(options: FakeAirflowOptions = {}): Promis
     return [201, { access_token: jwt }];
   }
 
+  function listRuns(dag: string, body: Record<string, unknown>): [number, unknown] {
+    if (dag !== '~')
+      return [
+        422,
+        { detail: [{ type: 'literal_error', loc: ['path', 'dag_id'], msg: "Input should be '~'" }] },
+      ];
+    for (const field of Object.keys(body))
+      if (!LIST_FIELDS.has(field))
+        return unprocessable(field, 'extra_forbidden', 'Extra inputs are not permitted');
+    const dagIds = body.dag_ids as string[] | undefined;
+    const states = body.states as string[] | undefined;
+    const gte = body.logical_date_gte === undefined ? -Infinity : instant(String(body.logical_date_gte));
+    const lte = body.logical_date_lte === undefined ? Infinity : instant(String(body.logical_date_lte));
+    const all = [...runs.entries()]
+      .filter(([id]) => dagIds === undefined || dagIds.includes(id))
+      .flatMap(([id, list]) => list.map((r) => ({ ...r, dag_id: id, state: r.state ?? 'queued' })))
+      .filter((r) => states === undefined || states.includes(r.state))
+      .filter((r) => instant(r.logical_date) >= gte && instant(r.logical_date) <= lte)
+      .sort((a, b) => instant(a.logical_date) - instant(b.logical_date));
+    const offset = Number(body.page_offset ?? 0);
+    const limit = Math.min(Number(body.page_limit ?? MAX_PAGE), MAX_PAGE);
+    return [200, { dag_runs: all.slice(offset, offset + limit), total_entries: all.length }];
+  }
+
   function dagRuns(method: string, dag: string, runId: string | undefined, body: Record<string, unknown>) {
+    if (method === 'POST' && runId === 'list') return listRuns(dag, body);
     const list = runs.get(dag) ?? [];
     runs.set(dag, list);
     if (method === 'GET') {
@@ -161,8 +211,9 @@ export async function startFakeAirflow(options: FakeAirflowOptions = {}): Promis
       )
     )
       return [409, { detail: 'Unique constraint violation' }];
-    list.push(run);
-    return [200, run];
+    const created = { ...run, dag_id: dag, state: 'queued' as const };
+    list.push(created);
+    return [200, created];
   }
 
   function route(method: string, path: string, headers: IncomingHttpHeaders, body: Record<string, unknown>) {
@@ -203,6 +254,18 @@ export async function startFakeAirflow(options: FakeAirflowOptions = {}): Promis
       key = randomBytes(32);
     },
     to: (path) => requests.filter((r) => r.path === path),
+    setState: (dag, runId, state) => {
+      const run = runs.get(dag)?.find((r) => r.dag_run_id === runId);
+      if (!run) throw new Error(`fake airflow: no run ${runId} in ${dag}`);
+      run.state = state;
+    },
+    remove: (dag, runId) => {
+      const list = runs.get(dag) ?? [];
+      runs.set(
+        dag,
+        list.filter((r) => r.dag_run_id !== runId),
+      );
+    },
     close: async () => {
       server.closeAllConnections();
       await new Promise((resolve) => server.close(resolve));

@@ -30,6 +30,8 @@ export class Targets {
     private readonly defaultPrefix: string,
     private readonly live: readonly TargetConfig[],
     private readonly env: NodeJS.ProcessEnv = process.env,
+    /** Told the id of a queue job that finished (a wake-up; see queue.ts). */
+    private readonly onFinished?: (runId: string) => void,
   ) {}
 
   /** Delivers to the stored target; a secret that cannot be resolved is a retried failure. */
@@ -72,7 +74,7 @@ export class Targets {
     const key = JSON.stringify(config);
     let target = this.cache.get(key);
     if (!target) {
-      target = build(config, this.redis, this.defaultPrefix);
+      target = build(config, this.redis, this.defaultPrefix, this.onFinished);
       this.cache.set(key, target);
     }
     return target;
@@ -84,10 +86,15 @@ export class Targets {
   }
 }
 
-function build(config: ResolvedTarget, redis: RedisClient, defaultPrefix: string): Target {
+function build(
+  config: ResolvedTarget,
+  redis: RedisClient,
+  defaultPrefix: string,
+  onFinished: ((runId: string) => void) | undefined,
+): Target {
   switch (config.type) {
     case 'queue':
-      return queueTarget(redis, config.queue, config.prefix ?? defaultPrefix, config.timeout);
+      return queueTarget(redis, config.queue, config.prefix ?? defaultPrefix, config.timeout, onFinished);
     case 'webhook':
       return webhookTarget(config);
     case 'airflow':

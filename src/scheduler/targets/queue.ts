@@ -1,4 +1,4 @@
-import { Queue } from 'bullmq';
+import { Queue, QueueEvents } from 'bullmq';
 import { queueJobReport } from '../../core/runs.js';
 import type { TriggerPayload } from '../../core/trigger.js';
 import type { RedisClient } from '../../ingest/redis.js';
@@ -19,8 +19,10 @@ export function queueTarget(
   name: string,
   prefix: string,
   timeoutMs = QUEUE_DELIVERY_TIMEOUT_MS,
+  onFinished?: (runId: string) => void,
 ): Target {
   const queue = new Queue(name, { connection, prefix });
+  let events: { stop(): Promise<void> } | undefined;
   return {
     async deliver(payload: TriggerPayload): Promise<DeliveryResult> {
       const added = queue.add(payload.rollup, payload, { jobId: payload.run_id ?? payload.idempotency_key });
@@ -44,6 +46,7 @@ export function queueTarget(
      * about one round trip, and bounded in time like a delivery.
      */
     async observe(runs: readonly ObservedRun[]): Promise<Observation | { error: string }> {
+      if (onFinished) events ??= wakeOnFinished(connection, name, prefix, onFinished);
       const ask = Promise.all(
         runs.map(async ({ runId }) => {
           const state = await queue.getJobState(runId);
@@ -67,6 +70,36 @@ export function queueTarget(
         clearTimeout(timer);
       }
     },
-    close: () => queue.close(),
+    close: async () => {
+      await events?.stop();
+      await queue.close();
+    },
+  };
+}
+
+/**
+ * A wake-up, never the record: BullMQ's event stream says a job completed or failed, and the run
+ * is asked about at once instead of at its next check. An event this misses (the stream is
+ * trimmed, the daemon was down, a backend without it) only costs the check interval. Runs on its
+ * own connection, as a blocking stream read needs.
+ */
+function wakeOnFinished(
+  connection: RedisClient,
+  name: string,
+  prefix: string,
+  onFinished: (runId: string) => void,
+): { stop(): Promise<void> } {
+  const own = connection.duplicate();
+  own.on('error', () => {}); // reconnects by itself; the checks cover the gap
+  const events = new QueueEvents(name, { connection: own, prefix, blockingTimeout: 2000 });
+  events.on('error', () => {});
+  const note = ({ jobId }: { jobId: string }) => onFinished(jobId);
+  events.on('completed', note);
+  events.on('failed', note);
+  return {
+    stop: async () => {
+      own.disconnect();
+      await events.close().catch(() => {});
+    },
   };
 }
