@@ -249,15 +249,16 @@ async function main(): Promise<void> {
       )
     ).body,
   );
+  // scheduler_pass_seconds is a histogram: quantiles are estimated from its buckets, as
+  // Prometheus' histogram_quantile does (linear within the bucket).
+  const passBuckets = [
+    ...(await get('/metrics')).body.matchAll(
+      /^coverage_rollup_scheduler_pass_seconds_bucket\{le="([^"]+)",work="idle"\} (\S+)$/gm,
+    ),
+  ].map((m) => ({ le: m[1] === '+Inf' ? Number.POSITIVE_INFINITY : Number(m[1]), count: Number(m[2]) }));
   const idle = {
-    p50_ms: round(
-      (await metric(/^coverage_rollup_scheduler_pass_seconds\{quantile="0.5",work="idle"\} (\S+)$/m)) * 1000,
-      2,
-    ),
-    p99_ms: round(
-      (await metric(/^coverage_rollup_scheduler_pass_seconds\{quantile="0.99",work="idle"\} (\S+)$/m)) * 1000,
-      2,
-    ),
+    p50_ms: round(histogramQuantile(passBuckets, 0.5) * 1000, 2),
+    p99_ms: round(histogramQuantile(passBuckets, 0.99) * 1000, 2),
     passes: await metric(/^coverage_rollup_scheduler_pass_seconds_count\{work="idle"\} (\S+)$/m),
   };
   const [decisions] = await db.sql<{ triggers: number; deadline: number; missed_rows: number }[]>`
@@ -332,3 +333,20 @@ async function main(): Promise<void> {
 }
 
 await main();
+
+/** The q-quantile of cumulative histogram buckets (ascending `le`, +Inf last), as histogram_quantile. */
+function histogramQuantile(buckets: readonly { le: number; count: number }[], q: number): number {
+  const total = buckets.at(-1)?.count ?? 0;
+  if (total === 0) return Number.NaN;
+  const rank = q * total;
+  let lower = 0;
+  let below = 0;
+  for (const { le, count } of buckets) {
+    if (count >= rank) {
+      if (!Number.isFinite(le)) return lower; // in +Inf: the highest finite bound
+      return lower + ((le - lower) * (rank - below)) / Math.max(count - below, 1);
+    }
+    [lower, below] = [le, count];
+  }
+  return lower;
+}

@@ -18,6 +18,7 @@ import { isClusterUrl, redisConnection, warnUnlessNoEviction } from './ingest/re
 import { connectIngest, type IngestWorker, startIngestWorker } from './ingest/worker.js';
 import { type Logger, redactUrl } from './log.js';
 import { createMetrics, type Metrics } from './metrics.js';
+import { startCountersAtZero } from './metrics-zero.js';
 import { SchedulerLease } from './scheduler/lease.js';
 import { periodGaugeSource } from './scheduler/period-gauges.js';
 import { openRunGaugeSource } from './scheduler/run-gauges.js';
@@ -72,6 +73,7 @@ export async function startDaemon(config: Config, log: Logger): Promise<Daemon> 
       );
     }
     const metrics = createMetrics();
+    startCountersAtZero(metrics, config.rollups);
     if (rollups.length > 0) metrics.setPeriodSource(periodGaugeSource(sql, rollups, log));
     if (rollups.length > 0) metrics.setOpenRunSource(openRunGaugeSource(sql, log));
     const queues = queueConnection(config);

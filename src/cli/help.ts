@@ -24,7 +24,7 @@ Commands:
   retry ROLLUP --period KEY  retry one period's failed, timed-out or lost run (a new attempt)
   retry ROLLUP --failed --start S --end E
                              retry every period of [S, E) whose run failed, timed out or was lost
-  demo [--serve] [--chain]   a one-minute tour on a fresh demo database (config/demo.yaml)
+  demo [--serve] [--chain] [--database NAME]  a one-minute tour on a fresh demo database (config/demo.yaml)
 
 Options:
   -c, --config FILE          YAML config file (default: $COVERAGE_ROLLUP_CONFIG, else built-in defaults)
@@ -156,14 +156,17 @@ ${CONFIG_OPTION}
 Exit codes: 0 done (also when the window had nothing to retry), 1 the named period could not be
 retried (no run yet, or its run is open or succeeded), 2 usage or runtime error.
 `,
-  demo: `Usage: coverage-rollup demo [--serve] [--chain] [--config FILE]
+  demo: `Usage: coverage-rollup demo [--serve] [--chain] [--database NAME] [--config FILE]
 
-A one-minute tour on its own database (coverage_rollup_demo) and queue prefix (crdemo), reset on
-each run, with the rollups of config/demo.yaml. From --config, DATABASE_URL or REDIS_URL it takes
-only where PostgreSQL and Redis are.
+A one-minute tour on its own database and queue prefix, reset on each run, with the rollups of
+config/demo.yaml: one Berlin day (2025-06-01) of micro-batches, 24 hourly triggers, a late fill
+and a rerun. From --config, DATABASE_URL or REDIS_URL it takes only where PostgreSQL and Redis are.
 
 Options:
-  --serve             keep the daemon and its status page up afterwards (Ctrl-C stops)
+  --serve             keep the daemon and its status page up afterwards (Ctrl-C stops); prints
+                      the link to the page on the demo day
+  --database NAME     the demo's database, dropped and recreated (default coverage_rollup_demo_<user>,
+                      so two users on one server keep their own); must start with coverage_rollup_demo
   --chain             config/chain.yaml instead: a month of raw slices through hourly -> daily ->
                       monthly, then one raw hour reprocessed, rerunning each level once, in order
 ${CONFIG_OPTION}`,

@@ -11,37 +11,25 @@ import { releaseEmbedded } from './commands/shared.js';
 import { runStart } from './commands/start.js';
 import { runStatus } from './commands/status.js';
 import { COMMAND_HELP, HELP, version } from './help.js';
+import { COMMAND_OPTIONS, commandOf, misplacedOptions, OPTIONS, unknownOption } from './options.js';
 
 /** Exit codes: 0 ok (or covered), 1 not covered, 2 usage or runtime error. */
 async function main(argv: string[]): Promise<number> {
-  const { values, positionals } = parseArgs({
-    args: argv,
-    allowPositionals: true,
-    strict: true,
-    options: {
-      config: { type: 'string', short: 'c' },
-      help: { type: 'boolean', short: 'h' },
-      version: { type: 'boolean', short: 'v' },
-      start: { type: 'string' },
-      end: { type: 'string' },
-      limit: { type: 'string' },
-      json: { type: 'boolean' },
-      asset: { type: 'string' },
-      'data-version': { type: 'string' },
-      id: { type: 'string' },
-      interval: { type: 'string' },
-      replay: { type: 'boolean' },
-      file: { type: 'string', short: 'f' },
-      serve: { type: 'boolean' },
-      chain: { type: 'boolean' },
-      order: { type: 'string' },
-      'max-lag': { type: 'string' },
-      'require-known': { type: 'boolean' },
-      'dry-run': { type: 'boolean' },
-      period: { type: 'string' },
-      failed: { type: 'boolean' },
-    },
-  });
+  let parsed: ReturnType<typeof parse>;
+  try {
+    parsed = parse(argv);
+  } catch (error) {
+    const code = (error as { code?: string }).code;
+    if (typeof code !== 'string' || !code.startsWith('ERR_PARSE_ARGS')) throw error;
+    process.stderr.write(`${usageError(argv, error as Error)}\n`);
+    return 2;
+  }
+  const { values, positionals } = parsed;
+  const misplaced = misplacedOptions(positionals[0], Object.keys(values));
+  if (misplaced.length > 0) {
+    process.stderr.write(`${unknownOption(positionals[0], `--${misplaced[0]}`, true)}\n`);
+    return 2;
+  }
   const [command, ...rest] = positionals;
   if (values.version) {
     // Not with emit or check: there it is almost always meant as the event's version, and printing
@@ -94,6 +82,24 @@ async function mainReleasing(argv: string[]): Promise<number> {
   } finally {
     await releaseEmbedded();
   }
+}
+
+function parse(argv: string[]) {
+  return parseArgs({ args: argv, allowPositionals: true, strict: true, options: OPTIONS });
+}
+
+/** parseArgs' own words name neither the command nor its options; say both, and where help is. */
+function usageError(argv: string[], error: Error & { code?: string }): string {
+  const command = commandOf(argv);
+  const quoted = /'(-[^']*)'/.exec(error.message)?.[1];
+  if (error.code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' && quoted) return unknownOption(command, quoted);
+  const who = command && COMMAND_OPTIONS[command] ? `coverage-rollup ${command}` : 'coverage-rollup';
+  const option = quoted?.split(' ')[0] ?? 'an option';
+  if (error.code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE')
+    return error.message.includes('does not take')
+      ? `${who}: ${option} takes no value; see ${who} --help`
+      : `${who}: ${option} needs a value; see ${who} --help`; // missing, or followed by another option
+  return `${who}: ${error.message}; see ${who} --help`;
 }
 
 mainReleasing(process.argv.slice(2)).then(

@@ -1,11 +1,10 @@
 /** Where the config comes from: the YAML file, then environment overrides (SPEC §9). */
 import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
+import { ConfigError, describeIssues } from './errors.js';
 import { type Config, configSchema } from './schema.js';
 
-export class ConfigError extends Error {
-  override readonly name = 'ConfigError';
-}
+export { ConfigError } from './errors.js';
 
 export interface ConfigSource {
   readonly path?: string | undefined;
@@ -43,11 +42,7 @@ export function parseConfig(
 ): Config {
   const result = configSchema.safeParse(raw);
   if (result.success) return result.data;
-  const lines = result.error.issues.map((issue) => {
-    const field = issue.path.length > 0 ? issue.path.join('.') : '(top level)';
-    const envName = [...fromEnv].find(([path]) => field === path || field.startsWith(`${path}.`))?.[1];
-    return `  ${field}${envName ? ` (from ${envName})` : ''}: ${issue.message}`;
-  });
+  const lines = describeIssues(result.error.issues, raw, configSchema, fromEnv);
   throw new ConfigError(`invalid configuration (${origin}):\n${lines.join('\n')}`);
 }
 

@@ -17,7 +17,7 @@ export interface RollupRuntime {
  * in the reader's domain, as must a declared asset.
  */
 export function defineRollups(config: Config): RollupRuntime[] {
-  const at = (i: number, field: string) => `rollups.${i}.${field} (${config.rollups[i]!.id})`;
+  const at = (i: number, field: string) => `rollups[${config.rollups[i]!.id}].${field}`;
   const fail = (i: number, error: unknown): never => {
     if (error instanceof RollupDefinitionError)
       throw new ConfigError(`invalid configuration:\n  ${at(i, error.field)}: ${error.message}`);

@@ -4,7 +4,7 @@
  * and bodies are described as the request schemas take them (zod's `io: 'input'`).
  */
 import { z } from 'zod';
-import type { Operation } from './operation.js';
+import { type Operation, tagOf } from './operation.js';
 import { Asset, AssetList, Batch, CoverageAnswer } from './schemas/assets.js';
 import { Bound, ErrorBody, ReplayRequiredRange, Span, Timestamp } from './schemas/common.js';
 import { Accepted, InvalidEvents } from './schemas/events.js';
@@ -63,6 +63,16 @@ const BODY_ERRORS = {
   415: 'fst_err_ctp_invalid_media_type: a body of a media type the server does not read (send application/json)',
 };
 
+/** What each group holds; a group without a line here (a new route's) is still listed. */
+const TAG_DESCRIPTIONS: Record<string, string> = {
+  assets: 'coverage of one asset, and every asset with its freshness',
+  events: 'producing events over HTTP, as the queue takes them',
+  rollups: 'rollups, their periods, and manual triggers',
+  runs: 'downstream runs and their outcomes',
+  graph: 'how assets and rollups feed each other',
+  operations: 'liveness, readiness, metrics and this description',
+};
+
 const SECURITY = {
   public: [],
   // `{}` is "no credentials": reads are open unless read_tokens is set.
@@ -77,6 +87,10 @@ export function openApiDocument(operations: readonly Operation[], version: strin
     paths[op.path] ??= {};
     paths[op.path]![op.method.toLowerCase()] = operationObject(op, components.nameOf);
   }
+  const tags = [...new Set(operations.map(tagOf))].map((name) => ({
+    name,
+    ...(TAG_DESCRIPTIONS[name] ? { description: TAG_DESCRIPTIONS[name] } : {}),
+  }));
   return {
     openapi: '3.1.0',
     info: {
@@ -87,6 +101,7 @@ export function openApiDocument(operations: readonly Operation[], version: strin
       license: { name: 'Apache-2.0', identifier: 'Apache-2.0' },
     },
     servers: [{ url: '/' }],
+    tags,
     paths,
     components: {
       schemas: components.schemas,
@@ -155,6 +170,7 @@ function operationObject(op: Operation, ref: (schema: z.ZodType) => Json): Json 
   }
   return {
     operationId: op.id,
+    tags: [tagOf(op)],
     summary: op.summary,
     ...(op.description ? { description: op.description } : {}),
     security: SECURITY[op.access],

@@ -26,6 +26,8 @@ export interface Operation {
   readonly summary: string;
   readonly description?: string;
   readonly access: Access;
+  /** Its group in the document; defaults to the path's first segment after /v1 (see tagOf). */
+  readonly tag?: string;
   readonly params?: z.ZodObject;
   readonly query?: z.ZodObject;
   readonly body?: { readonly description: string; readonly schema: z.ZodType };
@@ -38,6 +40,11 @@ export interface Operation {
   readonly errors: Readonly<Record<number, string>>;
   /** The body of every error answer; defaults to `ErrorBody`. */
   readonly errorBody?: z.ZodType;
+}
+
+/** `/v1/assets/...` -> `assets`; anything outside /v1 (probes, metrics, this description) -> `operations`. */
+export function tagOf(op: Operation): string {
+  return op.tag ?? /^\/v1\/([^/{]+)/.exec(op.path)?.[1] ?? 'operations';
 }
 
 /** The path as fastify's router spells it: `/v1/assets/:asset/coverage`. */

@@ -1,5 +1,6 @@
-import { afterAll, inject } from 'vitest';
+import { inject } from 'vitest';
 import { connect, connectOnce, type Sql } from '../../src/index/db.js';
+import { atFileEnd } from './cleanup.js';
 import { ADMIN_URL, databaseUrl, uniqueName } from './env.js';
 
 export interface TestDatabase {
@@ -10,13 +11,13 @@ export interface TestDatabase {
 
 /**
  * A fresh, migrated database for one test file, cloned from the run's template and dropped after
- * the file. Call at module level or in beforeAll.
+ * the file (wherever it is called: module level, beforeAll or a test).
  */
 export function createTestDatabase(): Promise<TestDatabase> {
   return createDatabase('cr_test', inject('templateDatabase'));
 }
 
-/** An empty (unmigrated) database, for migration tests. */
+/** An empty (unmigrated) database, for migration tests; dropped after the file like the above. */
 export function createEmptyDatabase(): Promise<TestDatabase> {
   return createDatabase('cr_empty', null);
 }
@@ -37,7 +38,7 @@ async function createDatabase(prefix: string, template: string | null): Promise<
   }
   const url = databaseUrl(name);
   const sql = connect(url, { max: 5 });
-  afterAll(async () => {
+  atFileEnd(async () => {
     await sql.end({ timeout: 5 });
     await admin`drop database if exists ${admin(name)} with (force)`;
     await admin.end();

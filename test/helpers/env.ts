@@ -2,6 +2,14 @@
 export const ADMIN_URL = process.env.TEST_ADMIN_URL ?? 'postgres://127.0.0.1:5432/postgres';
 export const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 
+/**
+ * One id per test run, in every database and Redis prefix name the run makes, so the global
+ * teardown can list what this run (and no other run on the same server) left behind. The global
+ * setup sets it first, in the main process; the test workers inherit it through the environment.
+ */
+process.env.CR_TEST_RUN ??= `r${Math.random().toString(36).slice(2, 8)}`;
+export const RUN_ID: string = process.env.CR_TEST_RUN;
+
 export function databaseUrl(name: string): string {
   const url = new URL(ADMIN_URL);
   url.pathname = `/${name}`;
@@ -9,7 +17,7 @@ export function databaseUrl(name: string): string {
 }
 
 export function uniqueName(prefix: string): string {
-  return `${prefix}_${process.pid}_${Math.random().toString(36).slice(2, 10)}`;
+  return `${prefix}_${RUN_ID}_${process.pid}_${Math.random().toString(36).slice(2, 10)}`;
 }
 
 /**

@@ -2,12 +2,14 @@ import { execFile } from 'node:child_process';
 import { existsSync, readdirSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { Redis } from 'ioredis';
 import type { TestProject } from 'vitest/node';
 import { connect, connectOnce } from '../../src/index/db.js';
 import { migrate } from '../../src/index/migrate.js';
 import { createLogger } from '../../src/log.js';
 import { packageRoot } from '../../src/paths.js';
-import { ADMIN_URL, databaseUrl, uniqueName } from './env.js';
+import { ADMIN_URL, databaseUrl, REDIS_URL, RUN_ID, uniqueName } from './env.js';
+import { deleteKeysContaining, keysContaining } from './redis-keys.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -28,8 +30,56 @@ export default async function setup(project: TestProject): Promise<() => Promise
   project.provide('templateDatabase', template);
   return async () => {
     await admin`drop database if exists ${admin(template)} with (force)`;
-    await admin.end();
+    try {
+      await failOnLeftovers(admin);
+    } finally {
+      await admin.end();
+    }
   };
+}
+
+/**
+ * A green run leaves nothing behind: every database, role and Redis key whose name carries this
+ * run's id (test/helpers/env.ts) should be gone by now. Anything left is listed, removed (so the
+ * shared server stays clean) and fails the run, naming what to fix.
+ */
+async function failOnLeftovers(admin: ReturnType<typeof connectOnce>): Promise<void> {
+  const pattern = `%\\_${RUN_ID}\\_%`;
+  const databases = (
+    await admin<{ datname: string }[]>`
+    select datname from pg_database where datname like ${pattern} order by datname`
+  ).map((r) => r.datname);
+  const roles = (
+    await admin<{ rolname: string }[]>`
+    select rolname from pg_roles where rolname like ${pattern} order by rolname`
+  ).map((r) => r.rolname);
+  const redis = new Redis(REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 1 });
+  let keys: string[] = [];
+  try {
+    await redis.connect();
+    keys = await keysContaining(redis, `_${RUN_ID}_`);
+    if (keys.length > 0) await deleteKeysContaining(redis, `_${RUN_ID}_`);
+  } finally {
+    redis.disconnect();
+  }
+  for (const name of databases) await admin`drop database if exists ${admin(name)} with (force)`;
+  for (const name of roles) await admin`drop role if exists ${admin(name)}`;
+  const prefixes = [...new Set(keys.map((key) => key.split(':')[0] ?? key))].sort();
+  const found = [
+    ...databases.map((name) => `database ${name}`),
+    ...roles.map((name) => `role ${name}`),
+    ...prefixes.map(
+      (prefix) => `Redis keys under ${prefix} (${keys.filter((k) => k.startsWith(prefix)).length})`,
+    ),
+  ];
+  if (found.length === 0) return;
+  const message =
+    `The test run left ${found.length} thing(s) behind (now removed); a test file that creates a ` +
+    `database or queue prefix must drop it (use test/helpers/db.ts and redis.ts):\n  ${found.join('\n  ')}`;
+  console.error(message);
+  // vitest reports an error thrown here as "error during close" but still exits 0: set the code.
+  process.exitCode = 1;
+  throw new Error(message);
 }
 
 /**

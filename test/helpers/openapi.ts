@@ -43,7 +43,7 @@ export interface Checked {
 export function answerChecker(document: Json) {
   // `date-time` is checked by the pattern zod writes beside it.
   const ajv = new Ajv2020({ strict: true, allErrors: true, formats: { 'date-time': true } });
-  ajv.addVocabulary(['openapi', 'info', 'servers', 'paths', 'components']);
+  ajv.addVocabulary(['openapi', 'info', 'servers', 'tags', 'paths', 'components']);
   ajv.addSchema(document, 'openapi.json');
   return (method: string, path: string, status: number, body: unknown, contentType = 'application/json') => {
     const at = pointer(

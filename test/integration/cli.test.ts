@@ -86,6 +86,15 @@ describe('coverage-rollup check', () => {
     expect(gap.stdout).toContain('2025-06-01T11:00:00Z .. 2025-06-01T11:30:00Z');
   });
 
+  it('prints the ratio as the README says: four decimals, never 1 while anything is missing', async () => {
+    // One millisecond missing of an hour: 0.9999997 (six decimals would print 1).
+    const run = await cli(['check', 'cli.orders', ...window, '--end', '2025-06-01T11:00:00.001Z']);
+    expect(run.code).toBe(1);
+    expect(run.stdout).toContain('NOT covered, ratio 0.9999;');
+    const json = await cli(['check', 'cli.orders', ...window, '--end', '2025-06-01T11:00:00.001Z', '--json']);
+    expect(JSON.parse(json.stdout).ratio).toBeCloseTo(3_600_000 / 3_600_001, 12); // JSON stays exact
+  });
+
   it('prints the coverage answer with --json', async () => {
     const run = await cli(['check', 'cli.orders', ...window, '--end', '2025-06-01T12:00:00Z', '--json']);
     expect(run.code).toBe(1);
@@ -152,7 +161,7 @@ describe('coverage-rollup check: bounded output, freshness, footguns', () => {
     expect(run.code).toBe(1);
     const lines = run.stdout.trim().split('\n');
     expect(lines[0]).toBe(
-      `cli.holey [${at(0)}, 2027-01-01T00:00:00Z): NOT covered, ratio ${Number((300 / 525_600).toFixed(6))}; ` +
+      `cli.holey [${at(0)}, 2027-01-01T00:00:00Z): NOT covered, ratio 0.0006; ` + // 300 / 525,600 at four decimals
         `300 missing ranges (${(525_600 - 300) * 60} s), first ${at(1)} .. ${at(2)}, last ${at(599)} .. 2027-01-01T00:00:00Z; ` +
         '0 replay-required ranges',
     );
@@ -252,8 +261,32 @@ describe('coverage-rollup status', () => {
     });
     const text = await cli(['status']);
     expect(text.stdout).toMatch(
-      /^ {4}covered until 2025-06-01T12:00:00Z, lag \d+(\.\d+)? s, last event at \d{4}-/m,
+      /^ {4}covered until 2025-06-01T12:00:00Z, lag \d+d( \d+h)?, last event at \d{4}-/m,
     );
+  });
+
+  it('lists stale assets first and lags in human units, in the status page order', async () => {
+    const now = Date.now();
+    const iso = (ms: number) => new Date(ms - (ms % 60_000)).toISOString();
+    await commitEvents(
+      db.sql,
+      [
+        { asset: 'cli.a-fresh', start: iso(now - 3_600_000), end: iso(now) },
+        { asset: 'cli.z-stale', start: iso(now - 3 * 3_600_000), end: iso(now - 2 * 3_600_000) },
+      ].map((e) => normalizeEvent(e, { maxPayloadBytes: 65_536 })),
+    );
+    const config = writeConfig('status-stale.json', {
+      database_url: db.url,
+      redis_url: REDIS_URL,
+      log_level: 'silent',
+      queue: { prefix },
+      assets: ['cli.a-fresh', 'cli.z-stale'].map((name) => ({ name, freshness: { max_lag: 'PT1H' } })),
+    });
+    const text = (await cli(['status'], { config })).stdout;
+    const order = [...text.matchAll(/^ {2}(cli\.\S+)/gm)].map((m) => m[1]);
+    expect(order[0]).toBe('cli.z-stale');
+    expect(order.indexOf('cli.z-stale')).toBeLessThan(order.indexOf('cli.a-fresh'));
+    expect(text).toMatch(/lag 2h( \d+m)?, last event at \S+ {2}STALE/);
   });
 
   it('names asset fields as /v1/assets does, and counts in words that agree with the number', async () => {
@@ -333,6 +366,30 @@ describe('help', () => {
     expect(check.stdout).toContain('Exit codes: 0 covered, 1 not covered');
     expect((await cli(['emit', '--help'])).stdout).toContain('--data-version V');
     expect((await cli(['--help'])).stdout).toContain('Commands:');
+  });
+
+  it("answers an unknown option with the command's own options and its --help, not parseArgs' text", async () => {
+    const typo = await cli(['check', 'cli.orders', '--strat', '2025-06-01T10:00:00Z']);
+    expect(typo.code).toBe(2);
+    expect(typo.stderr.trim()).toBe(
+      'coverage-rollup check: unknown option --strat (did you mean --start?); its options are --start S, ' +
+        '--end E, --limit N, --order oldest|newest, --max-lag D, --require-known, --json, --config FILE, ' +
+        '--help; see coverage-rollup check --help',
+    );
+    expect(typo.stderr).not.toContain('positional argument');
+    const elsewhere = await cli(['status', '--start', 'x']);
+    expect(elsewhere).toMatchObject({ code: 2, stdout: '' });
+    expect(elsewhere.stderr).toContain(
+      'coverage-rollup status: --start is not an option of status; its options are --json',
+    );
+    const missing = await cli(['emit', '--asset']);
+    expect(missing).toMatchObject({
+      code: 2,
+      stderr: 'coverage-rollup emit: --asset needs a value; see coverage-rollup emit --help\n',
+    });
+    expect((await cli(['--bogus'])).stderr).toContain(
+      'coverage-rollup: unknown option --bogus; the options are --config FILE, --help, --version',
+    );
   });
 });
 

@@ -9,7 +9,7 @@ import { prune, type RetentionOptions } from '../../src/index/retention.js';
 import { createLogger } from '../../src/log.js';
 import { startTestDaemon, testConfig } from '../helpers/daemon.js';
 import { createEmptyDatabase, createTestDatabase } from '../helpers/db.js';
-import { uniqueName } from '../helpers/env.js';
+import { createTestPrefix } from '../helpers/redis.js';
 import { waitFor } from '../helpers/wait.js';
 
 const log = createLogger('silent');
@@ -255,7 +255,7 @@ describe('migrating a populated event log', () => {
 
 describe('the daemon keeps retention', async () => {
   const db = await createTestDatabase();
-  const config = testConfig(db, uniqueName('ret'), {
+  const config = testConfig(db, createTestPrefix(), {
     scheduler: { enabled: false },
     rollups: [
       {

@@ -269,6 +269,11 @@ describe('status page', () => {
 
     const triggered = await page('/rollups/orders_hourly/periods/2025-06-01T08');
     expect(triggered.body).toMatch(/<tr data-generation="1"><td class="num">#1<\/td><td>covered<\/td>/);
+    // A decided period owes nothing: never "the policy says: wait (triggered)".
+    expect(triggered.body).not.toContain('wait (triggered)');
+    expect(triggered.body).toMatch(
+      /the period is <strong>triggered \(generation 1\)<\/strong> and nothing more is owed/,
+    );
     expect(triggered.body).toContain('rel="prev">previous period 2025-06-01T07</a>');
     expect(triggered.body).toContain('rel="next">next period 2025-06-01T09</a>');
 

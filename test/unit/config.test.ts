@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { demoConfig } from '../../src/cli/commands/demo.js';
+import { defaultDemoDatabase, demoConfig, isDemoDatabase } from '../../src/cli/commands/demo.js';
 import { defineRollups } from '../../src/config/rollups.js';
 import { ConfigError, loadConfig, maxLags, parseConfig } from '../../src/config.js';
 import { combineCounts, missedBefore, periodsEnd } from '../../src/core/periods.js';
@@ -78,23 +78,83 @@ describe('configuration', () => {
     [{ lease: { ttl: 'PT2S', renew_every: 'PT2S' } }, 'lease.renew_every: must be at most half of lease.ttl'],
     [{ lease: { ttl: 'fifteen seconds' } }, 'lease.ttl: expected an ISO 8601 duration'],
     [{ log_level: 'loud' }, 'log_level'],
-    [{ unknown_key: 1 }, 'Unrecognized key'],
-    [{ assets: [{ name: 'a', zone: 'Mars/Olympus' }] }, 'assets.0.zone: expected an IANA time zone'],
+    [{ unknown_key: 1 }, 'unknown_key: unknown key'],
+    [{ assets: [{ name: 'a', zone: 'Mars/Olympus' }] }, 'assets[a].zone: expected an IANA time zone'],
     [
       { assets: [{ name: 'a', freshness: { max_lag: '20m' } }] },
-      'assets.0.freshness.max_lag: expected an ISO 8601',
+      'assets[a].freshness.max_lag: expected an ISO 8601',
     ],
     [
       { assets: [{ name: 'a', freshness: { max_lag: 'PT0S' } }] },
-      'assets.0.freshness.max_lag: expected a duration longer',
+      'assets[a].freshness.max_lag: expected a duration longer',
     ],
-    [{ assets: [{ name: 'a', freshness: { maxlag: 'PT5M' } }] }, 'assets.0.freshness: Unrecognized key'],
+    [
+      { assets: [{ name: 'a', freshness: { maxlag: 'PT5M' } }] },
+      'assets[a].freshness.maxlag: unknown key; did you mean max_lag?',
+    ],
     [{ retention: { events: 'PT0S' } }, 'retention.events: must be longer than zero'],
     [{ retention: { partition: 'PT1.5S' } }, 'retention.partition: must be a whole number of seconds'],
     [{ retention: { history: 'forever' } }, 'retention.history: expected an ISO 8601 duration'],
   ])('refuses %j naming the field', (raw, message) => {
     expect(() => parseConfig(raw)).toThrow(ConfigError);
     expect(() => parseConfig(raw)).toThrow(message);
+  });
+
+  it('names a rollup by its id, repeats the bad value and suggests the nearest key', () => {
+    const rollup = {
+      id: 'orders_daily',
+      upstream: ['a'],
+      every: 'day',
+      begin: '2025-06-01',
+      target: { type: 'queue', queue: 'q' },
+    };
+    const errorOf = (raw: unknown) => {
+      try {
+        parseConfig(raw);
+      } catch (error) {
+        if (error instanceof ConfigError) return error.message;
+      }
+      throw new Error(`accepted ${JSON.stringify(raw)}`);
+    };
+    const { upstream: _, ...noUpstream } = rollup;
+    expect(
+      errorOf({ rollups: [{ ...noUpstream, upstrem: ['a'] }] })
+        .split('\n')
+        .slice(1),
+    ).toEqual([
+      '  rollups[orders_daily].upstream: required',
+      '  rollups[orders_daily].upstrem: unknown key; did you mean upstream?',
+    ]);
+    expect(errorOf({ rollups: [{ ...rollup, timezone: 'Europe/Berln' }] })).toContain(
+      'rollups[orders_daily].timezone: expected an IANA time zone such as UTC or Europe/Berlin (got "Europe/Berln")',
+    );
+    expect(errorOf({ rollups: [rollup, { ...rollup, id: 'b', polcy: {} }] })).toContain(
+      'rollups[b].polcy: unknown key; did you mean policy?',
+    );
+    expect(errorOf({ rollups: [{ ...rollup, target: { type: 'queue', queu: 'q' } }] })).toContain(
+      'rollups[orders_daily].target.queu: unknown key; did you mean queue?',
+    );
+    expect(errorOf({ databse_url: 'postgres://db/x' })).toContain(
+      'databse_url: unknown key; did you mean database_url?',
+    );
+    // Nothing near: no guess.
+    expect(errorOf({ rollups: [{ ...rollup, colour: 'red' }] })).toMatch(
+      /rollups\[orders_daily\]\.colour: unknown key$/m,
+    );
+  });
+
+  it('never repeats a value that may hold a credential', () => {
+    const message = (raw: unknown) => {
+      try {
+        parseConfig(raw);
+        return '';
+      } catch (error) {
+        return (error as Error).message;
+      }
+    };
+    expect(message({ database_url: 'mysql://u:hunter2@db/x' })).not.toContain('hunter2');
+    expect(message({ redis_url: 'http://u:hunter2@cache' })).not.toContain('hunter2');
+    expect(message({ api_tokens: ['hunter2'] })).not.toContain('hunter2');
   });
 
   it('reads an asset freshness expectation as milliseconds', () => {
@@ -129,7 +189,7 @@ describe('configuration', () => {
     });
     expect(() =>
       parseConfig(rollup({ type: 'webhook', url: 'https://user:secret@hooks.example/run' })),
-    ).toThrow('rollups.0.target.url: credentials in the URL are refused');
+    ).toThrow('rollups[r].target.url: credentials in the URL are refused');
     expect(() =>
       parseConfig(rollup({ type: 'airflow', url: 'http://admin:admin@airflow:8080', dag_id: 'd' })),
     ).toThrow('credentials in the URL are refused');
@@ -163,7 +223,7 @@ describe('configuration', () => {
   it('refuses rollups it cannot build, naming the rollup and field', () => {
     const rollup = { id: 'r', upstream: ['a'], begin: '2025-01-01', target: { type: 'queue', queue: 'q' } };
     expect(() => defineRollups(parseConfig({ rollups: [{ ...rollup, every: 'fortnightly' }] }))).toThrow(
-      /rollups\.0\.every \(r\)/,
+      'rollups[r].every: ',
     );
     expect(() =>
       defineRollups(
@@ -174,11 +234,11 @@ describe('configuration', () => {
       /duplicate id r/,
     );
     expect(() => parseConfig({ rollups: [{ ...rollup, id: 'a:b', every: 'day' }] })).toThrow(
-      /rollups\.0\.id/,
+      'rollups[a:b].id: expected 1-100 letters',
     );
     expect(() =>
       parseConfig({ rollups: [{ ...rollup, every: 'day', policy: { on_deadline: 'miss' } }] }),
-    ).toThrow('rollups.0.policy.on_deadline: on_deadline needs a deadline');
+    ).toThrow('rollups[r].policy.on_deadline: on_deadline needs a deadline');
     const defaults = parseConfig({ rollups: [{ ...rollup, every: 'day' }] }).rollups[0]!.policy;
     expect(defaults).toMatchObject({ settle: 0, on_deadline: 'trigger' });
   });
@@ -239,5 +299,28 @@ describe('the demo', () => {
     expect(config.queue).toMatchObject({ prefix: 'crdemo', name: demo.queue.name });
     expect(config.rollups.map((r) => r.id)).toEqual(demo.rollups.map((r) => r.id));
     expect(config.rollups.map((r) => r.id)).not.toContain('real');
+  });
+
+  it('gives each user a demo database and queue prefix of their own, and drops only demo databases', () => {
+    expect(defaultDemoDatabase('alice')).toBe('coverage_rollup_demo_alice');
+    expect(defaultDemoDatabase('Bob.Smith')).toBe('coverage_rollup_demo_bob_smith');
+    expect(defaultDemoDatabase('')).toMatch(/^coverage_rollup_demo_run\d+$/);
+    expect(defaultDemoDatabase('x'.repeat(100)).length).toBeLessThanOrEqual(63);
+    const demo = loadConfig({ path: 'config/demo.yaml', env: {} });
+    const server = parseConfig({ database_url: 'postgres://db.internal/app' });
+    const alice = demoConfig(demo, server, 'coverage_rollup_demo_alice');
+    expect(alice.database_url).toBe('postgres://db.internal/coverage_rollup_demo_alice');
+    expect(alice.queue.prefix).toBe('crdemo_alice');
+    expect(demoConfig(demo, server, 'coverage_rollup_demo_bob').queue.prefix).toBe('crdemo_bob');
+    for (const ok of ['coverage_rollup_demo', 'coverage_rollup_demo_ci_42'])
+      expect(isDemoDatabase(ok), ok).toBe(true);
+    for (const bad of [
+      'app',
+      'postgres',
+      'coverage_rollup',
+      'coverage_rollup_demo; drop',
+      'coverage_rollup_demo_X',
+    ])
+      expect(isDemoDatabase(bad), bad).toBe(false);
   });
 });

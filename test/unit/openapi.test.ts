@@ -1,4 +1,5 @@
 /** The OpenAPI document as generated, without a daemon: its structure and the rules it states. */
+import { Ajv2020 } from 'ajv/dist/2020.js';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { parseConfig } from '../../src/config.js';
@@ -7,6 +8,7 @@ import type { HttpContext } from '../../src/http/context.js';
 import { openApiDocument } from '../../src/http/openapi.js';
 import { OPERATIONS } from '../../src/http/operations.js';
 import { CoverageQuery } from '../../src/http/schemas/assets.js';
+import { EVENT_SPELLINGS } from '../../src/http/schemas/event-spellings.js';
 import { EventItem, ReplayRequirementBody } from '../../src/http/schemas/events.js';
 import { buildServer } from '../../src/http/server.js';
 import { createLogger } from '../../src/log.js';
@@ -104,6 +106,42 @@ describe('the OpenAPI document', () => {
       const event = { ...(body as object), type: 'replay_requirement', asset: 'a' };
       expect(normalizeEvent(event, options).kind).toBe('replay_requirement');
     }
+  });
+});
+
+describe('the event spellings in the document', () => {
+  it('describe each spelling the normaliser accepts, each example matching its own schema', () => {
+    const ajv = new Ajv2020({ strict: false });
+    expect(EVENT_SPELLINGS.map((s) => s.title)).toEqual([
+      'Completion',
+      'CompletionInterval',
+      'CompletionPartitionKey',
+      'CompletionAirflowExtra',
+      'AirflowAssetEvent',
+      'ReplayRequirement',
+    ]);
+    for (const spelling of EVENT_SPELLINGS) {
+      const [example] = spelling.examples as unknown[];
+      expect(ajv.validate(spelling, example), String(spelling.title)).toBe(true);
+      const event = normalizeEvent(example, { maxPayloadBytes: 65_536 });
+      expect(event.kind).toBe(spelling.title === 'ReplayRequirement' ? 'replay_requirement' : 'completion');
+    }
+    // The body of POST /v1/events names them all, alone or in an array.
+    const body = document.paths['/v1/events'].post.requestBody.content['application/json'].schema;
+    const items = body.anyOf.map((alt: Json) => alt.items ?? alt);
+    for (const item of items)
+      expect(item.anyOf.map((s: Json) => s.title)).toHaveLength(EVENT_SPELLINGS.length);
+  });
+
+  it('tags every operation with a group the document lists', () => {
+    const listed = (document.tags as Json[]).map((t) => t.name);
+    for (const { path, op } of operations) {
+      expect(op.tags, path).toHaveLength(1);
+      expect(listed, path).toContain(op.tags[0]);
+    }
+    expect(document.paths['/v1/events'].post.tags).toEqual(['events']);
+    expect(document.paths['/v1/assets/{asset}/replay-requirements'].post.tags).toEqual(['events']);
+    expect(document.paths['/healthz'].get.tags).toEqual(['operations']);
   });
 });
 

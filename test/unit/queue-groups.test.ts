@@ -57,7 +57,7 @@ describe('queue groups in the config', () => {
 
   it('refuses consume lists naming missing or repeated groups, and braces in a grouped prefix', () => {
     expect(() => parseConfig({ queue: { groups: 2, consume: [2] } })).toThrow(
-      'queue.consume.0: group 2 does not exist: groups are 0 to 1',
+      'queue.consume[0]: group 2 does not exist: groups are 0 to 1',
     );
     expect(() => parseConfig({ queue: { groups: 2, consume: [1, 1] } })).toThrow('group 1 listed twice');
     // An empty list is an instance that ingests nothing (it serves HTTP or schedules).
@@ -81,7 +81,7 @@ describe('queue groups in the config', () => {
         queue: { groups: 3 },
         rollups: [{ ...rollup, target: { type: 'queue', queue: 'runs' } }],
       }),
-    ).toThrow("rollups.0.target.prefix: on Redis Cluster a queue target's prefix needs a hash tag");
+    ).toThrow("rollups[r].target.prefix: on Redis Cluster a queue target's prefix needs a hash tag");
     expect(
       parseConfig({
         redis_url: seeds,

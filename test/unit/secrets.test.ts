@@ -34,12 +34,12 @@ const webhook = targetOf({
 describe('target secrets in the config', () => {
   it.each([
     [{ password: { env: 'AF_PASSWORD' }, username: 'u' }, undefined],
-    [{ token: { env: '1BAD' } }, 'rollups.0.target.token.env: expected an environment variable name'],
-    [{ token: '' }, 'rollups.0.target.token: must not be empty'],
-    [{ token: { env: 'X', extra: 1 } }, 'rollups.0.target.token: Unrecognized key: "extra"'],
-    [{ token: 5 }, 'rollups.0.target.token: expected a string, or {env: NAME}'],
-    [{ username: 'u' }, 'rollups.0.target.password: required with username'],
-    [{ client_secret: 's' }, 'rollups.0.target.client_id: required with client_secret'],
+    [{ token: { env: '1BAD' } }, 'rollups[r].target.token.env: expected an environment variable name'],
+    [{ token: '' }, 'rollups[r].target.token: must not be empty'],
+    [{ token: { env: 'X', extra: 1 } }, 'rollups[r].target.token.extra: unknown key'],
+    [{ token: 5 }, 'rollups[r].target.token: expected a string, or {env: NAME}'],
+    [{ username: 'u' }, 'rollups[r].target.password: required with username'],
+    [{ client_secret: 's' }, 'rollups[r].target.client_id: required with client_secret'],
     [
       { token: 't', username: 'u', password: 'p' },
       'give one of token, username/password or client_id/client_secret',
@@ -70,7 +70,7 @@ describe('target secrets in the config', () => {
       }),
     );
     expect(() => checkSecretEnv(config, {})).toThrow(
-      'rollups.0.target.password (r): environment variable AF_PW is not set',
+      'rollups[r].target.password: environment variable AF_PW is not set',
     );
     expect(() => checkSecretEnv(config, { AF_PW: '' })).toThrow(ConfigError);
     expect(() => checkSecretEnv(config, { AF_PW: 'x' })).not.toThrow();

@@ -12,6 +12,7 @@ import { BadInputError } from '../../core/errors.js';
 import type { Domain, Interval } from '../../core/types.js';
 import { findAsset } from '../../index/assets.js';
 import { queryCoverage } from '../../index/coverage-query.js';
+import { formatRatio, plural } from '../format.js';
 import { commandConfig, type GlobalOptions, withSql } from './shared.js';
 
 interface CheckOptions extends GlobalOptions {
@@ -142,7 +143,7 @@ type Span = CoverageAnswer['missing'][number];
 
 function describe(a: CoverageAnswer, first: Span | undefined, last: Span | undefined): string[] {
   const unit = a.domain === 'time' ? 's' : 'values';
-  let summary = `${a.asset} [${a.start}, ${a.end}): ${a.covered ? 'covered' : 'NOT covered'}, ratio ${Number(a.ratio.toFixed(6))}`;
+  let summary = `${a.asset} [${a.start}, ${a.end}): ${a.covered ? 'covered' : 'NOT covered'}, ratio ${formatRatio(a.ratio)}`;
   summary += `; ${plural(a.missing_count, 'missing range')} (${a.missing_total} ${unit})`;
   if (first && last) summary += `, first ${first.start} .. ${first.end}, last ${last.start} .. ${last.end}`;
   summary += `; ${plural(a.replay_required_count, 'replay-required range')}`;
@@ -172,5 +173,3 @@ function describe(a: CoverageAnswer, first: Span | undefined, last: Span | undef
   }
   return lines;
 }
-
-const plural = (n: number, noun: string) => `${n} ${noun}${n === 1 ? '' : 's'}`;

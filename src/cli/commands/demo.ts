@@ -1,3 +1,4 @@
+import { userInfo } from 'node:os';
 import { join } from 'node:path';
 import { type Config, loadConfig } from '../../config.js';
 import { toCoverageAnswer } from '../../core/coverage-answer.js';
@@ -19,12 +20,14 @@ interface DemoOptions {
   readonly config?: string | undefined;
   readonly serve?: boolean | undefined;
   readonly chain?: boolean | undefined;
+  readonly database?: string | undefined;
 }
 
 const DAY = {
   start: Date.parse('2025-05-31T22:00:00Z') * 1000,
   end: Date.parse('2025-06-01T22:00:00Z') * 1000,
 };
+/** Every demo database's name starts so: the demo drops and recreates it, so it may name no other. */
 const DEMO_DATABASE = 'coverage_rollup_demo';
 const DEMO_PREFIX = 'crdemo';
 const print = (line: string) => process.stdout.write(`${line}\n`);
@@ -34,6 +37,13 @@ const print = (line: string) => process.stdout.write(`${line}\n`);
  * printed as the downstream worker receives it.
  */
 export async function runDemo(values: DemoOptions): Promise<number> {
+  const database = values.database ?? defaultDemoDatabase();
+  if (!isDemoDatabase(database)) {
+    process.stderr.write(
+      `coverage-rollup demo: --database must start with ${DEMO_DATABASE} and hold only a-z, 0-9 and _ (at most 63 characters), since the demo drops and recreates it (got ${database})\n`,
+    );
+    return 2;
+  }
   const demo = loadConfig({ path: join(packageRoot(), 'config', 'demo.yaml') });
   const log = createLogger(demo.log_level);
   // With neither a database nor a Redis URL, the embedded server of data_dir (the demo's database in it).
@@ -43,22 +53,29 @@ export async function runDemo(values: DemoOptions): Promise<number> {
     'command',
   );
   try {
-    const base = demoConfig(demo, server.config);
+    const base = demoConfig(demo, server.config, database);
     const config = values.chain
       ? chainDemoConfig(loadConfig({ path: join(packageRoot(), 'config', 'chain.yaml'), env: {} }), base)
       : base;
-    return await runDemoOn(config, log, values);
+    return await runDemoOn(config, log, values, database);
   } finally {
     await server.release();
   }
 }
 
-async function runDemoOn(config: Config, log: ReturnType<typeof createLogger>, values: DemoOptions) {
-  const where = config.queue.backend === 'redis' ? `Redis keys ${DEMO_PREFIX}:*` : 'its queues';
-  print(`resetting database ${DEMO_DATABASE} and ${where} (the demo's own)`);
-  await resetDemoState(config);
+async function runDemoOn(
+  config: Config,
+  log: ReturnType<typeof createLogger>,
+  values: DemoOptions,
+  database: string,
+) {
+  const where = config.queue.backend === 'redis' ? `Redis keys ${config.queue.prefix}:*` : 'its queues';
+  print(`resetting database ${database} and ${where} (the demo's own)`);
+  await resetDemoState(config, database);
   const daemon = await startDaemon(config, log);
   const statusUrl = `${daemon.url.replace('0.0.0.0', '127.0.0.1')}/`;
+  // The page opens on the last day by default; the demo's story is 2025-06-01 in Berlin.
+  const storyUrl = `${statusUrl}?start=${iso(DAY.start)}&end=${iso(DAY.end)}`;
   if (values.chain) {
     try {
       await runChainDemo(daemon, config, print, values.serve ? statusUrl : undefined);
@@ -103,7 +120,7 @@ async function runDemoOn(config: Config, log: ReturnType<typeof createLogger>, v
     print(
       `coverage-rollup demo: one Berlin day (2025-06-01) of 5-minute micro-batches for demo.orders and demo.payments`,
     );
-    if (values.serve) print(`  status page: ${statusUrl}`);
+    if (values.serve) print(`  status page of the demo day: ${storyUrl}`);
     print(
       `streaming the day hour by hour (the orders slice ${hhmm(HOLE.start)}-${hhmm(HOLE.end)} is held back):`,
     );
@@ -138,7 +155,17 @@ async function runDemoOn(config: Config, log: ReturnType<typeof createLogger>, v
       );
     }
     print(`${received.length} triggers delivered to the demo-runs queue.`);
-    await serveOrExit(values.serve === true, statusUrl);
+    if (values.serve) {
+      print(`serving: open ${storyUrl} (the demo day: its 24 hourly triggers and the rerun; Ctrl-C to stop)`);
+      await new Promise<void>((resolve) => {
+        process.once('SIGINT', () => resolve());
+        process.once('SIGTERM', () => resolve());
+      });
+    } else {
+      print(
+        `run \`npm run demo -- --serve\` to keep the daemon up and open its status page on the demo day (/?start=${iso(DAY.start)}&end=${iso(DAY.end)}).`,
+      );
+    }
     return 0;
   } finally {
     await downstream.close();
@@ -174,13 +201,43 @@ function hhmm(ms: number): string {
  * targets. From `server` (the --config file, or DATABASE_URL and REDIS_URL) it takes only where
  * PostgreSQL and Redis are: it must never drop or trigger anything real.
  */
-export function demoConfig(demo: Config, server: Config): Config {
+export function demoConfig(demo: Config, server: Config, database = DEMO_DATABASE): Config {
   return {
     ...demo,
-    database_url: onDatabase(server.database_url, DEMO_DATABASE),
+    database_url: onDatabase(server.database_url, database),
     redis_url: server.redis_url,
-    queue: { ...demo.queue, prefix: DEMO_PREFIX, backend: server.queue.backend },
+    // coverage_rollup_demo_alice -> crdemo_alice: two demos on one Redis never share keys either.
+    queue: {
+      ...demo.queue,
+      prefix: `${DEMO_PREFIX}${database.slice(DEMO_DATABASE.length)}`,
+      backend: server.queue.backend,
+    },
   };
+}
+
+/** One demo per user on a shared server: coverage_rollup_demo_<user>, else per run. */
+export function defaultDemoDatabase(user = userName()): string {
+  const suffix = user
+    .toLowerCase()
+    .replace(/[^a-z0-9_]+/g, '_')
+    .slice(0, 63 - DEMO_DATABASE.length - 1);
+  return `${DEMO_DATABASE}_${suffix || `run${process.pid}`}`;
+}
+
+export function isDemoDatabase(name: string): boolean {
+  return name.startsWith(DEMO_DATABASE) && /^[a-z0-9_]{1,63}$/.test(name);
+}
+
+function userName(): string {
+  try {
+    return userInfo().username;
+  } catch {
+    return ''; // no passwd entry (some containers): per run instead
+  }
+}
+
+function iso(microseconds: number): string {
+  return new Date(microseconds / 1000).toISOString().replace('.000Z', 'Z');
 }
 
 /** The URL of another database on the same server; libpq-style parameters naming one are dropped. */
@@ -195,10 +252,10 @@ function onDatabase(databaseUrl: string, name: string): string {
  * Every run starts from nothing: the demo database is recreated (with the queues in it, on the
  * PostgreSQL backend) and, on Redis, its queue keys deleted.
  */
-async function resetDemoState(config: Config): Promise<void> {
+async function resetDemoState(config: Config, database: string): Promise<void> {
   const admin = connectOnce(onDatabase(config.database_url, 'postgres'));
   try {
-    await admin`drop database if exists ${admin(DEMO_DATABASE)} with (force)`;
+    await admin`drop database if exists ${admin(database)} with (force)`;
   } finally {
     await admin.end();
   }

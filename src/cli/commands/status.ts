@@ -1,7 +1,8 @@
 import { defineRollups } from '../../config/rollups.js';
 import { maxLags } from '../../config.js';
+import { formatLength } from '../../http/status/format.js';
 import { assetJson } from '../../index/asset-json.js';
-import { listAssets } from '../../index/assets.js';
+import { pageAssets } from '../../index/assets.js';
 import { freshnessFacts } from '../../index/freshness.js';
 import { rollupCounts } from '../../index/periods/reads.js';
 import { outboxSummary } from '../../index/triggers.js';
@@ -16,9 +17,14 @@ interface StatusOptions extends GlobalOptions {
 export async function runStatus(values: StatusOptions): Promise<number> {
   const config = await commandConfig(values);
   return withSql(config, async (sql) => {
-    const [rows, facts] = await Promise.all([listAssets(sql), freshnessFacts(sql)]);
     const lags = maxLags(config);
     const now = Date.now();
+    // In the status page's order (stale first, then the furthest behind), so the two agree.
+    const stale = { maxLags: lags, nowMs: now };
+    const [{ rows }, facts] = await Promise.all([
+      pageAssets(sql, { offset: 0, limit: Number.MAX_SAFE_INTEGER, stale }),
+      freshnessFacts(sql),
+    ]);
     const assets = rows.map((a) => assetJson(a, facts.get(a.name)!, lags.get(a.name), now));
     // The configured rollups, with every period since begin counted by state as /v1/rollups
     // counts them (stored or derived), and their trigger outbox.
@@ -49,7 +55,8 @@ export async function runStatus(values: StatusOptions): Promise<number> {
       lines.push(
         `  ${a.asset}  ${a.domain}  ${plural(a.event_count, 'event')}  ${plural(a.segment_count, 'segment')}  ${extent}`,
       );
-      const lag = a.lag_seconds === null ? '' : `, lag ${a.lag_seconds} s`;
+      // The page's units: 2h 5m, not 7500 s (--json keeps lag_seconds exact).
+      const lag = a.lag_seconds === null ? '' : `, lag ${formatLength('time', a.lag_seconds * 1_000_000)}`;
       const until = a.covered_until === null ? 'nothing complete' : `covered until ${a.covered_until}${lag}`;
       const stale = a.stale
         ? `  STALE: ${a.stale_reason}`

@@ -3,40 +3,21 @@ import { z } from 'zod';
 import { defineOperation } from '../operation.js';
 import { AssetParams } from './assets.js';
 import { coded, ErrorBody } from './common.js';
+import { EVENT_EXAMPLES, EVENT_SPELLINGS, REPLAY_FIELDS } from './event-spellings.js';
 
 export const MAX_EVENTS_PER_REQUEST = 1000;
 
 /**
  * An event is checked by the normaliser the queue worker uses (src/core/events.ts), which takes
- * many spellings and names each refusal's reason; the schema only carries what it accepts as
- * examples (test/unit/openapi-examples.test.ts feeds them through the normaliser). It is
- * documented as an object; other JSON passes this schema and is refused per item, as the worker
- * would refuse it.
+ * many spellings and names each refusal's reason, so the request schema lets any JSON through and
+ * the item is refused per index, as the worker would refuse it. The document describes each
+ * accepted spelling (./event-spellings.ts), so generated clients can send every one of them.
  */
 export const EventItem = z.unknown().meta({
-  type: 'object',
   description:
     'an event in any spelling the queue accepts (README "Events"), validated as the worker does; refusals are listed per item',
-  examples: [
-    {
-      asset: 'warehouse.orders',
-      start: '2025-06-01T10:05:00Z',
-      end: '2025-06-01T10:10:00Z',
-      version: 'v3',
-      id: 'spark-batch-8812',
-      produced_at: '2025-06-01T10:10:07Z',
-      extra: {},
-    },
-    { asset: 'warehouse.orders', interval: '2025-06-01T10:05:00Z/PT5M' },
-    { asset: 'kafka.clicks', start: 4096, end: '8192' },
-    {
-      type: 'replay_requirement',
-      asset: 'warehouse.orders',
-      start: '2025-06-01T10:00:00Z',
-      end: '2025-06-01T11:00:00Z',
-      version: 'v4',
-    },
-  ],
+  anyOf: EVENT_SPELLINGS,
+  examples: EVENT_EXAMPLES,
 });
 
 const payload = `send an event object or an array of 1 to ${MAX_EVENTS_PER_REQUEST} of them`;
@@ -86,6 +67,9 @@ export const ReplayRequirementBody = coded(
   z.looseObject({}).meta({
     description:
       'the range [start, end) that must be rebuilt at version; any other field is kept as data, asset and type are set from the path',
+    // Documented, not enforced here: the normaliser refuses a bad one per field (invalid_events).
+    properties: REPLAY_FIELDS,
+    required: ['start', 'end', 'version'],
     examples: [{ start: '2025-06-01T10:00:00Z', end: '2025-06-01T11:00:00Z', version: 'v4' }],
   }),
   'invalid_payload',
@@ -96,6 +80,7 @@ export const postReplayRequirement = defineOperation({
   method: 'POST',
   path: '/v1/assets/{asset}/replay-requirements',
   id: 'postReplayRequirement',
+  tag: 'events',
   summary: 'Enqueue a replay requirement for an asset',
   access: 'write',
   params: AssetParams,

@@ -24,6 +24,9 @@ import type { OverviewRollup } from './overview.js';
 import { periodHref } from './period-page.js';
 import type { WindowQuery } from './window.js';
 
+/** r2 before r10: digits compare as numbers. */
+const NATURAL = new Intl.Collator('en', { numeric: true });
+
 /** Cards of each kind on one page. */
 export const PAGE_SIZE = 20;
 /** Rows of each kind on one page of the overview. */
@@ -51,16 +54,29 @@ export async function loadPage(
   const now = ctx.now() * 1000;
   const { sql } = ctx.read();
   const notes: string[] = [];
+  let missing = false; // 404: the page names a rollup or asset nothing knows
   let shownRollups = rollups;
   let assetNames: readonly string[] | undefined;
   if (pq.rollup !== undefined) {
     shownRollups = rollups.filter((r) => r.rollup.id === pq.rollup);
-    if (shownRollups.length === 0) notes.push(`No rollup named ${pq.rollup} is configured.`);
+    if (shownRollups.length === 0) {
+      notes.push(`No rollup named ${pq.rollup} is configured.`);
+      missing = true;
+    }
     assetNames = shownRollups.flatMap((r) => r.rollup.upstream);
   } else if (pq.asset !== undefined) {
-    if (!(await findAsset(sql, pq.asset))) notes.push(`No asset named ${pq.asset} has been seen.`);
     assetNames = [pq.asset];
     shownRollups = rollups.filter((r) => r.rollup.upstream.includes(pq.asset!));
+    if (!(await findAsset(sql, pq.asset))) {
+      // An upstream no event named yet is a fact worth a page (its rollups wait for it), not a 404.
+      const waiting = shownRollups.map((r) => r.rollup.id);
+      notes.push(
+        waiting.length > 0
+          ? `${pq.asset} has never been seen: no event for it has been ingested yet. ${waiting.length === 1 ? 'Rollup' : 'Rollups'} ${waiting.join(', ')} wait${waiting.length === 1 ? 's' : ''} for it.`
+          : `No asset named ${pq.asset} has been seen.`,
+      );
+      missing = waiting.length === 0;
+    }
   }
   const needle = pq.q?.toLowerCase();
   if (needle !== undefined) {
@@ -126,7 +142,7 @@ export async function loadPage(
       return { ...a, coveredUntil: judged.coveredUntil, freshness: freshnessOf(judged, now / 1000) };
     });
     const page: PageView = { ...base, assets: [], rollups: [], overview: { assets, rollups: rows } };
-    return { page, found: notes.length === 0 };
+    return { page, found: !missing };
   }
   // Upstream extents for the rollups' windows, read for just this page's rollups.
   const upstreams = new Set(rollupPage.flatMap((r) => r.rollup.upstream));
@@ -147,7 +163,7 @@ export async function loadPage(
     ),
   ]);
   const page: PageView = { ...base, assets: assetViews, rollups: rollupViews };
-  return { page, found: notes.length === 0 };
+  return { page, found: !missing };
 }
 
 /** Most failed runs, then most missed, most owed reruns, most waiting periods first; then by id. */
@@ -174,7 +190,7 @@ async function worstFirst(sql: Sql, rollups: readonly RollupRuntime[], nowMs: nu
   const ranked = [...rollups].sort((a, b) => {
     const [sa, sb] = [score(a), score(b)];
     for (let i = 0; i < sa.length; i++) if (sa[i] !== sb[i]) return sb[i]! - sa[i]!;
-    return a.rollup.id < b.rollup.id ? -1 : 1;
+    return NATURAL.compare(a.rollup.id, b.rollup.id);
   });
   return { ranked, counts, failed };
 }

@@ -68,7 +68,14 @@ function reasons(rollup: Rollup, answer: PeriodExplanation, nowMs: number): Safe
       : verdict.satisfied === 'partial'
         ? `the policy (${describePolicy(rollup)}) is met, though not every upstream is complete`
         : `the policy (${describePolicy(rollup)}) is not met`;
-  out.push(html`<li>Now ${satisfied}; the policy says: <strong>${verdict.outcome}</strong>.</li>`);
+  // A decided period waits for nothing: "wait (triggered)" would read as if it were still waiting.
+  const decided =
+    verdict.outcome.startsWith('wait') && (period.state === 'triggered' || period.state === 'missed');
+  out.push(
+    decided
+      ? html`<li>Now ${satisfied}; the period is <strong>${period.state === 'triggered' ? `triggered (generation ${period.generation})` : 'missed'}</strong> and nothing more is owed${rollup.rerun === 'never' ? '' : ` unless a ${rollup.rerun === 'on_update' ? 'newer completion' : 'replay requirement'} touches it (rerun: ${rollup.rerun})`}.</li>`
+      : html`<li>Now ${satisfied}; the policy says: <strong>${verdict.outcome}</strong>.</li>`,
+  );
   out.push(...upstreamReasons(rollup, answer));
   if (verdict.settle_remaining_seconds !== null && verdict.due_at !== null) {
     out.push(

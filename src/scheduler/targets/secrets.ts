@@ -190,12 +190,11 @@ function canonical(value: unknown): string {
  * target of an earlier config.
  */
 export function checkSecretEnv(config: Config, env: NodeJS.ProcessEnv): void {
-  const missing = config.rollups.flatMap((spec, i) =>
+  const missing = config.rollups.flatMap((spec) =>
     envReferences(spec.target)
       .filter(({ name }) => env[name] === undefined || env[name] === '')
       .map(
-        ({ field, name }) =>
-          `  rollups.${i}.target.${field} (${spec.id}): environment variable ${name} is not set`,
+        ({ field, name }) => `  rollups[${spec.id}].target.${field}: environment variable ${name} is not set`,
       ),
   );
   if (missing.length > 0) throw new ConfigError(`invalid configuration:\n${missing.join('\n')}`);
