@@ -68,7 +68,9 @@ const ref = (rollupId: string, h: number): RunRef => ({
 });
 const report = async (r: RunRef, what: RunReport, retries: number) => {
   const policy = { retries, backoffMs: 3_600_000, timeoutMs: 6 * 3_600_000 };
-  const result = await db.sql.begin((tx) => reportRun(tx, r, what, 'queue', policy, { record: 'all', rollup: null }));
+  const result = await db.sql.begin((tx) =>
+    reportRun(tx, r, what, 'queue', policy, { record: 'all', rollup: null }),
+  );
   expect(result?.effect).toBe('applied');
 };
 await report(ref('runs_a', 10), { kind: 'target', state: 'failed', error: HOSTILE }, 0);
