@@ -90,17 +90,21 @@ interface Walkable {
       readonly element?: Walkable;
       readonly innerType?: Walkable;
       readonly in?: Walkable;
+      readonly out?: Walkable;
       readonly options?: readonly Walkable[];
     };
   };
 }
 
-/** The object (or array) schemas a schema stands for, through defaults, pipes and unions. */
+/**
+ * The object (or array) schemas a schema stands for, through defaults, pipes (either side: a
+ * preprocess puts the object on the out side) and unions.
+ */
 function objects(node: Walkable): Walkable[] {
   const def = node._zod.def;
   if (def.type === 'object' || def.type === 'array') return [node];
   if (def.innerType) return objects(def.innerType);
-  if (def.in) return objects(def.in);
+  if (def.in || def.out) return [...(def.in ? objects(def.in) : []), ...(def.out ? objects(def.out) : [])];
   if (def.options) return def.options.flatMap(objects);
   return [];
 }

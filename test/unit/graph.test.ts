@@ -130,15 +130,15 @@ describe('config refuses a rollup graph that cannot run', () => {
   it.each([
     [
       [rollup('a', ['agg.b'], 'agg.a'), rollup('b', ['agg.a'], 'agg.b')],
-      'rollups.0.output: rollup cycle: a -> agg.a -> b -> agg.b -> a',
+      'rollups[a].output: rollup cycle: a -> agg.a -> b -> agg.b -> a',
     ],
     [
       [rollup('a', ['raw', 'agg.a'], 'agg.a')],
-      'rollups.0.output: output agg.a is also an upstream of this rollup',
+      'rollups[a].output: output agg.a is also an upstream of this rollup',
     ],
     [
       [rollup('a', ['raw'], 'agg'), rollup('b', ['raw'], 'agg')],
-      'rollups.1.output: output agg is already the output of rollup a',
+      'rollups[b].output: output agg is already the output of rollup a',
     ],
   ])('%#: refused, naming what is wrong', (rollups, message) => {
     expect(() => parseConfig({ rollups })).toThrow(ConfigError);
@@ -178,14 +178,14 @@ describe('config refuses a rollup graph that cannot run', () => {
       ],
     });
     expect(() => defineRollups(config)).toThrow(
-      'rollups.1.upstream (buckets): asset agg.hourly is the output of time rollup hourly but this rollup is integer',
+      'rollups[buckets].upstream: asset agg.hourly is the output of time rollup hourly but this rollup is integer',
     );
     const declared = parseConfig({
       assets: [{ name: 'agg.hourly', domain: 'integer' }],
       rollups: [rollup('hourly', ['raw'], 'agg.hourly')],
     });
     expect(() => defineRollups(declared)).toThrow(
-      'rollups.0.output (hourly): asset agg.hourly is declared integer',
+      'rollups[hourly].output: asset agg.hourly is declared integer',
     );
   });
 });
