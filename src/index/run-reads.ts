@@ -53,7 +53,7 @@ export async function dueRuns(sql: Sql, limit: number): Promise<DueRun[]> {
     from (
       select * from runs where state = 'pending' and due_at <= statement_timestamp()
       order by due_at desc limit ${limit}
-    ) r join triggers t using (rollup_id, period_lo, generation)
+    ) r cross join lateral (${triggerOf(sql)}) t
     order by r.due_at desc`;
   return rows.map((r) => ({
     run: ref(r),
@@ -76,9 +76,19 @@ export interface FollowedRun {
 
 // The due reads compare with statement_timestamp(), not clock_timestamp(): a volatile function
 // cannot bound an index scan, and without statistics the planner then scanned runs and sorted.
-// They take their `limit` runs first and join triggers after, so the join is that many key probes
-// whatever the planner guesses of the due share (a third, without statistics: a hash join of both
-// tables whole).
+// They take their `limit` runs first and then look up each one's trigger by its key, so the join
+// is that many key probes whatever the planner guesses of the due share (without statistics it
+// guessed a third and hash-joined the whole triggers table).
+
+/**
+ * The trigger of run `r`, as a LATERAL the planner cannot flatten into a hash join (the LIMIT keeps
+ * it a per-row probe of the primary key).
+ */
+function triggerOf(sql: Sql) {
+  return sql`
+    select lease_token, target, payload from triggers
+    where rollup_id = r.rollup_id and period_lo = r.period_lo and generation = r.generation limit 1`;
+}
 
 /**
  * Runs whose target is due to be asked about them (open, or watched after finishing), longest-
@@ -99,7 +109,7 @@ export async function runsToCheck(sql: Sql, limit: number, aheadMs = 0): Promise
     from (
       select * from runs where check_at <= statement_timestamp() + make_interval(secs => ${aheadMs / 1000})
       order by check_at limit ${limit}
-    ) r join triggers t using (rollup_id, period_lo, generation)
+    ) r cross join lateral (${triggerOf(sql)}) t
     order by r.check_at`;
   return rows.map((r) => ({
     run: ref(r),
