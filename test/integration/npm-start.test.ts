@@ -109,13 +109,9 @@ describe('npm start', () => {
     expect(await exited).toBe(0);
     await waitFor(() => !alive(daemonPid), { timeout: 30_000, what: `daemon pid ${daemonPid} to exit` });
     const msgs = logs.map((l) => l.msg);
-    expect(msgs).toEqual(
-      expect.arrayContaining([
-        'signal repeated at once (terminal and npm both deliver it): still draining',
-        'shutting down',
-        'stopped',
-      ]),
-    );
+    // npm's forwarded copy usually arrives while draining (logged as a repeat), but may come after
+    // the daemon has already stopped (seen once in CI): either way one drain, exit 0, no forced exit.
+    expect(msgs).toEqual(expect.arrayContaining(['shutting down', 'stopped']));
     expect(msgs).not.toContain('second signal: exiting now');
   });
 });
