@@ -110,6 +110,44 @@ export function quantile(sorted: readonly number[], q: number): number | undefin
   return sorted[Math.max(0, Math.ceil(q * sorted.length) - 1)];
 }
 
+/**
+ * The scheduler's pass histogram for one kind of pass (`idle` or `busy`) in a /metrics body:
+ * p50 and p99 estimated from the buckets as Prometheus' histogram_quantile does (linear within the
+ * bucket), and the number of passes.
+ */
+export function schedulerPasses(metricsBody: string, work: 'idle' | 'busy') {
+  const buckets = [
+    ...metricsBody.matchAll(
+      new RegExp(
+        `^coverage_rollup_scheduler_pass_seconds_bucket\\{le="([^"]+)",work="${work}"\\} (\\S+)$`,
+        'gm',
+      ),
+    ),
+  ].map((m) => ({ le: m[1] === '+Inf' ? Number.POSITIVE_INFINITY : Number(m[1]), count: Number(m[2]) }));
+  return {
+    p50_ms: round(histogramQuantile(buckets, 0.5) * 1000, 2),
+    p99_ms: round(histogramQuantile(buckets, 0.99) * 1000, 2),
+    passes: buckets.at(-1)?.count ?? 0,
+  };
+}
+
+/** The q-quantile of cumulative histogram buckets (ascending `le`, +Inf last), as histogram_quantile. */
+function histogramQuantile(buckets: readonly { le: number; count: number }[], q: number): number {
+  const total = buckets.at(-1)?.count ?? 0;
+  if (total === 0) return Number.NaN;
+  const rank = q * total;
+  let lower = 0;
+  let below = 0;
+  for (const { le, count } of buckets) {
+    if (count >= rank) {
+      if (!Number.isFinite(le)) return lower; // in +Inf: the highest finite bound
+      return lower + ((le - lower) * (rank - below)) / Math.max(count - below, 1);
+    }
+    [lower, below] = [le, count];
+  }
+  return lower;
+}
+
 export function median(values: readonly number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
   const mid = sorted.length >> 1;

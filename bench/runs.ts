@@ -28,6 +28,7 @@ import {
   quantile,
   REDIS_URL,
   round,
+  schedulerPasses,
   spawnDaemon,
   uniqueName,
 } from './common.js';
@@ -86,28 +87,10 @@ async function main(): Promise<void> {
     return (await response.json()) as T;
   };
   const metrics = async () => (await fetch(`${daemon.url}/metrics`)).text();
-  /** The pass summary by kind: idle (nothing to do) and busy (a delivery, an outcome, a check). */
+  /** The pass histogram by kind: idle (nothing to do) and busy (a delivery, an outcome, a check). */
   const passes = async () => {
     const body = await metrics();
-    const read = (q: string, work: string) =>
-      Number(
-        new RegExp(
-          `^coverage_rollup_scheduler_pass_seconds\\{quantile="${q}",work="${work}"\\} (\\S+)$`,
-          'm',
-        ).exec(body)?.[1] ?? Number.NaN,
-      );
-    const count = (work: string) =>
-      Number(
-        new RegExp(`^coverage_rollup_scheduler_pass_seconds_count\\{work="${work}"\\} (\\S+)$`, 'm').exec(
-          body,
-        )?.[1] ?? 0,
-      );
-    const kind = (work: string) => ({
-      p50_ms: round(read('0.5', work) * 1000, 2),
-      p99_ms: round(read('0.99', work) * 1000, 2),
-      passes: count(work),
-    });
-    return { idle: kind('idle'), busy: kind('busy') };
+    return { idle: schedulerPasses(body, 'idle'), busy: schedulerPasses(body, 'busy') };
   };
   const leading = async () => {
     for (;;) {

@@ -23,6 +23,7 @@ import {
   quantile,
   REDIS_URL,
   round,
+  schedulerPasses,
   spawnDaemon,
   uniqueName,
 } from './common.js';
@@ -118,10 +119,6 @@ async function main(): Promise<void> {
     const body = await response.text();
     if (!response.ok) throw new Error(`${path}: ${response.status} ${body.slice(0, 200)}`);
     return { ms: performance.now() - t0, bytes: Buffer.byteLength(body), body };
-  };
-  const metric = async (pattern: RegExp) => {
-    const { body } = await get('/metrics');
-    return Number(pattern.exec(body)?.[1] ?? Number.NaN);
   };
 
   let rssMax = 0;
@@ -249,18 +246,7 @@ async function main(): Promise<void> {
       )
     ).body,
   );
-  // scheduler_pass_seconds is a histogram: quantiles are estimated from its buckets, as
-  // Prometheus' histogram_quantile does (linear within the bucket).
-  const passBuckets = [
-    ...(await get('/metrics')).body.matchAll(
-      /^coverage_rollup_scheduler_pass_seconds_bucket\{le="([^"]+)",work="idle"\} (\S+)$/gm,
-    ),
-  ].map((m) => ({ le: m[1] === '+Inf' ? Number.POSITIVE_INFINITY : Number(m[1]), count: Number(m[2]) }));
-  const idle = {
-    p50_ms: round(histogramQuantile(passBuckets, 0.5) * 1000, 2),
-    p99_ms: round(histogramQuantile(passBuckets, 0.99) * 1000, 2),
-    passes: await metric(/^coverage_rollup_scheduler_pass_seconds_count\{work="idle"\} (\S+)$/m),
-  };
+  const idle = schedulerPasses((await get('/metrics')).body, 'idle');
   const [decisions] = await db.sql<{ triggers: number; deadline: number; missed_rows: number }[]>`
     select (select count(*) from triggers)::int as triggers,
       (select count(*) from triggers where reason = 'deadline')::int as deadline,
@@ -333,20 +319,3 @@ async function main(): Promise<void> {
 }
 
 await main();
-
-/** The q-quantile of cumulative histogram buckets (ascending `le`, +Inf last), as histogram_quantile. */
-function histogramQuantile(buckets: readonly { le: number; count: number }[], q: number): number {
-  const total = buckets.at(-1)?.count ?? 0;
-  if (total === 0) return Number.NaN;
-  const rank = q * total;
-  let lower = 0;
-  let below = 0;
-  for (const { le, count } of buckets) {
-    if (count >= rank) {
-      if (!Number.isFinite(le)) return lower; // in +Inf: the highest finite bound
-      return lower + ((le - lower) * (rank - below)) / Math.max(count - below, 1);
-    }
-    [lower, below] = [le, count];
-  }
-  return lower;
-}
