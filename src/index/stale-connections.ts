@@ -28,6 +28,11 @@ interface Watched {
   pid: number | undefined;
   /** Requests that owe a ReadyForQuery: the startup, each Sync and each simple Query. */
   owed: number;
+  /**
+   * A Flush was sent and nothing heard since: postgres.js describes a new statement that way
+   * (Parse, Describe, Flush) and waits for the description before it sends the rest and a Sync.
+   */
+  flushed: boolean;
   /** Extended-query messages sent since the last Sync (a describe or a cursor waiting): no ping. */
   extended: boolean;
   /** Our Sync is owed its ReadyForQuery, which postgres.js must not see. */
@@ -56,6 +61,9 @@ export interface StaleWatchOptions {
   readonly onStale?: (count: number) => void;
 }
 
+/** Whether the socket waits on the server: a ReadyForQuery, or any answer to a Flush. */
+const owes = (w: Watched) => w.owed > 0 || w.flushed;
+
 /** Extended-query messages: Parse, Bind, Describe, Execute, Close, Flush. */
 const EXTENDED = new Set([0x50, 0x42, 0x44, 0x45, 0x43, 0x48]);
 
@@ -77,6 +85,7 @@ export class StaleConnectionWatch {
       socket,
       pid: undefined,
       owed: 1,
+      flushed: false,
       extended: false,
       pinged: false,
       quietSince: Date.now(),
@@ -90,12 +99,14 @@ export class StaleConnectionWatch {
         return false;
       }),
       tx: new FrameReader(false, (type) => {
-        if (type === 0x53 || type === 0x51) {
-          // S: Sync, Q: Query
-          if (watched.owed === 0) watched.quietSince = Date.now();
-          watched.owed++;
-          watched.extended = false;
-        } else if (EXTENDED.has(type)) watched.extended = true;
+        if (type === 0x53 || type === 0x51 || type === 0x48) {
+          // S: Sync, Q: Query, H: Flush
+          if (!owes(watched)) watched.quietSince = Date.now();
+          if (type === 0x48) watched.flushed = true;
+          else watched.owed++;
+        }
+        if (type === 0x53 || type === 0x51) watched.extended = false;
+        else if (EXTENDED.has(type)) watched.extended = true;
         return true;
       }),
     };
@@ -103,6 +114,7 @@ export class StaleConnectionWatch {
     socket.emit = ((event: string | symbol, ...args: unknown[]) => {
       if (event !== 'data' || watched.tx.opaque) return emit(event, ...args);
       watched.quietSince = Date.now();
+      watched.flushed = false;
       const passed = watched.rx.push(args[0] as Buffer);
       return passed.length === 0 || emit('data', passed);
     }) as Socket['emit'];
@@ -138,18 +150,14 @@ export class StaleConnectionWatch {
     if (this.checking) return 0;
     const half = this.options.boundMs / 2;
     for (const w of this.sockets) {
-      if (w.owed > 0 || w.extended || w.pid === undefined || w.tx.opaque || w.socket.destroyed) continue;
+      if (owes(w) || w.extended || w.pid === undefined || w.tx.opaque || w.socket.destroyed) continue;
       if (now - w.quietSince < half) continue;
       w.pinged = true;
       w.socket.write(SYNC);
     }
     const suspects = [...this.sockets].filter(
       (w) =>
-        w.owed > 0 &&
-        w.pid !== undefined &&
-        !w.tx.opaque &&
-        now - w.quietSince >= half &&
-        !w.socket.destroyed,
+        owes(w) && w.pid !== undefined && !w.tx.opaque && now - w.quietSince >= half && !w.socket.destroyed,
     );
     if (suspects.length === 0) return 0;
     this.checking = true;
@@ -160,14 +168,21 @@ export class StaleConnectionWatch {
       );
       if (states === null) return 0; // no fresh connection either: the cut-off guard's case
       const stale = suspects.filter((w) => {
-        if (now - w.quietSince < half || w.owed === 0) return false;
+        if (now - w.quietSince < half || !owes(w)) return false;
         const s = states.get(w.pid!);
         return s === undefined || WAITING_ON_CLIENT.has(s.state ?? '') || s.wait === 'Client';
       });
       const kept = suspects.filter((w) => !stale.includes(w));
       if (kept.length > 0) {
         this.options.log.debug(
-          { suspects: kept.map((w) => ({ pid: w.pid, owed: w.owed, ...states.get(w.pid!) })) },
+          {
+            suspects: kept.map((w) => ({
+              pid: w.pid,
+              owed: w.owed,
+              flushed: w.flushed,
+              ...states.get(w.pid!),
+            })),
+          },
           'quiet PostgreSQL connections whose backends are working: left alone',
         );
       }
