@@ -8,7 +8,7 @@
 import type { RollupRuntime } from '../../config/rollups.js';
 import { maxLags as configuredMaxLags } from '../../config.js';
 import { freshnessOf } from '../../core/freshness.js';
-import { type RunState, UNSUCCESSFUL_STATES } from '../../core/runs.js';
+import { compareWorstFirst, failedRunCount, NATURAL } from '../../core/rollup-rank.js';
 import { assetHistories } from '../../index/asset-history.js';
 import { type AssetRow, countAssets, domainsOf, findAsset, pageAssets } from '../../index/assets.js';
 import type { Sql } from '../../index/db.js';
@@ -24,9 +24,6 @@ import type { OverviewRollup } from './overview.js';
 import { periodHref } from './period-page.js';
 import { whyWaiting } from './why-waiting.js';
 import type { WindowQuery } from './window.js';
-
-/** r2 before r10: digits compare as numbers. */
-const NATURAL = new Intl.Collator('en', { numeric: true });
 
 /** Cards of each kind on one page. */
 export const PAGE_SIZE = 20;
@@ -177,7 +174,7 @@ export async function loadPage(
   return { page, found: !missing };
 }
 
-/** Most failed runs, then most missed, most owed reruns, most waiting periods first; then by id. */
+/** Worst first (src/core/rollup-rank.ts), with the counts each rollup was ranked by. */
 async function worstFirst(sql: Sql, rollups: readonly RollupRuntime[], nowMs: number) {
   const ids = rollups.map((r) => r.rollup.id);
   const [counts, runCounts] = await Promise.all([
@@ -188,21 +185,13 @@ async function worstFirst(sql: Sql, rollups: readonly RollupRuntime[], nowMs: nu
     ),
     runCountsOf(sql, ids),
   ]);
-  const failed = new Map(
-    ids.map((id) => {
-      const byState: Partial<Record<RunState, number>> = runCounts.get(id) ?? {};
-      return [id, UNSUCCESSFUL_STATES.reduce((n, s) => n + (byState[s] ?? 0), 0)];
-    }),
-  );
-  const score = (r: RollupRuntime) => {
-    const c = counts.get(r.rollup.id)!;
-    return [failed.get(r.rollup.id) ?? 0, c.missed, c.rerun_pending, c.waiting] as const;
-  };
-  const ranked = [...rollups].sort((a, b) => {
-    const [sa, sb] = [score(a), score(b)];
-    for (let i = 0; i < sa.length; i++) if (sa[i] !== sb[i]) return sb[i]! - sa[i]!;
-    return NATURAL.compare(a.rollup.id, b.rollup.id);
+  const failed = new Map(ids.map((id) => [id, failedRunCount(runCounts.get(id))]));
+  const rank = (r: RollupRuntime) => ({
+    id: r.rollup.id,
+    counts: counts.get(r.rollup.id)!,
+    failed: failed.get(r.rollup.id)!,
   });
+  const ranked = [...rollups].sort((a, b) => compareWorstFirst(rank(a), rank(b)));
   return { ranked, counts, failed };
 }
 
