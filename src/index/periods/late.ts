@@ -23,6 +23,7 @@ export async function periodsPastDeadline(
 ): Promise<Map<string, number>> {
   const timed = rollups.filter((r) => r.domain === 'time' && r.policy.deadlineMs !== undefined);
   const out = new Map(timed.map((r) => [r.id, 0]));
+  if (timed.length === 0) return out;
   const passed = timed.map((r) => passedBefore(r, nowMs, r.policy.deadlineMs!));
   const owing = timed.flatMap((r, i) => {
     if (r.policy.onDeadline !== 'trigger') return [];
@@ -30,7 +31,6 @@ export async function periodsPastDeadline(
     const from = Math.max(missedBefore(r, nowMs) ?? r.begin, r.begin);
     return from < passed[i]! ? [{ rollup: r, from, to: passed[i]! }] : [];
   });
-  if (timed.length === 0) return out;
   const ids = timed.map((r) => r.id);
   const [undecided, rows] = await Promise.all([
     db<{ rollup_id: string; n: number }[]>`
