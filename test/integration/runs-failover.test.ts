@@ -14,10 +14,10 @@ import { waitFor } from '../helpers/wait.js';
  * built `coverage-rollup start`) on one database and a real BullMQ worker on the queue target.
  * The holder delivers attempt 1 of several periods and is killed before any has an outcome; the
  * worker then completes some jobs and fails others while no living daemon leads, and one job is
- * still running when the standby takes over. The standby must record every outcome: succeeded,
- * retried as attempt 2 with its own job id, failed once its retries are spent; exactly one job per
- * attempt at the target, and no run lost or left open. Integer buckets of 10, so nothing depends
- * on the wall clock.
+ * still running when the standby takes over; a retry the holder scheduled is due only after the
+ * kill. The standby must record every outcome: succeeded, retried as attempt 2 with its own job
+ * id, failed once its retries are spent; exactly one job per attempt at the target, and no run
+ * lost or left open. Integer buckets of 10, so nothing depends on the wall clock.
  */
 
 const procs = processHarness();
@@ -42,7 +42,10 @@ const config = {
   lease: LEASE,
   shutdown_timeout: 'PT10S',
   scheduler: { run_check_every: 'PT0.1S' },
-  assets: [{ name: 'a', domain: 'integer' }],
+  assets: [
+    { name: 'a', domain: 'integer' },
+    { name: 'b', domain: 'integer' },
+  ],
   rollups: [
     {
       id: 'r',
@@ -51,6 +54,15 @@ const config = {
       begin: 0,
       run: { retries: 1, backoff: 'PT0.2S', timeout: 'PT60S' },
       target: { type: 'queue', queue: 'downstream' },
+    },
+    {
+      // Its failed attempt 1 is recorded by the holder, whose retry is due only after the kill.
+      id: 'q',
+      upstream: 'b',
+      every: 10,
+      begin: 0,
+      run: { retries: 1, backoff: 'PT6S', timeout: 'PT60S' },
+      target: { type: 'queue', queue: 'downstream-q' },
     },
   ],
 };
@@ -85,7 +97,10 @@ interface RunRow {
 }
 const runRows = () => db.sql<RunRow[]>`
   select period_lo, attempt, run_id, state, cause, error, lease_token, next_retry_at, check_at
-  from runs order by period_lo, attempt`;
+  from runs where rollup_id = 'r' order by period_lo, attempt`;
+const qRuns = () => db.sql<RunRow[]>`
+  select period_lo, attempt, run_id, state, cause, error, lease_token, next_retry_at, check_at
+  from runs where rollup_id = 'q' order by attempt`;
 
 /** Per run id, how many `msg` lines name it across processes. */
 function countByRun(processes: readonly DaemonProcess[], msg: string): Record<string, number> {
@@ -102,53 +117,73 @@ describe('runs across a kill -9 of the lease holder', () => {
     const a = await procs.spawn({ name: 'runs-a', config });
     const tokenA = tokenOf(await a.waitForLog(ACQUIRED, { what: 'runs-a to lead' }));
     const b = await procs.spawn({ name: 'runs-b', config });
-    await waitFor(
-      async () => ((await (await fetch(`${b.url}/readyz`)).json()) as Json).scheduler.role === 'standby',
-      {
-        what: 'runs-b standby',
-      },
-    );
+    const role = async () => ((await (await fetch(`${b.url}/readyz`)).json()) as Json).scheduler.role;
+    await waitFor(async () => (await role()) === 'standby', { what: 'runs-b standby' });
 
-    await producer.addBulk(
-      LOS.map((lo) => ({ name: 'e', data: { asset: 'a', start: lo, end: lo + 10, version: 'v1' } })),
-    );
-    // Attempt 1 of every period delivered (no worker yet: every job waits), and its line logged.
-    await waitFor(
-      async () => {
-        const rows = await runRows();
-        return rows.length === LOS.length && rows.every((r) => r.state === 'started');
-      },
-      { what: 'attempt 1 of every period started' },
-    );
-    await waitFor(() => LOS.every((lo) => countByRun([a], 'delivered')[key(lo)] === 1), {
-      what: 'every delivery logged',
-    });
-
-    const killedAt = Date.now();
-    a.signal('SIGKILL');
-    expect(await a.waitForExit()).toEqual({ code: null, signal: 'SIGKILL' });
-
-    // The worker: each job processed is recorded; the slow one waits for the takeover.
-    const processed: string[] = [];
-    let releaseSlow!: () => void;
-    const slowGate = new Promise<void>((resolve) => {
-      releaseSlow = resolve;
-    });
+    // The q worker runs from the start: attempt 1 fails, attempt 2 completes.
     const connection = queueConnection(settings);
-    const worker = connection.worker(
-      'downstream',
+    const processedQ: string[] = [];
+    const workerQ = connection.worker(
+      'downstream-q',
       prefix,
       async (job: Job) => {
-        processed.push(job.id!);
-        const plan = planOf(job.data.period.start);
-        if (plan === 'slow') await slowGate;
-        if (plan === 'fail' || (plan === 'retry' && job.data.attempt === 1))
-          throw new Error(`attempt ${job.data.attempt} fails`);
+        processedQ.push(job.id!);
+        if (job.data.attempt === 1) throw new Error('attempt 1 fails');
         return 'ok';
       },
-      { concurrency: 10 },
+      { concurrency: 2 },
     );
+    let worker: { close(): Promise<void> } | undefined;
+    let releaseSlow = () => {};
     try {
+      await producer.addBulk([
+        ...LOS.map((lo) => ({ name: 'e', data: { asset: 'a', start: lo, end: lo + 10, version: 'v1' } })),
+        { name: 'e', data: { asset: 'b', start: 0, end: 10, version: 'v1' } },
+      ]);
+      // Attempt 1 of every period delivered (no worker yet: every job waits), and its line logged.
+      await waitFor(
+        async () => {
+          const rows = await runRows();
+          return rows.length === LOS.length && rows.every((r) => r.state === 'started');
+        },
+        { what: 'attempt 1 of every period started' },
+      );
+      await waitFor(() => [...LOS.map(key), 'q@0#1'].every((id) => countByRun([a], 'delivered')[id] === 1), {
+        what: 'every delivery logged',
+      });
+      // q's attempt 1 failed under the holder, which owes its retry (due 6 s later).
+      const [owed] = await waitFor(
+        async () => {
+          const rows = await qRuns();
+          return rows.length === 1 && rows[0]!.state === 'failed' ? rows : undefined;
+        },
+        { what: "q's attempt 1 recorded failed" },
+      );
+      expect(owed!.next_retry_at).not.toBeNull();
+
+      const killedAt = Date.now();
+      a.signal('SIGKILL');
+      expect(await qRuns(), 'the retry not yet made at the kill').toHaveLength(1);
+      expect(await a.waitForExit()).toEqual({ code: null, signal: 'SIGKILL' });
+
+      // The worker: each job processed is recorded; the slow one waits for the takeover.
+      const processed: string[] = [];
+      const slowGate = new Promise<void>((resolve) => {
+        releaseSlow = resolve;
+      });
+      worker = connection.worker(
+        'downstream',
+        prefix,
+        async (job: Job) => {
+          processed.push(job.id!);
+          const plan = planOf(job.data.period.start);
+          if (plan === 'slow') await slowGate;
+          if (plan === 'fail' || (plan === 'retry' && job.data.attempt === 1))
+            throw new Error(`attempt ${job.data.attempt} fails`);
+          return 'ok';
+        },
+        { concurrency: 10 },
+      );
       // Every outcome but the slow one is reached while no living daemon leads.
       await waitFor(
         async () => {
@@ -191,7 +226,21 @@ describe('runs across a kill -9 of the lease holder', () => {
         },
         { timeout: 30_000, what: 'every period at its final run' },
       );
+      const recordedMs = Date.now() - killedAt;
       expect(periods).toHaveLength(LOS.length);
+      // The retry owed at the kill is made once, by the new holder.
+      const q = await waitFor(
+        async () => {
+          const rows = await qRuns();
+          return rows.length === 2 && rows[1]!.state === 'succeeded' ? rows : undefined;
+        },
+        { what: "q's attempt 2 succeeded" },
+      );
+      expect(q.map((r) => [r.attempt, r.run_id, r.state, r.cause, r.lease_token])).toEqual([
+        [1, 'q@0#1', 'failed', 'trigger', tokenA],
+        [2, 'q@0#1~a2', 'succeeded', 'retry', tokenB],
+      ]);
+      expect(processedQ).toEqual(['q@0#1', 'q@0#1~a2']);
 
       // Every attempt, its id, state and the lease that made it; nothing open, nothing lost.
       const runs = await runRows();
@@ -225,14 +274,20 @@ describe('runs across a kill -9 of the lease holder', () => {
         [...withPlan('ok', 'slow').map(key), ...withPlan('retry').map(retryKey)].sort(),
       );
       expect(failed).toEqual([...retried.map(key), ...withPlan('fail').map(retryKey)].sort());
-      await waitFor(() => retried.every((lo) => countByRun([b], 'delivered')[retryKey(lo)] === 1), {
-        what: 'the retries’ deliveries logged',
-      });
-      expect(countByRun([a, b], 'delivered')).toEqual(Object.fromEntries(allIds.map((id) => [id, 1])));
+      await waitFor(
+        () => [...retried.map(retryKey), 'q@0#1~a2'].every((id) => countByRun([b], 'delivered')[id] === 1),
+        {
+          what: 'the retries’ deliveries logged',
+        },
+      );
+      expect(countByRun([a, b], 'delivered')).toEqual(
+        Object.fromEntries([...allIds, 'q@0#1', 'q@0#1~a2'].map((id) => [id, 1])),
+      );
 
       // The history of each run says who learnt what: the outcomes from the queue, none twice.
       const reports = await db.sql<{ period_lo: number; attempt: number; source: string; state: string }[]>`
-        select period_lo, attempt, source, state from run_reports where effect = 'applied' order by id`;
+        select period_lo, attempt, source, state from run_reports where rollup_id = 'r' and effect = 'applied'
+          order by id`;
       for (const r of runs) {
         const mine = reports.filter((p) => p.period_lo === r.period_lo && p.attempt === r.attempt);
         expect(
@@ -246,12 +301,13 @@ describe('runs across a kill -9 of the lease holder', () => {
         LOS.map((lo) => [String(lo), expected[lo]!.attempt, expected[lo]!.state]),
       );
       console.warn(
-        `[runs-failover] standby acquired ${logTime(acquired) - killedAt} ms after the kill; all outcomes recorded ${Date.now() - killedAt} ms after it`,
+        `[runs-failover] standby acquired ${logTime(acquired) - killedAt} ms after the kill; every period at its final run ${recordedMs} ms after it`,
       );
       expect(await b.stop()).toEqual({ code: 0, signal: null });
     } finally {
       releaseSlow();
-      await worker.close();
+      await worker?.close();
+      await workerQ.close();
       await connection.close();
     }
   });
