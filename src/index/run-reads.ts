@@ -69,6 +69,7 @@ export interface FollowedRun {
   readonly run: RunRef;
   readonly runId: string;
   readonly state: RunState;
+  readonly startedAt: Date | null;
   readonly finishedAt: Date | null;
   readonly target: TargetJson;
   readonly payload: TriggerPayload;
@@ -100,12 +101,14 @@ export async function runsToCheck(sql: Sql, limit: number, aheadMs = 0): Promise
     (RefRow & {
       run_id: string;
       state: RunState;
+      started_at: Date | null;
       finished_at: Date | null;
       target: TargetJson;
       payload: TriggerPayload;
     })[]
   >`
-    select r.rollup_id, r.period_lo, r.generation, r.attempt, r.run_id, r.state, r.finished_at, t.target, t.payload
+    select r.rollup_id, r.period_lo, r.generation, r.attempt, r.run_id, r.state, r.started_at, r.finished_at,
+      t.target, t.payload
     from (
       select * from runs where check_at <= statement_timestamp() + make_interval(secs => ${aheadMs / 1000})
       order by check_at limit ${limit}
@@ -115,6 +118,7 @@ export async function runsToCheck(sql: Sql, limit: number, aheadMs = 0): Promise
     run: ref(r),
     runId: r.run_id,
     state: r.state,
+    startedAt: r.started_at,
     finishedAt: r.finished_at,
     target: r.target,
     payload: r.payload,

@@ -26,6 +26,8 @@ const OBSERVE_CHUNK = 100;
  */
 export const MAX_OBSERVATIONS = 4;
 const SWEEP_BATCH = 100;
+/** The longest wait between two checks of a queue job that stays open. */
+const OPEN_CHECK_MAX_MS = 60_000;
 
 export interface CheckIntervals {
   /** How often an open run's target is asked about it. */
@@ -132,7 +134,19 @@ async function check(ctx: FollowContext, signal: AbortSignal) {
         const report = answer?.get(r.runId) ?? null;
         const after = report === null ? r : await apply(ctx, r, report, stored.type);
         // A target that cannot be asked (a webhook) is not asked again: its runs report themselves.
-        next.push({ run: r.run, afterMs: answer === null ? null : nextCheck(ctx, stored.type, after) });
+        next.push({
+          run: r.run,
+          afterMs:
+            answer === null
+              ? null
+              : nextCheckMs(
+                  stored.type,
+                  after,
+                  ctx.checks,
+                  ctx.policyOf(r.run.rollupId).timeoutMs,
+                  Date.now(),
+                ),
+        });
       }
     }
   }
@@ -160,12 +174,29 @@ async function apply(
   return { ...r, state, finishedAt: finishedAt === null ? null : new Date(finishedAt) };
 }
 
-/** Open: ask again soon. Finished: stop, except an Airflow run, watched for a clear for run.timeout. */
-function nextCheck(ctx: FollowContext, type: string, r: FollowedRun): number | null {
-  if (r.state === 'started' || r.state === 'running') return ctx.checks.openMs;
+/**
+ * Open: ask again soon; a queue job open for long, after a tenth of its age (at most
+ * OPEN_CHECK_MAX_MS): its outcome arrives through the queue's event stream at once, the checks are
+ * the safety net for what the stream missed, and checking thousands of long-waiting jobs every
+ * interval cost every pass (and a fresh period waiting behind it) for nothing. Airflow has no such
+ * stream, so its runs keep the interval. Finished: stop, except an Airflow run, watched for a clear
+ * for run.timeout.
+ */
+export function nextCheckMs(
+  type: string,
+  r: Pick<FollowedRun, 'state' | 'startedAt' | 'finishedAt'>,
+  checks: CheckIntervals,
+  timeoutMs: number,
+  now: number,
+): number | null {
+  if (r.state === 'started' || r.state === 'running') {
+    if (type !== 'queue' || r.startedAt === null) return checks.openMs;
+    const ageMs = now - r.startedAt.getTime();
+    return Math.max(checks.openMs, Math.min(OPEN_CHECK_MAX_MS, ageMs / 10));
+  }
   if (r.state === 'pending' || type !== 'airflow' || r.finishedAt === null) return null;
-  const watchUntil = r.finishedAt.getTime() + ctx.policyOf(r.run.rollupId).timeoutMs;
-  return Date.now() < watchUntil ? ctx.checks.watchMs : null;
+  const watchUntil = r.finishedAt.getTime() + timeoutMs;
+  return now < watchUntil ? checks.watchMs : null;
 }
 
 const logIds = (run: { rollupId: string; lo: number; generation: number; attempt: number }) => ({

@@ -312,6 +312,7 @@ describe('hot statements keep index plans without statistics', () => {
       `/v1/rollups/holey/periods?${year}`,
       `/v1/rollups/full/periods?${year}&state=triggered`,
       `/v1/rollups/full/periods?${year}&state=waiting&order=desc`,
+      `/v1/rollups/full/periods?${year}&run_state=started&order=desc`,
       `/v1/rollups/full/periods/${key}`,
       '/',
       '/?rollup=holey',
