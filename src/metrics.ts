@@ -181,7 +181,7 @@ export function createMetrics() {
     }),
     pruned: new Counter({
       name: 'coverage_rollup_pruned_total',
-      help: 'What retention removed: partitions and the events in them, and compacted triggers',
+      help: 'What retention removed: partitions and the events in them, compacted triggers, superseded runs and their reports',
       labelNames: ['what'] as const,
       registers,
     }),

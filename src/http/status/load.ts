@@ -15,7 +15,7 @@ import type { Sql } from '../../index/db.js';
 import { failedRuns } from '../../index/failed-runs.js';
 import { freshnessFacts } from '../../index/freshness.js';
 import { rollupCounts } from '../../index/periods/reads.js';
-import { runCountsOf } from '../../index/run-reads.js';
+import { runCountsOf } from '../../index/periods-by-run-state.js';
 import type { HttpContext } from '../context.js';
 import { loadAsset } from './load-asset.js';
 import { loadRollup } from './load-rollup.js';
