@@ -6,7 +6,7 @@ import { assetJson } from '../../index/asset-json.js';
 import { pageAssets } from '../../index/assets.js';
 import { freshnessFacts } from '../../index/freshness.js';
 import { rollupCounts } from '../../index/periods/reads.js';
-import { runCountsOf } from '../../index/run-reads.js';
+import { runCountsOf } from '../../index/periods-by-run-state.js';
 import { outboxSummary } from '../../index/triggers.js';
 import { plural } from '../format.js';
 import { commandConfig, type GlobalOptions, withSql } from './shared.js';
