@@ -176,8 +176,9 @@ async function apply(
   const moved = new Map<FollowedRun, FollowedRun>();
   if (moves.length === 0) return moved;
   const source = type === 'airflow' ? 'airflow' : 'queue';
+  const refs = moves.map((m) => m.r.run);
   const results = await ctx.sql.begin(async (tx) => {
-    await lockPeriodsOf(tx, moves.map((m) => m.r.run));
+    await lockPeriodsOf(tx, refs);
     const results = [];
     for (const { r, report } of moves)
       results.push(
