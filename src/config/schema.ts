@@ -3,7 +3,7 @@ import { graphProblems } from '../core/graph.js';
 import { hasHashTag } from '../core/hash-tag.js';
 import { isClusterUrl, redisUrls } from '../ingest/redis.js';
 import { isoDuration, nonEmpty, postgresUrl, type secret, zone } from './fields.js';
-import { targetSchema } from './targets.js';
+import { rollupSchema } from './rollup-schema.js';
 
 /**
  * One schema, one defaults object. Precedence (lowest first): defaults, the YAML file
@@ -55,64 +55,6 @@ const assetSchema = z.strictObject({
       }),
     })
     .optional(),
-});
-
-const policySchema = z
-  .strictObject({
-    ratio: z.number().gt(0).lte(1).optional(),
-    max_missing: z.union([isoDuration, z.number().int().nonnegative()]).optional(),
-    settle: isoDuration.default(0),
-    deadline: isoDuration.optional(),
-    on_deadline: z.enum(['trigger', 'miss']).optional(),
-    catch_up: isoDuration.optional(),
-  })
-  .refine((p) => p.on_deadline === undefined || p.deadline !== undefined, {
-    path: ['on_deadline'],
-    message: 'on_deadline needs a deadline (e.g. deadline: PT6H)',
-  })
-  .refine((p) => p.catch_up === undefined || p.deadline !== undefined, {
-    path: ['catch_up'],
-    message: 'catch_up bounds deadline triggers: it needs a deadline (e.g. deadline: PT6H)',
-  })
-  .transform((p) => ({ ...p, on_deadline: p.on_deadline ?? ('trigger' as const) }));
-
-/** What happens after a trigger (SPEC §11); README "Runs" documents the defaults. */
-const runSchema = z.strictObject({
-  // Automatic retries of a run that failed, timed out or was lost: attempts 1 .. retries + 1.
-  retries: z.number().int().min(0).max(100).default(2),
-  // The wait before the first retry; it doubles for each later one (PT1M, PT2M, PT4M, ...).
-  backoff: isoDuration.default(60_000),
-  // No outcome this long after the target accepted the run: timed_out (then retried as above).
-  timeout: isoDuration
-    .refine((ms) => ms >= 1000, { message: 'must be at least PT1S' })
-    .default(6 * 3_600_000),
-});
-
-const rollupSchema = z.strictObject({
-  id: z
-    .string()
-    .regex(
-      /^[A-Za-z0-9_.-]{1,100}$/,
-      'expected 1-100 letters, digits, "_", "." or "-" (it becomes part of job ids)',
-    ),
-  upstream: z.union([nonEmpty, z.array(nonEmpty).min(1)]).transform((u) => (Array.isArray(u) ? u : [u])),
-  every: z.union([nonEmpty, z.number().int().positive()], {
-    error: (issue) =>
-      issue.input === undefined
-        ? 'required: hour, day, week, month, quarter, year, minute, an ISO duration (PT15M) or an integer bucket size'
-        : undefined,
-  }),
-  timezone: zone.default('UTC'),
-  begin: z
-    .union([nonEmpty, z.number().int(), z.date()])
-    .transform((b) => (b instanceof Date ? b.toISOString() : b)),
-  origin: z.union([nonEmpty, z.number().int()]).optional(),
-  policy: policySchema.default(policySchema.parse({})),
-  rerun: z.enum(['never', 'on_replay', 'on_update']).default('on_replay'),
-  run: runSchema.default({ retries: 2, backoff: 60_000, timeout: 6 * 3_600_000 }),
-  target: targetSchema,
-  // The asset a succeeded run covers over its period, so other rollups can chain on it (SPEC §11).
-  output: nonEmpty.optional(),
 });
 
 const configObject = z
