@@ -3,7 +3,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { connect } from '../../src/index/db.js';
 import { createLogger } from '../../src/log.js';
 import { LeaseLostError } from '../../src/scheduler/fence.js';
-import { SchedulerLease, type SchedulerLeaseOptions } from '../../src/scheduler/lease.js';
+import { SchedulerLease } from '../../src/scheduler/lease.js';
+import type { SchedulerLeaseOptions } from '../../src/scheduler/lease-types.js';
 import { createTestDatabase } from '../helpers/db.js';
 import { waitFor } from '../helpers/wait.js';
 
