@@ -1,10 +1,10 @@
-import { type Bound, formatTime } from '../core/bounds.js';
 import type { BadInputError } from '../core/errors.js';
 import { domainMismatch, type NormalizedEvent } from '../core/events.js';
 import { applyChanges } from '../core/segments.js';
-import type { Change, Domain, Segment } from '../core/types.js';
-import { type AssetRow, lockAssets } from './assets.js';
-import type { Db, Sql, Tx } from './db.js';
+import type { Segment } from '../core/types.js';
+import { lockAssets } from './assets.js';
+import type { Sql, Tx } from './db.js';
+import { type AssetPlan, insertEvents } from './event-append.js';
 import { createCurrentPartition, createCurrentPartitionIn } from './partitions.js';
 import { insertSegments, removeSegments, segmentsTouchingMany } from './segments-sql.js';
 
@@ -38,19 +38,6 @@ export function concernsAny(payload: string, upstreams: ReadonlySet<string>): bo
   }
   if (!Array.isArray(assets)) return true;
   return assets.some((a) => typeof a !== 'string' || upstreams.has(a));
-}
-
-/** One asset's share of a batch. */
-interface AssetPlan {
-  readonly asset: AssetRow;
-  readonly indexes: readonly number[];
-  /** The first event of each key, with the seq it gets if its key is new. */
-  readonly rows: ReadonlyArray<{
-    readonly index: number;
-    readonly event: NormalizedEvent;
-    readonly seq: number;
-  }>;
-  changes: Change[];
 }
 
 /**
@@ -247,71 +234,6 @@ async function commitOn(
   }
   await Promise.all(writes);
   return outcomes;
-}
-
-/**
- * Appends every plan's rows in one statement; returns, per asset id, the seq of each new key. The
- * rows travel as one JSON document: JSON.stringify is far cheaper on the event loop than
- * serialising a dozen parameter arrays element by element. It is sent as json text, not jsonb:
- * PostgreSQL reads each field once, so building the binary form first is wasted work.
- *
- * A key already in any live partition is a duplicate. No unique index can say so across
- * partitions (it would have to contain ingest time); the check is race-free because the caller
- * holds the row lock of every asset in the batch, which serialises its writers. The lookup is a
- * lateral subquery so it stays one index probe per key and partition: as NOT EXISTS the planner
- * may hash-join the batch against a scan of the whole log.
- */
-async function insertEvents(
-  tx: Db,
-  plans: readonly AssetPlan[],
-  at: Date | null,
-): Promise<Map<number, Map<string, number>>> {
-  const rows = plans.flatMap((p) =>
-    p.rows.map(({ event, seq }) => ({
-      a: p.asset.id,
-      q: seq,
-      k: event.key,
-      r: event.kind === 'replay_requirement',
-      l: event.start.value,
-      h: event.end.value,
-      s: textUnlessCanonical(event.domain, event.start),
-      e: textUnlessCanonical(event.domain, event.end),
-      v: event.version,
-      i: event.id,
-      // The content digest, when the key is one (no producer id): 16 bytes instead of 39 chars.
-      d: event.id === null ? event.key.slice(CONTENT_KEY_PREFIX.length) : null,
-      p: event.producedAt,
-      x: Object.keys(event.extra).length > 0 ? event.extra : null,
-    })),
-  );
-  const inserted = await tx<{ asset_id: number; key: string; seq: number }[]>`
-    insert into events (asset_id, seq, replay, lo, hi, start_text, end_text, version, event_id, digest, produced_at, extra, ingested_at)
-    select a, q, r, l, h, s, e, v, i, decode(d, 'hex'), p, x::jsonb, coalesce(${at}::timestamptz, now())
-    from json_to_recordset(${JSON.stringify(rows)}::text::json)
-      as r(a int8, q int8, k text, r bool, l int8, h int8, s text, e text, v text, i text, d text, p text, x json)
-    left join lateral (
-      select true as hit from events o
-      where o.asset_id = r.a and hashtextextended(event_key(o.event_id, o.digest), o.asset_id) = hashtextextended(r.k, r.a)
-        and event_key(o.event_id, o.digest) = r.k
-      limit 1
-    ) as seen on true
-    where seen.hit is null
-    returning asset_id, event_key(event_id, digest) as key, seq`.execute();
-  const out = new Map<number, Map<string, number>>();
-  for (const r of inserted) {
-    const m = out.get(r.asset_id) ?? new Map<string, number>();
-    out.set(r.asset_id, m);
-    m.set(r.key, r.seq);
-  }
-  return out;
-}
-
-const CONTENT_KEY_PREFIX = 'sha256:';
-
-/** The producer's spelling of a bound, or null when it is the canonical one (most events). */
-function textUnlessCanonical(domain: Domain, bound: Bound): string | null {
-  const canonical = domain === 'time' ? formatTime(bound.value) : String(bound.value);
-  return bound.text === canonical ? null : bound.text;
 }
 
 function uniqueBy<T>(items: readonly T[], key: (item: T) => string): T[] {
