@@ -44,13 +44,22 @@ export async function deliverDue(
   const rows = await dueRuns(ctx.sql, BATCH);
   let delivered = 0;
   let next = 0;
+  let failure: { error: unknown } | undefined;
   const worker = async () => {
-    while (next < rows.length && !signal.aborted) {
+    while (next < rows.length && !signal.aborted && !failure) {
       const row = rows[next++]!;
-      if (await deliverOne(ctx, row)) delivered++;
+      try {
+        if (await deliverOne(ctx, row)) delivered++;
+      } catch (error) {
+        failure ??= { error };
+      }
     }
   };
   await Promise.all(Array.from({ length: Math.min(ctx.concurrency, rows.length) }, worker));
+  // Thrown only once no delivery is in flight: a failed pass whose deliveries ran on would race the
+  // next pass, which reads the same runs still pending and delivers them a second time (seen in the
+  // runs fail-over test when PostgreSQL refused a connection mid-batch).
+  if (failure) throw failure.error;
   return { delivered, more: rows.length === BATCH };
 }
 
