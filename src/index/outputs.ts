@@ -3,6 +3,7 @@
  * owe a rerun, and its completion when a run succeeds, each committed inside the transaction that
  * changes the period or the run, through the same path as every producer's events.
  */
+import type { NormalizedEvent } from '../core/events.js';
 import { condemnation, outputCompletion } from '../core/outputs.js';
 import type { Rollup } from '../core/rollup.js';
 import { runId } from '../core/runs.js';
@@ -36,27 +37,32 @@ export async function condemnOutputs(
 }
 
 /**
- * Commits the completion of the rollup's output over a period whose run (`ref`) just succeeded,
+ * The completion of the rollup's output over a period whose run (`ref`) just succeeded, to commit
  * inside the transaction that records the success (reportRun, which locked the period row first:
  * the order every writer of a period and its output takes). Only for the period's current
  * generation while it owes no rerun: a superseded generation's success, or one that arrives after
  * the period was marked rerun_pending (its output already condemned), would end the condemnation
- * with data read before the reprocessing, and the next level would run on it. Returns whether it
- * recorded a completion.
+ * with data read before the reprocessing, and the next level would run on it. Null when nothing
+ * is to be recorded.
  */
-export async function recordOutput(
+export async function outputOf(
   tx: Tx,
   rollup: Rollup,
   ref: { readonly lo: number; readonly generation: number; readonly attempt: number },
   version: string | null,
-): Promise<boolean> {
-  if (rollup.output === undefined) return false;
+): Promise<NormalizedEvent | null> {
+  if (rollup.output === undefined) return null;
   const [period] = await tx<{ hi: number; state: string; generation: number }[]>`
     select hi, state, generation from periods where rollup_id = ${rollup.id} and lo = ${ref.lo}`;
-  if (period?.generation !== ref.generation || period.state !== 'triggered') return false;
+  if (period?.generation !== ref.generation || period.state !== 'triggered') return null;
   const id = runId(idempotencyKey(rollup.id, rollup.domain, ref.lo, ref.generation), ref.attempt);
-  const [outcome] = await commitEventsIn(tx, [
-    outputCompletion(rollup, { start: ref.lo, end: period.hi }, ref.generation, id, version),
-  ]);
-  return outcome?.status === 'committed';
+  return outputCompletion(rollup, { start: ref.lo, end: period.hi }, ref.generation, id, version);
+}
+
+/**
+ * Commits output completions (outputOf) in one commit, however many runs and rollups they come
+ * from: a batch of successes costs one pass through the index, and one notification.
+ */
+export async function recordOutputs(tx: Tx, events: readonly NormalizedEvent[]): Promise<void> {
+  await commitEventsIn(tx, events);
 }

@@ -9,8 +9,10 @@ import type { Rollup } from '../core/rollup.js';
 import type { RunPolicy, RunReport } from '../core/runs.js';
 import { attemptPayload } from '../core/trigger.js';
 import type { Sql } from '../index/db.js';
+import { setNextChecks } from '../index/run-deliveries.js';
 import { type FollowedRun, retriesDue, runsToCheck, timedOutRuns } from '../index/run-reads.js';
-import { reportRun, setNextChecks, startRetry } from '../index/runs.js';
+import { startRetry } from '../index/run-retry.js';
+import { reportRun, reportRuns } from '../index/runs.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
 import type { Fence } from './fence.js';
@@ -128,11 +130,20 @@ async function check(ctx: FollowContext, signal: AbortSignal) {
         for (const r of chunk) next.push({ run: r.run, afterMs: ctx.checks.openMs });
         continue;
       }
+      const reported =
+        answer === null
+          ? []
+          : chunk.flatMap((r) => {
+              const report = answer.get(r.runId);
+              return report == null ? [] : [{ r, report }];
+            });
+      const after = new Map((await apply(ctx, reported, stored.type)).map((r) => [r.runId, r]));
       for (const r of chunk) {
-        const report = answer?.get(r.runId) ?? null;
-        const after = report === null ? r : await apply(ctx, r, report, stored.type);
         // A target that cannot be asked (a webhook) is not asked again: its runs report themselves.
-        next.push({ run: r.run, afterMs: answer === null ? null : nextCheck(ctx, stored.type, after) });
+        next.push({
+          run: r.run,
+          afterMs: answer === null ? null : nextCheck(ctx, stored.type, after.get(r.runId) ?? r),
+        });
       }
     }
   }
@@ -140,24 +151,38 @@ async function check(ctx: FollowContext, signal: AbortSignal) {
   return { n: next.length, more: left || due.length === CHECK_BATCH };
 }
 
+/**
+ * Applies a chunk's answers in one transaction (reportRuns): a run and the output its success
+ * covers commit together, and a hundred of them cost one commit. Returns the runs as they are now.
+ */
 async function apply(
   ctx: FollowContext,
-  r: FollowedRun,
-  report: RunReport,
+  reported: ReadonlyArray<{ readonly r: FollowedRun; readonly report: RunReport }>,
   type: string,
-): Promise<FollowedRun> {
+): Promise<FollowedRun[]> {
+  if (reported.length === 0) return [];
   const source = type === 'airflow' ? 'airflow' : 'queue';
-  const result = await ctx.sql.begin((tx) =>
-    reportRun(tx, r.run, report, source, ctx.policyOf(r.run.rollupId), {
-      record: 'changes',
-      rollup: ctx.rollupOf(r.run.rollupId) ?? null,
-    }),
+  const results = await ctx.sql.begin((tx) =>
+    reportRuns(
+      tx,
+      reported.map(({ r, report }) => ({
+        ref: r.run,
+        report,
+        policy: ctx.policyOf(r.run.rollupId),
+        rollup: ctx.rollupOf(r.run.rollupId) ?? null,
+      })),
+      source,
+      'changes',
+    ),
   );
-  ctx.metrics.runReported(type, result);
-  if (!result || (result.effect !== 'applied' && result.effect !== 'stale')) return r;
-  const { state, error, finishedAt } = result.after;
-  ctx.log.info({ ...logIds(r.run), run_id: r.runId, state, error, current: result.current }, 'run outcome');
-  return { ...r, state, finishedAt: finishedAt === null ? null : new Date(finishedAt) };
+  return reported.map(({ r }, i) => {
+    const result = results[i] ?? null;
+    ctx.metrics.runReported(type, result);
+    if (!result || (result.effect !== 'applied' && result.effect !== 'stale')) return r;
+    const { state, error, finishedAt } = result.after;
+    ctx.log.info({ ...logIds(r.run), run_id: r.runId, state, error, current: result.current }, 'run outcome');
+    return { ...r, state, finishedAt: finishedAt === null ? null : new Date(finishedAt) };
+  });
 }
 
 /** Open: ask again soon. Finished: stop, except an Airflow run, watched for a clear for run.timeout. */
