@@ -11,6 +11,8 @@ import type { Sql } from '../index/db.js';
 import { markTouchedPeriods } from './touch.js';
 
 const TOUCH_BATCH = 5000;
+/** Rollups marked at once, each in its own transaction (a pool connection each). */
+const MARK_CONCURRENCY = 4;
 /** Bounded work per pass so a backlog never starves the lease's view of the event loop. */
 const MAX_ROUNDS = 20;
 /** Every upstream cursor is compared with its log this often, in case a notification was lost. */
@@ -79,21 +81,39 @@ export class MarkQueue {
     const ids = [...this.toMark];
     this.toMark.clear();
     let busy = false;
-    for (const id of ids) {
-      const { rollup } = this.byId.get(id)!;
-      for (let round = 0; ; round++) {
-        if (signal.aborted) {
-          this.toMark.add(id);
-          return { marked: true, more: true };
-        }
-        // Short reads caught up with the log as it was; anything newer has notified us again.
-        if (!(await markTouchedPeriods(sql, rollup, TOUCH_BATCH, leaseTtlMs))) break;
-        if (round === MAX_ROUNDS - 1) {
-          this.toMark.add(id);
-          busy = true;
-          break;
+    let next = 0;
+    // A few rollups at once, each its own transaction: a batch of outputs notifies as many rollups
+    // as it has chains, and marking them one after another made the cascade's next level wait on
+    // hundreds of round trips per pass. Their rows are disjoint (own periods, cursors and output).
+    const worker = async () => {
+      while (next < ids.length) {
+        const id = ids[next++]!;
+        const { rollup } = this.byId.get(id)!;
+        for (let round = 0; ; round++) {
+          if (signal.aborted) {
+            this.toMark.add(id);
+            busy = true;
+            break;
+          }
+          // Short reads caught up with the log as it was; anything newer has notified us again.
+          if (!(await markTouchedPeriods(sql, rollup, TOUCH_BATCH, leaseTtlMs))) break;
+          if (round === MAX_ROUNDS - 1) {
+            this.toMark.add(id);
+            busy = true;
+            break;
+          }
         }
       }
+    };
+    // Settled, not raced: no marking may still run when the next pass starts.
+    const settled = await Promise.allSettled(
+      Array.from({ length: Math.min(MARK_CONCURRENCY, ids.length) }, worker),
+    );
+    const failed = settled.find((s) => s.status === 'rejected');
+    if (failed) {
+      // Not marked (or not known to be): marked again on the next pass.
+      for (const id of ids) this.toMark.add(id);
+      throw failed.reason;
     }
     return { marked: ids.length > 0, more: busy };
   }
