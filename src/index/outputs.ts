@@ -18,22 +18,22 @@ export interface CondemnedPeriod extends Interval {
 }
 
 /**
- * Records, on the rollup's output, a replay requirement over each period that now owes a rerun,
+ * Records, on each rollup's output, a replay requirement over each period that now owes a rerun,
  * at the version its next generation will write: a rollup reading the output sees its input
  * condemned before the rerun runs, so it never runs on what is about to change. Why here and now:
- * in the same transaction as the mark, a crash loses both or neither.
+ * in the same transaction as the mark, a crash loses both or neither. One commit for every rollup
+ * the marking transaction covered.
  */
 export async function condemnOutputs(
   tx: Tx,
-  rollup: Rollup,
-  periods: readonly CondemnedPeriod[],
+  marked: ReadonlyArray<{ readonly rollup: Rollup; readonly periods: readonly CondemnedPeriod[] }>,
 ): Promise<CommitOutcome[]> {
-  if (rollup.output === undefined || periods.length === 0) return [];
-  const unique = new Map(periods.map((p) => [p.start, p]));
-  return commitEventsIn(
-    tx,
-    [...unique.values()].map((p) => condemnation(rollup, p, p.generation)),
-  );
+  const events = marked.flatMap(({ rollup, periods }) => {
+    if (rollup.output === undefined) return [];
+    const unique = new Map(periods.map((p) => [p.start, p]));
+    return [...unique.values()].map((p) => condemnation(rollup, p, p.generation));
+  });
+  return commitEventsIn(tx, events);
 }
 
 /**
