@@ -364,6 +364,7 @@ describe('coverage-rollup start: a rollup graph with a cycle', () => {
       id,
       upstream: [upstream],
       every: 'hour',
+      begin: '2026-11-01',
       output: `agg.${id}`,
       target: { type: 'queue', queue: `${id}-runs` },
     });
