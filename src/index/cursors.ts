@@ -9,18 +9,29 @@ import type { Sql, Tx } from './db.js';
 
 /**
  * The rollup's cursor on each upstream, created at 0 where it has none: `fresh` says it was just
- * created (the caller seeds it from the merged index instead of reading the whole log). The no-op
- * update makes `returning` answer for existing rows too, in one round trip.
+ * created (the caller seeds it from the merged index instead of reading the whole log). The
+ * existing ones are locked for the transaction (one marker of a rollup at a time) by a row lock,
+ * not a no-op update: that wrote a dead row version per cursor on every pass. Pipelined: the
+ * read runs after the insert, in a later snapshot, so it sees the cursors it just created too.
  */
 export async function openCursors(
   tx: Tx,
   rollupId: string,
   upstream: readonly string[],
 ): Promise<Array<{ asset_name: string; seq: number; fresh: boolean }>> {
-  return tx<{ asset_name: string; seq: number; fresh: boolean }[]>`
-    insert into rollup_cursors (rollup_id, asset_name) select ${rollupId}, unnest(${upstream as string[]}::text[])
-    on conflict (rollup_id, asset_name) do update set seq = rollup_cursors.seq
-    returning asset_name, seq, xmax = 0 as fresh`;
+  const names = upstream as string[];
+  const [created, cursors] = await Promise.all([
+    tx<{ asset_name: string }[]>`
+      insert into rollup_cursors (rollup_id, asset_name) select ${rollupId}, unnest(${names}::text[])
+      on conflict (rollup_id, asset_name) do nothing
+      returning asset_name`,
+    tx<{ asset_name: string; seq: number }[]>`
+      select asset_name, seq from rollup_cursors
+      where rollup_id = ${rollupId} and asset_name = any(${names}::text[])
+      for update`,
+  ]);
+  const fresh = new Set(created.map((c) => c.asset_name));
+  return cursors.map((c) => ({ ...c, fresh: fresh.has(c.asset_name) }));
 }
 
 /** Moves the cursors of the upstreams just read to the last event read: one statement for all. */

@@ -1,8 +1,9 @@
 /**
- * Every statement that writes `runs` and `run_reports` (SPEC §11), and the run columns of `periods`
- * (its current attempt and state), with run-deliveries.ts (the outbox's records and checks) and
- * run-retry.ts (attempt N + 1). Each verb says why it is shaped as it is. The moves themselves
- * are decided by src/core/runs.ts; here they are loaded and stored.
+ * How a run moves (SPEC §11): reportRun applies one report to one run and records it in
+ * run_reports, with the run columns of `periods` (its current attempt and state). The moves
+ * themselves are decided by src/core/runs.ts; here they are loaded and stored. Attempts are made
+ * in run-attempts.ts, deliveries recorded in run-delivery.ts, the next target checks set in
+ * run-next-checks.ts.
  */
 
 import type { NormalizedEvent } from '../core/events.js';
@@ -14,7 +15,6 @@ import {
   type RunPolicy,
   type RunReport,
   type RunState,
-  UNSUCCESSFUL_STATES,
 } from '../core/runs.js';
 import type { Tx } from './db.js';
 import { outputOf, recordOutputs } from './outputs.js';
@@ -29,6 +29,20 @@ export interface RunRef {
 
 export type ReportSource = 'scheduler' | 'queue' | 'airflow' | 'callback' | 'manual';
 
+/** A run's key as statements return it. */
+export interface RefRow {
+  rollup_id: string;
+  period_lo: number;
+  generation: number;
+  attempt: number;
+}
+export const refOf = (r: RefRow): RunRef => ({
+  rollupId: r.rollup_id,
+  lo: r.period_lo,
+  generation: r.generation,
+  attempt: r.attempt,
+});
+
 interface RunRow {
   state: RunState;
   error: string | null;
@@ -41,35 +55,12 @@ interface RunRow {
 
 const ms = (d: Date | null) => d?.getTime() ?? null;
 const date = (t: number | null) => (t === null ? null : new Date(t));
+
+/** The run is its period's current one: the period's generation, and that generation's newest attempt. */
 export const isCurrent = (
   ref: RunRef,
   period: { generation: number; run_attempt: number | null } | undefined,
 ) => period !== undefined && period.generation === ref.generation && period.run_attempt === ref.attempt;
-
-/**
- * Attempt 1 of each new trigger, pending and due now, in the decision's transaction (after the
- * trigger rows and the period updates): a decision and the run it starts commit together, and the
- * period's current run becomes it.
- */
-export async function insertFirstRuns(
-  tx: Tx,
-  rollupId: string,
-  triggers: ReadonlyArray<{ readonly lo: number; readonly generation: number; readonly key: string }>,
-  token: number,
-  now: Date,
-): Promise<void> {
-  if (triggers.length === 0) return;
-  const los = triggers.map((t) => t.lo);
-  const generations = triggers.map((t) => t.generation);
-  await tx`
-    insert into runs (rollup_id, period_lo, generation, attempt, run_id, state, cause, lease_token, created_at, due_at)
-    select ${rollupId}, t.lo, t.generation, 1, t.key, 'pending', 'trigger', ${token}, ${now}, ${now}
-    from unnest(${los}::int8[], ${generations}::int4[], ${triggers.map((t) => t.key)}::text[]) as t(lo, generation, key)`;
-  await tx`
-    update periods p set run_attempt = 1, run_state = 'pending'
-    from unnest(${los}::int8[], ${generations}::int4[]) as t(lo, generation)
-    where p.rollup_id = ${rollupId} and p.lo = t.lo and p.generation = t.generation`;
-}
 
 export interface ReportResult {
   readonly effect: ReportEffect;
@@ -81,7 +72,7 @@ export interface ReportResult {
   readonly now: Date;
 }
 
-/** What a report needs besides the run: the rollup's policy, and for a target report its rollup. */
+/** What a report needs besides the run and its policy. */
 export interface ReportOptions {
   readonly record: 'all' | 'changes';
   /**
@@ -114,11 +105,11 @@ export async function reportRun(
 
 /**
  * reportRun for many runs in one transaction: their statements pipelined, every output their
- * successes cover committed at the end in one commit. What a run costs is then a share of a few
- * round trips and of one commit, not a transaction of its own: the difference between a cascade
- * over thousands of runs keeping up with an instant worker or not. Runs are taken in (rollup,
- * period) order, and periods are locked before the output assets, as every other writer does.
- * Results in the order given.
+ * successes cover committed at the end in one commit (one savepoint: two interleaved in one
+ * pipelined transaction could roll back each other's statements). A run then costs a share of a
+ * few round trips and of one commit, which is what lets a cascade over thousands of runs keep up
+ * with an instant worker. Runs are taken in (rollup, period) order, periods locked before the
+ * output assets, as every other writer does. Results in the order given.
  */
 export async function reportRuns(
   tx: Tx,
@@ -136,25 +127,16 @@ export async function reportRuns(
   const results = new Array<ReportResult | null>(items.length);
   await Promise.all(
     order.map(async ({ item, i }) => {
-      results[i] = await moveRun(
-        tx,
-        item.ref,
-        item.report,
-        source,
-        item.policy,
-        {
-          record,
-          ...(item.rollup === undefined ? {} : { rollup: item.rollup }),
-        },
-        outputs,
-      );
+      const opts = item.rollup === undefined ? { record } : { record, rollup: item.rollup };
+      results[i] = await moveRun(tx, item.ref, item.report, source, item.policy, opts, outputs);
     }),
   );
   await recordOutputs(tx, outputs);
   return results;
 }
 
-export const compareRefs = (a: RunRef, b: RunRef) =>
+/** (rollup, period, generation, attempt) order: the order batches lock their periods in. */
+export const compareRefs = (a: RunRef, b: RunRef): number =>
   (a.rollupId < b.rollupId ? -1 : a.rollupId > b.rollupId ? 1 : 0) ||
   a.lo - b.lo ||
   a.generation - b.generation ||
@@ -246,6 +228,3 @@ export async function insertReport(
     values (${ref.rollupId}, ${ref.lo}, ${ref.generation}, ${ref.attempt}, ${source}, ${state}, ${error},
       ${version}, ${effect}, ${at})`;
 }
-
-/** The unsuccessful states, for statements that pick retryable runs. */
-export const RETRYABLE_STATES: readonly RunState[] = UNSUCCESSFUL_STATES;

@@ -9,9 +9,9 @@ import type { Rollup } from '../core/rollup.js';
 import type { RunPolicy, RunReport } from '../core/runs.js';
 import { attemptPayload } from '../core/trigger.js';
 import type { Sql } from '../index/db.js';
-import { setNextChecks } from '../index/run-deliveries.js';
-import { type FollowedRun, retriesDue, runsToCheck, timedOutRuns } from '../index/run-reads.js';
-import { startRetry } from '../index/run-retry.js';
+import { startRetry } from '../index/run-attempts.js';
+import { setNextChecks } from '../index/run-next-checks.js';
+import { type FollowedRun, retriesDue, runsToCheck, timedOutRuns } from '../index/run-work.js';
 import { reportRun, reportRuns } from '../index/runs.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
@@ -28,6 +28,8 @@ const OBSERVE_CHUNK = 100;
  */
 export const MAX_OBSERVATIONS = 4;
 const SWEEP_BATCH = 100;
+/** The longest wait between two checks of a queue job that stays open. */
+const OPEN_CHECK_MAX_MS = 60_000;
 
 export interface CheckIntervals {
   /** How often an open run's target is asked about it. */
@@ -130,19 +132,29 @@ async function check(ctx: FollowContext, signal: AbortSignal) {
         for (const r of chunk) next.push({ run: r.run, afterMs: ctx.checks.openMs });
         continue;
       }
-      const reported =
-        answer === null
+      // A report of the state the run is in would change nothing, and polls record changes only.
+      const moves = chunk.flatMap((r) => {
+        const report = answer?.get(r.runId) ?? null;
+        return report === null || (report.kind === 'target' && report.state === r.state)
           ? []
-          : chunk.flatMap((r) => {
-              const report = answer.get(r.runId);
-              return report == null ? [] : [{ r, report }];
-            });
-      const after = new Map((await apply(ctx, reported, stored.type)).map((r) => [r.runId, r]));
+          : [{ r, report }];
+      });
+      const moved = await apply(ctx, moves, stored.type);
       for (const r of chunk) {
+        const after = moved.get(r) ?? r;
         // A target that cannot be asked (a webhook) is not asked again: its runs report themselves.
         next.push({
           run: r.run,
-          afterMs: answer === null ? null : nextCheck(ctx, stored.type, after.get(r.runId) ?? r),
+          afterMs:
+            answer === null
+              ? null
+              : nextCheckMs(
+                  stored.type,
+                  after,
+                  ctx.checks,
+                  ctx.policyOf(r.run.rollupId).timeoutMs,
+                  Date.now(),
+                ),
         });
       }
     }
@@ -152,20 +164,28 @@ async function check(ctx: FollowContext, signal: AbortSignal) {
 }
 
 /**
- * Applies a chunk's answers in one transaction (reportRuns): a run and the output its success
- * covers commit together, and a hundred of them cost one commit. Returns the runs as they are now.
+ * Applies one observation's reports in one transaction: a burst of outcomes (every hourly job
+ * ending at the top of the hour) commits once per observation, not once per run, and the outputs
+ * of its successes in one commit. Periods are
+ * locked in (rollup, period) order; the other writers of runs (callbacks, manual retries) lock one
+ * period each, so they wait for the batch rather than deadlock with it. Returns the runs that moved.
  */
 async function apply(
   ctx: FollowContext,
-  reported: ReadonlyArray<{ readonly r: FollowedRun; readonly report: RunReport }>,
+  moves: ReadonlyArray<{ readonly r: FollowedRun; readonly report: RunReport }>,
   type: string,
-): Promise<FollowedRun[]> {
-  if (reported.length === 0) return [];
+): Promise<Map<FollowedRun, FollowedRun>> {
+  const moved = new Map<FollowedRun, FollowedRun>();
+  if (moves.length === 0) return moved;
   const source = type === 'airflow' ? 'airflow' : 'queue';
+  const ordered = [...moves].sort(
+    (a, b) => a.r.run.rollupId.localeCompare(b.r.run.rollupId) || a.r.run.lo - b.r.run.lo,
+  );
+  // Pipelined, the outputs of the successes in one commit (reportRuns).
   const results = await ctx.sql.begin((tx) =>
     reportRuns(
       tx,
-      reported.map(({ r, report }) => ({
+      ordered.map(({ r, report }) => ({
         ref: r.run,
         report,
         policy: ctx.policyOf(r.run.rollupId),
@@ -175,22 +195,41 @@ async function apply(
       'changes',
     ),
   );
-  return reported.map(({ r }, i) => {
+  // Told only once committed.
+  ordered.forEach(({ r }, i) => {
     const result = results[i] ?? null;
     ctx.metrics.runReported(type, result);
-    if (!result || (result.effect !== 'applied' && result.effect !== 'stale')) return r;
+    if (!result || (result.effect !== 'applied' && result.effect !== 'stale')) return;
     const { state, error, finishedAt } = result.after;
     ctx.log.info({ ...logIds(r.run), run_id: r.runId, state, error, current: result.current }, 'run outcome');
-    return { ...r, state, finishedAt: finishedAt === null ? null : new Date(finishedAt) };
+    moved.set(r, { ...r, state, finishedAt: finishedAt === null ? null : new Date(finishedAt) });
   });
+  return moved;
 }
 
-/** Open: ask again soon. Finished: stop, except an Airflow run, watched for a clear for run.timeout. */
-function nextCheck(ctx: FollowContext, type: string, r: FollowedRun): number | null {
-  if (r.state === 'started' || r.state === 'running') return ctx.checks.openMs;
+/**
+ * Open: ask again soon; a queue job open for long, after a tenth of its age (at most
+ * OPEN_CHECK_MAX_MS): its outcome arrives through the queue's event stream at once, the checks are
+ * the safety net for what the stream missed, and checking thousands of long-waiting jobs every
+ * interval cost every pass (and a fresh period waiting behind it) for nothing. Airflow has no such
+ * stream, so its runs keep the interval. Finished: stop, except an Airflow run, watched for a clear
+ * for run.timeout.
+ */
+export function nextCheckMs(
+  type: string,
+  r: Pick<FollowedRun, 'state' | 'startedAt' | 'finishedAt'>,
+  checks: CheckIntervals,
+  timeoutMs: number,
+  now: number,
+): number | null {
+  if (r.state === 'started' || r.state === 'running') {
+    if (type !== 'queue' || r.startedAt === null) return checks.openMs;
+    const ageMs = now - r.startedAt.getTime();
+    return Math.max(checks.openMs, Math.min(OPEN_CHECK_MAX_MS, ageMs / 10));
+  }
   if (r.state === 'pending' || type !== 'airflow' || r.finishedAt === null) return null;
-  const watchUntil = r.finishedAt.getTime() + ctx.policyOf(r.run.rollupId).timeoutMs;
-  return Date.now() < watchUntil ? ctx.checks.watchMs : null;
+  const watchUntil = r.finishedAt.getTime() + timeoutMs;
+  return now < watchUntil ? checks.watchMs : null;
 }
 
 const logIds = (run: { rollupId: string; lo: number; generation: number; attempt: number }) => ({

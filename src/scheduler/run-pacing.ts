@@ -4,7 +4,7 @@
  */
 
 import type { Sql } from '../index/db.js';
-import { checkSoon } from '../index/run-deliveries.js';
+import { checkSoon } from '../index/run-next-checks.js';
 import { type FollowContext, followRuns } from './follow-runs.js';
 
 /** While a backlog keeps passes busy, runs are followed this often. */

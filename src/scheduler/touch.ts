@@ -6,7 +6,7 @@ import { advanceCursors, openCursors, setCursor } from '../index/cursors.js';
 import type { Sql, Tx } from '../index/db.js';
 import { type CondemnedPeriod, condemnOutputs } from '../index/outputs.js';
 import { seenByTriggers } from '../index/periods/reads.js';
-import { insertTouched, markTouched } from '../index/periods/writes.js';
+import { insertTouched, type Mark, markTouched } from '../index/periods/writes.js';
 import { limitTransaction } from './transaction-limits.js';
 
 interface EventRow {
@@ -104,11 +104,11 @@ async function markRollup(
     order by u.asset_id, e.seq`;
   const byAsset: Map<number, EventRow[]> = groupBy(events, (e) => e.asset_id);
   const moved = behind.filter((b) => byAsset.has(b.id));
-  const [condemned] = await Promise.all([
+  const [marked] = await Promise.all([
     Promise.all(
       moved.map((b) => {
         const touches = touchedPeriods(rollup, byAsset.get(b.id)!);
-        return touches.size > 0 ? markPeriods(tx, rollup, b.name, touches) : [];
+        return touches.size > 0 ? touchPeriods(tx, rollup, b.name, touches) : NOTHING_MARKED;
       }),
     ),
     moved.length === 0
@@ -119,8 +119,15 @@ async function markRollup(
           moved.map((b) => ({ asset: b.name, seq: byAsset.get(b.id)!.at(-1)!.seq })),
         ),
   ]);
+  // One marking statement for every upstream: a period touched by ten upstreams' events is
+  // written once per pass, not ten times (each write leaves a dead row version behind).
+  const marks = mergeMarks(marked.map((m) => m.marks));
+  if (marks.length > 0) await markTouched(tx, rollup.id, marks);
   // A full read from any upstream: there may be more to mark now.
-  return { condemned: condemned.flat(), more: moved.some((b) => byAsset.get(b.id)!.length === batch) };
+  return {
+    condemned: marked.flatMap((m) => m.condemned),
+    more: moved.some((b) => byAsset.get(b.id)!.length === batch),
+  };
 }
 
 /**
@@ -140,10 +147,11 @@ async function seedFromSegments(tx: Tx, rollup: Rollup, asset: string, assetId: 
   const seen = segments.map((s) => ({ seq: 0, kind: 'completion' as const, ...s, ingested_at: clock!.now }));
   const touches = touchedPeriods(rollup, seen);
   for (const t of touches.values()) t.lastChangeAt = null;
-  await Promise.all([
-    touches.size > 0 ? markPeriods(tx, rollup, asset, touches) : undefined,
+  const [marked] = await Promise.all([
+    touches.size > 0 ? touchPeriods(tx, rollup, asset, touches) : NOTHING_MARKED,
     setCursor(tx, rollup.id, asset, lastSeq),
   ]);
+  if (marked.marks.length > 0) await markTouched(tx, rollup.id, marked.marks);
 }
 
 function touchedPeriods(rollup: Rollup, events: readonly EventRow[]): Map<number, Touch> {
@@ -172,12 +180,26 @@ function touchedPeriods(rollup: Rollup, events: readonly EventRow[]): Map<number
   return touches;
 }
 
-async function markPeriods(
+interface Marked {
+  /** What marking owes each touched period (written by markTouched). */
+  marks: Mark[];
+  /** The periods the marks turn from triggered to rerun_pending. */
+  condemned: CondemnedPeriod[];
+}
+
+const NOTHING_MARKED: Marked = { marks: [], condemned: [] };
+
+/**
+ * Gives the periods one upstream's events touched their row and works out their marks, which the
+ * caller writes for all upstreams at once. The rows are locked here (seenByTriggers), so the
+ * state read is the one the marks apply to.
+ */
+async function touchPeriods(
   tx: Tx,
   rollup: Rollup,
   asset: string,
   touches: Map<number, Touch>,
-): Promise<CondemnedPeriod[]> {
+): Promise<Marked> {
   const los = [...touches.keys()];
   const ts = [...touches.values()];
   // A period gets its row when first touched, in the state it had until then (derived: waiting, or
@@ -196,18 +218,41 @@ async function markPeriods(
     seenByTriggers(tx, rollup.id, asset, los),
   ]);
   const reruns = los.map((lo, i) => rerunOwed(rollup.rerun, seenOf.get(lo)?.seen, ts[i]!));
-  await markTouched(
-    tx,
-    rollup.id,
-    los.map((lo, i) => ({ lo, changedAt: ts[i]!.lastChangeAt, rerun: reruns[i]! })),
-  );
-  // The periods this mark turned from triggered to rerun_pending (their rows are locked above).
-  return los.flatMap((lo, i) => {
-    const row = seenOf.get(lo);
-    return row && stateAfterMark(row.state, reruns[i]!) === 'rerun_pending' && row.state === 'triggered'
-      ? [{ start: lo, end: ts[i]!.hi, generation: row.generation }]
-      : [];
-  });
+  return {
+    marks: los.map((lo, i) => ({ lo, changedAt: ts[i]!.lastChangeAt, rerun: reruns[i]! })),
+    // The periods this mark turns from triggered to rerun_pending (their rows are locked above).
+    condemned: los.flatMap((lo, i) => {
+      const row = seenOf.get(lo);
+      return row && stateAfterMark(row.state, reruns[i]!) === 'rerun_pending' && row.state === 'triggered'
+        ? [{ start: lo, end: ts[i]!.hi, generation: row.generation }]
+        : [];
+    }),
+  };
+}
+
+/**
+ * One mark per period from every upstream's: the newest change, and the first rerun owed in
+ * upstream order (as consecutive statements would have kept it: the first one sticks).
+ */
+function mergeMarks(perUpstream: readonly Mark[][]): Mark[] {
+  const merged = new Map<number, Mark>();
+  for (const m of perUpstream.flat()) {
+    const prev = merged.get(m.lo);
+    merged.set(
+      m.lo,
+      prev === undefined
+        ? m
+        : {
+            lo: m.lo,
+            changedAt:
+              prev.changedAt === null || (m.changedAt !== null && m.changedAt > prev.changedAt)
+                ? m.changedAt
+                : prev.changedAt,
+            rerun: prev.rerun ?? m.rerun,
+          },
+    );
+  }
+  return [...merged.values()];
 }
 
 /** Every period overlapping [start, end), paged so one very wide event cannot hit the calendar's cap. */

@@ -10,11 +10,17 @@ import { daemonConfig, intFromEnv, Producer, RedisServer, report, round, sleep }
  * steady ingest (BLOAT_RATE events/s, default 100, over ten time assets, each event the wall-clock
  * slice since the asset's previous one) and triggering (a minutely rollup over all ten assets and
  * one over the first: each minute is marked and evaluated many times, then triggered and its run
- * delivered). Every table except the event log and segments must stay within 2x of its size at
- * minute 2: the churn (assets, cursors, periods, counts, leases, runs) is updated in place, so
- * without vacuum its dead rows would grow the files. Decisions add rows (two triggers and runs a
- * minute), a growth the bound leaves room for at this rate; live rows are reported beside sizes. Sizes per table (heap plus indexes), live and
- * dead rows, at minute 2 and every minute after, are reported as JSON with the load average.
+ * delivered). The churn (assets, cursors, periods, counts, leases, runs) is updated in place, so
+ * without vacuum its dead rows would grow the files. Every table except the event log and
+ * segments (they grow with the data by design) is held to 2x the larger of its size at minute 2
+ * and its packed size at the end: after the daemon stopped, each is rewritten (VACUUM FULL, then
+ * VACUUM for its free-space and visibility maps, as any vacuumed table has) and measured again.
+ * The packed size is the fair measure for tables that gain live rows by design (periods: one per
+ * touched period; triggers, runs, run reports: one or more per decision), which their minute-2
+ * size says nothing about; for the others (assets, cursors, counts, leases) it is below that.
+ * So a table may be at most half dead or free space, or twice its minute-2 size. Sizes per
+ * table (heap, TOAST, indexes and their maps), live and dead rows, at minute 2 and every minute
+ * after, are reported as JSON with the load average.
  */
 
 const procs = processHarness();
@@ -50,7 +56,7 @@ async function tableSizes(sql: ReturnType<typeof connect>): Promise<Record<strin
 }
 
 describe('bloat soak', () => {
-  it('keeps every table but the event log and segments within 2x of its minute-2 size', async () => {
+  it('keeps every table but the event log and segments within 2x of its minute-2 or packed size', async () => {
     const sql = connect(db.url, { max: 2, applicationName: 'bloat-checker' });
     const [{ autovacuum }] = await sql<
       [{ autovacuum: string }]
@@ -119,15 +125,32 @@ describe('bloat soak', () => {
       select (select count(*)::int from triggers) as triggers, (select count(*)::int from runs) as runs`;
     const alive = proc.running;
     await producer.close();
-    await sql.end({ timeout: 5 });
     const exit = await proc.stop(30_000);
+    const held = Object.keys(end).filter((name) => !EXEMPT.test(name) && baseline?.[name] !== undefined);
+    for (const name of held) {
+      await sql`vacuum full ${sql(name)}`;
+      await sql`vacuum ${sql(name)}`;
+    }
+    const packed = await tableSizes(sql);
+    await sql.end({ timeout: 5 });
 
-    const growth = Object.fromEntries(
-      Object.entries(end)
-        .filter(([name]) => !EXEMPT.test(name) && baseline?.[name] !== undefined)
-        .map(([name, size]) => [name, round(size.bytes / baseline![name]!.bytes, 2)]),
+    const bound = Object.fromEntries(
+      held.map((name) => [
+        name,
+        {
+          kb: round(end[name]!.bytes / 1024, 0),
+          minute2_kb: round(baseline![name]!.bytes / 1024, 0),
+          packed_kb: round(packed[name]!.bytes / 1024, 0),
+          live: end[name]!.live,
+          minute2_live: baseline![name]!.live,
+          growth_vs_minute2: round(end[name]!.bytes / baseline![name]!.bytes, 2),
+          over_packed: round(end[name]!.bytes / packed[name]!.bytes, 2),
+          within_bound:
+            end[name]!.bytes <= MAX_GROWTH * Math.max(baseline![name]!.bytes, packed[name]!.bytes),
+        },
+      ]),
     );
-    const over = Object.entries(growth).filter(([, g]) => g > MAX_GROWTH);
+    const over = Object.entries(bound).filter(([, b]) => !b.within_bound);
     const checks = {
       every_table_within_2x: over.length === 0,
       triggered_steadily: decided!.triggers >= (MINUTES - 2) * ROLLUPS,
@@ -145,8 +168,8 @@ describe('bloat soak', () => {
       runs: decided!.runs,
       load_average_end: loadavg().map((l) => round(l, 2)),
       baseline_minute: BASELINE_MINUTE,
-      growth_vs_baseline: growth,
-      over_2x: Object.fromEntries(over),
+      tables: bound,
+      over_bound: Object.fromEntries(over),
       baseline,
       end,
       checks,

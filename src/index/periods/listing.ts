@@ -16,14 +16,7 @@ import {
 import type { PeriodState } from '../../core/policy.js';
 import type { Rollup } from '../../core/rollup.js';
 import type { Db } from '../db.js';
-import {
-  type StoredPeriod,
-  storedCountsIn,
-  storedPeriod,
-  storedPeriods,
-  storedPeriodsByRun,
-  storedStates,
-} from './reads.js';
+import { type StoredPeriod, storedCountsIn, storedPeriod, storedPeriods, storedStates } from './reads.js';
 
 /** States only a stored row can have: a filter on them reads rows, not the calendar. */
 const STORED_ONLY: ReadonlySet<PeriodState> = new Set(['settling', 'triggered', 'rerun_pending']);
@@ -57,10 +50,7 @@ export async function listPeriods(db: Db, rollup: Rollup, req: PageRequest, nowM
   if (from >= to) return { periods: [], next: null };
   if (req.runState) {
     // Every period with a run is stored: read the run-state index, never the calendar.
-    const rows = await storedPeriodsByRun(db, rollup.id, from, to, req.runState, {
-      ...req,
-      limit: req.limit + 1,
-    });
+    const rows = await storedPeriods(db, rollup.id, from, to, { ...req, limit: req.limit + 1 });
     return finish(rows, req);
   }
   if (req.state && STORED_ONLY.has(req.state)) {

@@ -18,7 +18,7 @@ import {
 import { PERIOD_STATES, type PeriodState, type Rerun } from '../../core/policy.js';
 import type { Rollup } from '../../core/rollup.js';
 import type { Db, Sql, Tx } from '../db.js';
-import { nextRunWorkSql } from '../run-reads.js';
+import { nextRunWorkSql } from '../run-work.js';
 
 interface Row {
   lo: number;
@@ -44,55 +44,30 @@ const view = (r: Row): PeriodView => ({
   triggeredAt: r.triggered_at,
 });
 
-/** Stored periods starting in [from, to), optionally of one state, `limit` of them from one end. */
+/**
+ * Stored periods starting in [from, to), optionally of one state and of one current run state,
+ * `limit` of them from one end. With `runState` it is a range of the partial index
+ * periods_run_state; the filters are fragments, not `(param is null or ...)`, so each shape keeps
+ * its own index-driven plan.
+ */
 export async function storedPeriods(
   db: Db,
   rollupId: string,
   from: number,
   to: number,
-  opts: { readonly state?: PeriodState | undefined; readonly order: 'asc' | 'desc'; readonly limit: number },
+  opts: {
+    readonly state?: PeriodState | undefined;
+    readonly runState?: string | undefined;
+    readonly order: 'asc' | 'desc';
+    readonly limit: number;
+  },
 ): Promise<PeriodView[]> {
   const state = opts.state ?? null;
-  const rows =
-    opts.order === 'asc'
-      ? await db<Row[]>`
-          select lo, hi, key, state, ratio, ratios, generation, reason, triggered_at from periods
-          where rollup_id = ${rollupId} and lo >= ${from} and lo < ${to}
-            and (${state}::text is null or state = ${state}::text)
-          order by lo limit ${opts.limit}`
-      : await db<Row[]>`
-          select lo, hi, key, state, ratio, ratios, generation, reason, triggered_at from periods
-          where rollup_id = ${rollupId} and lo >= ${from} and lo < ${to}
-            and (${state}::text is null or state = ${state}::text)
-          order by lo desc limit ${opts.limit}`;
-  return rows.map(view);
-}
-
-/**
- * Stored periods starting in [from, to) whose current run is in `runState` (optionally also of one
- * period state), `limit` from one end: a range of the partial index periods_run_state.
- */
-export async function storedPeriodsByRun(
-  db: Db,
-  rollupId: string,
-  from: number,
-  to: number,
-  runState: string,
-  opts: { readonly state?: PeriodState | undefined; readonly order: 'asc' | 'desc'; readonly limit: number },
-): Promise<PeriodView[]> {
-  const state = opts.state ?? null;
-  const rows =
-    opts.order === 'asc'
-      ? await db<Row[]>`
-          select lo, hi, key, state, ratio, ratios, generation, reason, triggered_at from periods
-          where rollup_id = ${rollupId} and run_state = ${runState} and lo >= ${from} and lo < ${to}
-            and (${state}::text is null or state = ${state}::text)
-          order by lo limit ${opts.limit}`
-      : await db<Row[]>`
-          select lo, hi, key, state, ratio, ratios, generation, reason, triggered_at from periods
-          where rollup_id = ${rollupId} and run_state = ${runState} and lo >= ${from} and lo < ${to}
-            and (${state}::text is null or state = ${state}::text)
-          order by lo desc limit ${opts.limit}`;
+  const rows = await db<Row[]>`
+    select lo, hi, key, state, ratio, ratios, generation, reason, triggered_at from periods
+    where rollup_id = ${rollupId} ${opts.runState ? db`and run_state = ${opts.runState}` : db``}
+      and lo >= ${from} and lo < ${to} and (${state}::text is null or state = ${state}::text)
+    order by lo ${opts.order === 'desc' ? db`desc` : db``} limit ${opts.limit}`;
   return rows.map(view);
 }
 
@@ -267,7 +242,7 @@ export async function seenByTriggers(
 
 /**
  * When the scheduler has work again without new events: the earliest due period (settle or
- * deadline), the earliest run work (index/run-reads.ts), and whether some marked period is still pending
+ * deadline), the earliest run work (index/run-work.ts), and whether some marked period is still pending
  * (locked by someone else and skipped). One round trip, whatever the number of rollups.
  */
 export async function schedulerWake(

@@ -152,7 +152,9 @@ const AFTER_RERUN = JSON.stringify(
 /**
  * Marks touched periods for evaluation: dirty, their newest change time (which restarts settle)
  * and the rerun owed, the first reason kept until a trigger clears it; a triggered period owed a
- * rerun becomes `rerun_pending` (stateAfterMark). One statement for the whole batch.
+ * rerun becomes `rerun_pending` (stateAfterMark). One statement for the whole batch. A period
+ * the marks would leave as it is (already dirty, no newer change, no new rerun) is not written:
+ * every write leaves a dead row version and, when `dirty` flips, new index entries.
  */
 export async function markTouched(tx: Tx, rollupId: string, marks: readonly Mark[]): Promise<void> {
   await tx`
@@ -166,7 +168,9 @@ export async function markTouched(tx: Tx, rollupId: string, marks: readonly Mark
       ${marks.map((m) => m.lo)}::int8[], ${marks.map((m) => m.changedAt?.toISOString() ?? null)}::timestamptz[],
       ${marks.map((m) => m.rerun)}::text[]
     ) as u(lo, changed_at, rerun)
-    where p.rollup_id = ${rollupId} and p.lo = u.lo`;
+    where p.rollup_id = ${rollupId} and p.lo = u.lo
+      and (not p.dirty or u.changed_at > p.last_change_at or (u.changed_at is not null and p.last_change_at is null)
+        or (u.rerun is not null and (p.rerun is null or p.state is distinct from ${AFTER_RERUN}::jsonb ->> p.state)))`;
 }
 
 /**

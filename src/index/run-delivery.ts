@@ -1,9 +1,10 @@
 /**
- * The outbox side of runs (SPEC §6, §11): what a delivery did to its run, and when a target is next
- * asked about it. Every state move goes through reportRun (runs.ts).
+ * What a delivery did to its run (SPEC §6 and §11): accepted (started), refused for good (failed),
+ * or a transient failure that leaves it pending, with the trigger's delivery columns for attempt 1.
  */
+
 import type { RunPolicy, RunReport } from '../core/runs.js';
-import type { Db, Sql, Tx } from './db.js';
+import type { Sql, Tx } from './db.js';
 import { compareRefs, type ReportResult, type RunRef, reportRun } from './runs.js';
 
 /**
@@ -82,31 +83,4 @@ export async function recordDeliveryRetry(
     if (ref.attempt === 1)
       await tx`update triggers set attempts = attempts + 1, last_error = ${error} where ${where}`;
   });
-}
-
-/**
- * After asking the target: when to ask again (ms from now), or null to stop following the run.
- * One statement for the whole batch, so a pass's checks cost one write.
- */
-export async function setNextChecks(
-  db: Db,
-  checks: ReadonlyArray<{ readonly run: RunRef; readonly afterMs: number | null }>,
-): Promise<void> {
-  if (checks.length === 0) return;
-  const refs = checks.map((c) => c.run);
-  await db`
-    update runs r set check_at = clock_timestamp() + make_interval(secs => u.after_ms / 1000.0)
-    from unnest(${refs.map((r) => r.rollupId)}::text[], ${refs.map((r) => r.lo)}::int8[],
-      ${refs.map((r) => r.generation)}::int4[], ${refs.map((r) => r.attempt)}::int4[],
-      ${checks.map((c) => c.afterMs)}::float8[]) as u(rollup_id, lo, generation, attempt, after_ms)
-    where r.rollup_id = u.rollup_id and r.period_lo = u.lo and r.generation = u.generation
-      and r.attempt = u.attempt`;
-}
-
-/** Ask about these runs now: a wake-up (a job finished) makes their next check immediate. */
-export async function checkSoon(db: Db, runIds: readonly string[]): Promise<void> {
-  if (runIds.length === 0) return;
-  await db`
-    update runs set check_at = clock_timestamp()
-    where run_id = any(${runIds as string[]}::text[]) and check_at is not null`;
 }
