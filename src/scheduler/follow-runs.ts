@@ -166,9 +166,9 @@ async function check(ctx: FollowContext, signal: AbortSignal) {
 /**
  * Applies one observation's reports in one transaction: a burst of outcomes (every hourly job
  * ending at the top of the hour) commits once per observation, not once per run, and the outputs
- * of its successes in one commit. Periods are
- * locked in (rollup, period) order; the other writers of runs (callbacks, manual retries) lock one
- * period each, so they wait for the batch rather than deadlock with it. Returns the runs that moved.
+ * of its successes in one commit (reportRuns). Periods are locked in (rollup, period) order; the
+ * other writers of runs (callbacks, manual retries) lock one period each, so they wait for the
+ * batch rather than deadlock with it. Returns the runs that moved.
  */
 async function apply(
   ctx: FollowContext,
@@ -181,7 +181,6 @@ async function apply(
   const ordered = [...moves].sort(
     (a, b) => a.r.run.rollupId.localeCompare(b.r.run.rollupId) || a.r.run.lo - b.r.run.lo,
   );
-  // Pipelined, the outputs of the successes in one commit (reportRuns).
   const results = await ctx.sql.begin((tx) =>
     reportRuns(
       tx,
