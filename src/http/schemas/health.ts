@@ -7,6 +7,7 @@ export const healthz = defineOperation({
   path: '/healthz',
   id: 'healthz',
   summary: 'Liveness: answers while the process is alive',
+  description: 'Reads nothing: a liveness probe that restarts the process only when it stops answering.',
   access: 'public',
   answers: { 200: { description: 'alive', schema: z.object({ status: z.literal('ok') }) } },
   errors: {},
@@ -41,6 +42,8 @@ export const readyz = defineOperation({
   path: '/readyz',
   id: 'readyz',
   summary: 'Readiness: PostgreSQL and Redis answer (each within 2 s) and migrations are current',
+  description:
+    'For a load balancer or orchestrator: 503 while a dependency does not answer or the schema is behind; the body says which check fails, with the scheduler lease, retention and table maintenance.',
   access: 'public',
   answers: {
     200: { description: 'ready', schema: Readiness },
@@ -54,6 +57,8 @@ export const metrics = defineOperation({
   path: '/metrics',
   id: 'metrics',
   summary: 'Prometheus metrics',
+  description:
+    'Counters, gauges and histograms of ingest, scheduling, deliveries and runs (README "Metrics"); gauges read from PostgreSQL wait at most 2 s and keep their last values.',
   access: 'public',
   answers: {
     200: {
@@ -70,6 +75,8 @@ export const openapi = defineOperation({
   path: '/openapi.json',
   id: 'openapi',
   summary: 'This description (OpenAPI 3.1)',
+  description:
+    'Generated at start from the schemas the routes validate with, so it cannot drift from the code.',
   access: 'public',
   answers: {
     200: { description: 'the OpenAPI document', schema: z.looseObject({ openapi: z.literal('3.1.0') }) },

@@ -75,6 +75,7 @@ svg.track .now { stroke: #111; stroke-width: 1.2; stroke-dasharray: 3 2; }
 table.overview { border-collapse: collapse; background: #fff; width: 100%; font-size: 13px; }
 table.overview th, table.overview td { border-bottom: 1px solid var(--line); padding: 3px 8px; text-align: left; white-space: nowrap; }
 table.overview td.num, table.overview th.num { text-align: right; }
+table.overview td.why { white-space: normal; min-width: 240px; }
 .headline { font-weight: 600; font-size: 13px; }
 .badge { display: inline-block; padding: 0 6px; border-radius: 8px; color: #fff; font-size: 12px; }
 .badge.bad { background: #b3261e; } .badge.ok { background: #1e7b43; } .badge.none { background: #8a94a3; }

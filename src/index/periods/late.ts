@@ -16,6 +16,12 @@ import type { Db } from '../db.js';
  * at its deadline at the latest, or marked); the rows in an owed range are counted in it (the
  * catch_up window), or without catch_up as period_counts less the rows after it.
  */
+/**
+ * Marked periods read, newest first, as the scheduler claims them (the ordered read keeps the
+ * pending index's plan without statistics); a burst of more marks than this is counted in part.
+ */
+const MARKED_READ = 1000;
+
 export async function periodsPastDeadline(
   db: Db,
   rollups: readonly Rollup[],
@@ -39,8 +45,11 @@ export async function periodsPastDeadline(
         select rollup_id, lo from periods
         where due_at <= ${new Date(nowMs)} and state in ('waiting', 'settling') and rollup_id = any(${ids}::text[])
         union
-        select rollup_id, lo from periods
-        where (dirty or manual_requested) and state in ('waiting', 'settling') and rollup_id = any(${ids}::text[])
+        select rollup_id, lo from (
+          select rollup_id, lo, state from periods
+          where (dirty or manual_requested) and rollup_id = any(${ids}::text[])
+          order by lo desc limit ${MARKED_READ}
+        ) m where state in ('waiting', 'settling')
       ) l
       join unnest(${ids}::text[], ${passed}::int8[]) as u(id, passed) on u.id = l.rollup_id and l.lo < u.passed
       group by l.rollup_id`,
