@@ -43,7 +43,7 @@ export function connect(
     staleAfterMs === undefined || log === undefined
       ? undefined
       : new StaleConnectionWatch({ boundMs: staleAfterMs, log, ...freshConnectionChecks(url, connectOnce) });
-  return postgres(target, {
+  const sql = postgres(target, {
     ...socket,
     ...(watch ? { socket: watch.socket } : {}),
     max,
@@ -66,6 +66,14 @@ export function connect(
     },
     transform: { undefined: null },
   });
+  if (!watch) return sql;
+  // The watch's check connection ends with the pool, or it would keep a stopped process alive.
+  const end = sql.end.bind(sql);
+  sql.end = async (options) => {
+    await watch.close();
+    return end(options);
+  };
+  return sql;
 }
 
 /** A short-lived single connection for administrative statements (create/drop database). */

@@ -123,6 +123,10 @@ export async function reportRuns(
   record: ReportOptions['record'],
 ): Promise<Array<ReportResult | null>> {
   const order = items.map((item, i) => ({ item, i })).sort((a, b) => compareRefs(a.item.ref, b.item.ref));
+  await lockPeriodsOf(
+    tx,
+    order.map(({ item }) => item.ref),
+  );
   const outputs: NormalizedEvent[] = [];
   const results = new Array<ReportResult | null>(items.length);
   await Promise.all(
@@ -210,6 +214,22 @@ async function moveRun(
     if (output !== null) outputs.push(output);
   }
   return { effect, current, before, after, now };
+}
+
+/**
+ * Locks the periods of several runs, in (rollup, period) order, before reports move them in one
+ * transaction: every period lock is then taken before any asset lock a success takes (an output),
+ * as a single-run writer (a callback: period, then asset) does, so the two wait for each other
+ * rather than deadlock.
+ */
+export async function lockPeriodsOf(tx: Tx, refs: readonly RunRef[]): Promise<void> {
+  if (refs.length === 0) return;
+  await tx`
+    select 1 from periods p
+    join unnest(${refs.map((r) => r.rollupId)}::text[], ${refs.map((r) => r.lo)}::int8[]) as k(rollup_id, lo)
+      on p.rollup_id = k.rollup_id and p.lo = k.lo
+    order by p.rollup_id, p.lo
+    for update of p`;
 }
 
 /** One history line; every path that records a report goes through here. */

@@ -59,6 +59,8 @@ export interface StaleWatchOptions {
   readonly terminate: (pids: readonly number[]) => Promise<void>;
   readonly log: Logger;
   readonly onStale?: (count: number) => void;
+  /** Ends what check and terminate keep open. */
+  readonly close?: () => Promise<void>;
 }
 
 /** Whether the socket waits on the server: a ReadyForQuery, or any answer to a Flush. */
@@ -142,6 +144,12 @@ export class StaleConnectionWatch {
     this.timer = undefined;
   }
 
+  /** Stops watching and ends the check connection: with the pool it watches, when that ends. */
+  async close(): Promise<void> {
+    this.stop();
+    await this.options.close?.();
+  }
+
   /**
    * Pings the sockets quiet for half the bound between requests; checks those quiet for half the
    * bound while owing answers and gives up the stale ones.
@@ -150,7 +158,7 @@ export class StaleConnectionWatch {
     if (this.checking) return 0;
     const half = this.options.boundMs / 2;
     for (const w of this.sockets) {
-      if (owes(w) || w.extended || w.pid === undefined || w.tx.opaque || w.socket.destroyed) continue;
+      if (owes(w) || w.extended || w.pid === undefined || w.tx.opaque || !w.socket.writable) continue;
       if (now - w.quietSince < half) continue;
       w.pinged = true;
       w.socket.write(SYNC);
@@ -220,12 +228,14 @@ export class StaleConnectionWatch {
 export function freshConnectionChecks(
   url: string,
   connectOnce: (url: string, options: { connect_timeout: number }) => import('postgres').Sql,
-): Pick<StaleWatchOptions, 'check' | 'terminate'> {
+): Pick<StaleWatchOptions, 'check' | 'terminate' | 'close'> {
   let checker: import('postgres').Sql | undefined;
+  let closed = false;
   const withChecker = async <T>(
     timeoutMs: number,
     run: (sql: import('postgres').Sql) => Promise<T>,
   ): Promise<T | null> => {
+    if (closed) return null; // a sweep still running as the pool ends opens nothing new
     checker ??= connectOnce(url, { connect_timeout: Math.max(1, Math.ceil(timeoutMs / 1000)) });
     const sql = checker;
     let timer: NodeJS.Timeout | undefined;
@@ -258,6 +268,12 @@ export function freshConnectionChecks(
         5000,
         (sql) => sql`select pg_terminate_backend(pid) from unnest(${pids as number[]}::int4[]) as pid`,
       );
+    },
+    close: async () => {
+      closed = true;
+      const sql = checker;
+      checker = undefined;
+      await sql?.end({ timeout: 0 }).catch(() => {});
     },
   };
 }

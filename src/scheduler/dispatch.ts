@@ -45,14 +45,23 @@ export async function deliverDue(
   const rows = await dueRuns(ctx.sql, BATCH);
   const results: Array<{ row: DueRun; result: DeliveryResult }> = [];
   let next = 0;
+  let failure: { error: unknown } | undefined;
   const worker = async () => {
-    while (next < rows.length && !signal.aborted) {
+    while (next < rows.length && !signal.aborted && !failure) {
       const row = rows[next++]!;
       const payload = attemptPayload(row.payload, row.run.attempt);
-      results.push({ row, result: await ctx.targets.deliver(row.target as StoredTarget, payload) });
+      try {
+        results.push({ row, result: await ctx.targets.deliver(row.target as StoredTarget, payload) });
+      } catch (error) {
+        failure ??= { error };
+      }
     }
   };
   await Promise.all(Array.from({ length: Math.min(ctx.concurrency, rows.length) }, worker));
+  // Thrown only once no delivery is in flight: a failed pass whose deliveries ran on would race the
+  // next pass, which reads the same runs still pending and delivers them a second time. (The
+  // record below comes after every delivery of the batch, so its failure leaves none in flight.)
+  if (failure) throw failure.error;
   // Every outcome of the batch in one transaction (one commit, not one per run); a crash before it
   // commits only repeats deliveries, which the target dedupes.
   const final = results.filter(({ result }) => result.ok || !result.retry);

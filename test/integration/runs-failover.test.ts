@@ -296,7 +296,9 @@ describe('runs across a kill -9 of the lease holder', () => {
         ).toHaveLength(1);
         expect(mine.find((p) => p.state === r.state)!.source).toBe('queue');
       }
-      const listing = (await (await fetch(`${b.url}/v1/rollups/r/periods?start=0&end=70`)).json()) as Json;
+      const response = await fetch(`${b.url}/v1/rollups/r/periods?start=0&end=70`);
+      const listing = (await response.json()) as Json;
+      expect(response.status, JSON.stringify(listing)).toBe(200);
       expect(listing.periods.map((p: Json) => [p.key, p.run?.attempt, p.run?.state])).toEqual(
         LOS.map((lo) => [String(lo), expected[lo]!.attempt, expected[lo]!.state]),
       );
