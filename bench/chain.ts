@@ -11,6 +11,10 @@
  *   reruns per level per chain (exactly 720 hourly, 30 daily, 1 monthly; none duplicated), the
  *   time until every monthly rerun succeeded, and the peak depth of the downstream queue.
  *
+ * Every phase's decisions are counted per chain and level (`decisions_per_chain`): any count that
+ * is not exact, or a (rollup, period, generation) decided twice, ends the run with exit code 1 and
+ * the wrong counts on stderr. Progress goes to stderr every 10 s.
+ *
  *   npm run bench:chain            (BENCH_CHAINS=10 for a quick run)
  */
 import { Queue, Worker } from 'bullmq';
@@ -31,6 +35,7 @@ const CHAINS = Number(process.env.BENCH_CHAINS ?? 100);
 /** How often the scheduler asks the queue about open runs (scheduler.run_check_every). */
 const RUN_CHECK = process.env.BENCH_RUN_CHECK ?? 'PT0.2S';
 const STAGGER_MS = Number(process.env.BENCH_STAGGER_MS ?? 100);
+const PROGRESS_MS = 10_000;
 const HOUR = 3_600_000;
 const SLICE = 5 * 60_000;
 const NOVEMBER = Date.parse('2026-11-01T00:00:00Z');
@@ -94,6 +99,25 @@ async function main(): Promise<void> {
   };
   const quiet = () => poll('the chains to settle', () => chainSettled(db.sql));
 
+  // Progress on stderr every PROGRESS_MS: the phase, runs per level and state, the queue's depth.
+  const benchStarted = performance.now();
+  let phase = 'start';
+  const progress = setInterval(() => {
+    void (async () => {
+      const [levels, queue] = await Promise.all([
+        db.sql<{ level: string; succeeded: number; open: number }[]>`
+          select left(rollup_id, 1) as level, count(*) filter (where state = 'succeeded')::int as succeeded,
+            count(*) filter (where state in ('pending', 'started', 'running'))::int as open
+          from runs group by 1 order by 1`,
+        runs.getJobCounts('waiting', 'active', 'delayed', 'prioritized'),
+      ]);
+      const byLevel = levels.map((l) => `${l.level} ${l.succeeded} ok/${l.open} open`).join(', ');
+      const depth = queue.waiting! + queue.active! + queue.delayed! + queue.prioritized!;
+      const elapsed = round((performance.now() - benchStarted) / 1000, 0);
+      process.stderr.write(`bench:chain ${elapsed}s ${phase}: runs ${byLevel || 'none'}; queue ${depth}\n`);
+    })().catch((error: Error) => process.stderr.write(`bench:chain progress: ${error.message}\n`));
+  }, PROGRESS_MS);
+
   const decidedAt = async (keys: readonly string[]) => {
     const rows = await db.sql<{ k: string; at: Date }[]>`
       select idempotency_key as k, decided_at as at from triggers where idempotency_key = any(${keys as string[]}::text[])`;
@@ -116,7 +140,55 @@ async function main(): Promise<void> {
     return value;
   };
 
+  // Decisions per phase, per level: each phase must decide exactly what it expects, per chain.
+  const latestDecision = async () => {
+    const [row] = await db.sql<{ at: Date | null }[]>`select max(decided_at) as at from triggers`;
+    return row!.at;
+  };
+  const problems: string[] = [];
+  const levels = { h: 'hourly', d: 'daily', m: 'monthly' } as const;
+  type Level = (typeof levels)[keyof typeof levels];
+  const decisionsPerChain = async (
+    name: string,
+    from: Date | null,
+    to: Date | null,
+    expected: Record<Level, number>,
+    allReplay: boolean,
+  ) => {
+    const rows = await db.sql<{ rollup_id: string; n: number; periods: number; replay: number }[]>`
+      select rollup_id, count(*)::int as n, count(distinct period_lo)::int as periods,
+        count(*) filter (where reason = 'replay')::int as replay
+      from triggers where (${from}::timestamptz is null or decided_at > ${from})
+        and (${to}::timestamptz is null or decided_at <= ${to})
+      group by 1`;
+    return Object.fromEntries(
+      Object.entries(levels).map(([letter, level]) => {
+        const of = rows.filter((r) => r.rollup_id.startsWith(letter));
+        const ns = of.map((r) => r.n);
+        const counts = {
+          chains: of.length,
+          min: ns.length === 0 ? 0 : Math.min(...ns),
+          max: ns.length === 0 ? 0 : Math.max(...ns),
+          periods_decided_twice: of.reduce((sum, r) => sum + r.n - r.periods, 0),
+          not_replay: of.reduce((sum, r) => sum + r.n - r.replay, 0),
+        };
+        const want = expected[level];
+        const chains = want === 0 ? 0 : CHAINS;
+        if (counts.chains !== chains || counts.min !== want || counts.max !== want)
+          problems.push(
+            `${name}: ${level} decisions per chain ${counts.min}..${counts.max} in ${counts.chains} chains, expected exactly ${want} in ${chains}`,
+          );
+        if (counts.periods_decided_twice > 0)
+          problems.push(`${name}: ${counts.periods_decided_twice} ${level} periods decided twice`);
+        if (allReplay && counts.not_replay > 0)
+          problems.push(`${name}: ${counts.not_replay} ${level} decisions not for the replay`);
+        return [level, counts];
+      }),
+    );
+  };
+
   // ---- November, built bottom up: one raw event per chain covering the month ----
+  phase = 'building November';
   await t('build_november_s', async () => {
     await send(Array.from({ length: CHAINS }, (_, c) => event(c, NOVEMBER, DECEMBER, 'v1')));
     await poll(
@@ -125,9 +197,11 @@ async function main(): Promise<void> {
     );
     await quiet();
   });
+  const built = await latestDecision();
 
   // ---- the last slice of a day -> the daily trigger ----
   const dayKeys = Array.from({ length: CHAINS }, (_, c) => `d${c}@${compact(DECEMBER)}#1`);
+  phase = 'streaming 2026-12-01';
   await t('stream_december_1_s', async () => {
     const slices = [];
     for (let s = 0; s < 287; s++)
@@ -142,6 +216,7 @@ async function main(): Promise<void> {
     );
     await quiet();
   });
+  phase = 'last slices of 2026-12-01';
   const lastSent: number[] = [];
   for (let c = 0; c < CHAINS; c++) {
     lastSent.push(Date.now());
@@ -154,9 +229,11 @@ async function main(): Promise<void> {
   });
   const dayLatency = dayKeys.map((k, c) => days.get(k)! - lastSent[c]!);
   await quiet();
+  const december = await latestDecision();
 
   // ---- a replay requirement on one raw hour -> the monthly rerun's trigger ----
   const monthKey = (c: number, g: number) => `m${c}@${compact(NOVEMBER)}#${g}`;
+  phase = 'one raw hour replayed per chain';
   const replaySent: number[] = [];
   for (let c = 0; c < CHAINS; c++) {
     const hour = NOVEMBER + (c % 720) * HOUR;
@@ -182,9 +259,7 @@ async function main(): Promise<void> {
   await quiet();
 
   // ---- the storm: all of November reprocessed under every chain at once ----
-  const [{ cutoff }] = (await db.sql`select max(decided_at) as cutoff from triggers`) as unknown as [
-    { cutoff: Date },
-  ];
+  const replayed = await latestDecision();
   let peakQueue = 0;
   let peakOpenRuns = 0;
   let sampling = true;
@@ -196,6 +271,7 @@ async function main(): Promise<void> {
       await new Promise((r) => setTimeout(r, 250));
     }
   })();
+  phase = 'storm';
   await t('storm_s', async () => {
     await Promise.all(
       Array.from({ length: CHAINS }, (_, c) =>
@@ -219,30 +295,34 @@ async function main(): Promise<void> {
   });
   sampling = false;
   await sampler;
-  // Storm reruns: decisions after the cutoff, per rollup, and how many distinct periods they cover.
-  const stormRows = await db.sql<{ rollup_id: string; n: number; periods: number; replay: number }[]>`
-    select rollup_id, count(*)::int as n, count(distinct period_lo)::int as periods,
-      count(*) filter (where reason = 'replay')::int as replay
-    from triggers where decided_at > ${cutoff} group by 1`;
-  const levels = { h: 'hourly', d: 'daily', m: 'monthly' } as const;
-  const perLevel = Object.fromEntries(
-    Object.entries(levels).map(([letter, name]) => {
-      const rows = stormRows.filter((r) => r.rollup_id.startsWith(letter));
-      const ns = rows.map((r) => r.n);
-      return [
-        name,
-        {
-          chains: rows.length,
-          min: Math.min(...ns),
-          max: Math.max(...ns),
-          periods_decided_twice: rows.reduce((sum, r) => sum + r.n - r.periods, 0),
-          not_replay: rows.reduce((sum, r) => sum + r.n - r.replay, 0),
-        },
-      ];
-    }),
-  );
+  const phases = {
+    build_november: await decisionsPerChain(
+      'build',
+      null,
+      built,
+      { hourly: 720, daily: 30, monthly: 1 },
+      false,
+    ),
+    december_1: await decisionsPerChain(
+      '2026-12-01',
+      built,
+      december,
+      { hourly: 24, daily: 1, monthly: 0 },
+      false,
+    ),
+    one_hour_replayed: await decisionsPerChain(
+      'replay',
+      december,
+      replayed,
+      { hourly: 1, daily: 1, monthly: 1 },
+      true,
+    ),
+    storm: await decisionsPerChain('storm', replayed, null, { hourly: 720, daily: 30, monthly: 1 }, true),
+  };
   const duplicates = await db.sql<{ n: number }[]>`
     select count(*)::int as n from (select rollup_id, period_lo, generation from triggers group by 1, 2, 3 having count(*) > 1) d`;
+  if (duplicates[0]!.n > 0) problems.push(`${duplicates[0]!.n} (rollup, period, generation) decided twice`);
+  clearInterval(progress);
 
   process.stdout.write(
     `${JSON.stringify({
@@ -256,13 +336,15 @@ async function main(): Promise<void> {
       day_trigger_ms: { ...stats(dayLatency), goal_p99_ms: 2000 },
       replay_to_monthly_trigger_ms: { ...stats(replayLatency), goal_p99_ms: 5000 },
       storm: {
-        reruns_per_chain: perLevel,
+        reruns_per_chain: phases.storm,
         expected_per_chain: { hourly: 720, daily: 30, monthly: 1 },
         duplicated_decisions: duplicates[0]!.n,
         seconds: timings.storm_s,
         peak_queue_depth: peakQueue,
         peak_open_runs: peakOpenRuns,
       },
+      decisions_per_chain: phases,
+      exact: problems.length === 0 && duplicates[0]!.n === 0,
       phases_s: timings,
     })}\n`,
   );
@@ -275,6 +357,10 @@ async function main(): Promise<void> {
   await daemon.stop();
   await db.drop();
   await dropPrefix(prefix);
+  if (problems.length > 0) {
+    process.stderr.write(`bench:chain: COUNTS NOT EXACT\n${problems.map((p) => `  ${p}`).join('\n')}\n`);
+    process.exitCode = 1;
+  }
 }
 
 await main();

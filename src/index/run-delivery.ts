@@ -5,7 +5,7 @@
 
 import type { RunPolicy, RunReport } from '../core/runs.js';
 import type { Sql, Tx } from './db.js';
-import { type ReportResult, type RunRef, reportRun } from './runs.js';
+import { compareRefs, type ReportResult, type RunRef, reportRun } from './runs.js';
 
 /**
  * A delivery's outcome: the report (started, or failed when refused) plus the delivery count and,
@@ -41,6 +41,29 @@ export async function recordDelivery(
   }
   await Promise.all(writes);
   return result;
+}
+
+/**
+ * recordDelivery for a batch of deliveries in one transaction, pipelined, in (rollup, period)
+ * order: the outbox records a hundred deliveries with one commit. Results in the order given.
+ */
+export async function recordDeliveries(
+  tx: Tx,
+  items: ReadonlyArray<{
+    readonly ref: RunRef;
+    readonly outcome: { readonly ok: true } | { readonly ok: false; readonly error: string };
+    readonly policy: RunPolicy;
+    readonly checkAfterMs: number | null;
+  }>,
+): Promise<Array<ReportResult | null>> {
+  const results = new Array<ReportResult | null>(items.length);
+  const order = items.map((item, i) => ({ item, i })).sort((a, b) => compareRefs(a.item.ref, b.item.ref));
+  await Promise.all(
+    order.map(async ({ item, i }) => {
+      results[i] = await recordDelivery(tx, item.ref, item.outcome, item.policy, item.checkAfterMs);
+    }),
+  );
+  return results;
 }
 
 /** A transient delivery failure: the run stays pending, due again after `delayMs`. */

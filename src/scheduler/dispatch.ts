@@ -1,12 +1,13 @@
 import { DEFAULT_RUN_POLICY, type RunPolicy } from '../core/runs.js';
 import { attemptPayload } from '../core/trigger.js';
 import type { Sql } from '../index/db.js';
-import { recordDelivery, recordDeliveryRetry } from '../index/run-delivery.js';
+import { recordDeliveries, recordDeliveryRetry } from '../index/run-delivery.js';
 import { type DueRun, dueRuns } from '../index/run-work.js';
+import type { ReportResult } from '../index/runs.js';
 import { backoffMs } from '../index/transient.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
-import type { Targets } from './targets/index.js';
+import type { DeliveryResult, Targets } from './targets/index.js';
 import type { StoredTarget } from './targets/secrets.js';
 
 const BATCH = 100;
@@ -42,14 +43,15 @@ export async function deliverDue(
   signal: AbortSignal,
 ): Promise<{ delivered: number; more: boolean }> {
   const rows = await dueRuns(ctx.sql, BATCH);
-  let delivered = 0;
+  const results: Array<{ row: DueRun; result: DeliveryResult }> = [];
   let next = 0;
   let failure: { error: unknown } | undefined;
   const worker = async () => {
     while (next < rows.length && !signal.aborted && !failure) {
       const row = rows[next++]!;
+      const payload = attemptPayload(row.payload, row.run.attempt);
       try {
-        if (await deliverOne(ctx, row)) delivered++;
+        results.push({ row, result: await ctx.targets.deliver(row.target as StoredTarget, payload) });
       } catch (error) {
         failure ??= { error };
       }
@@ -57,51 +59,75 @@ export async function deliverDue(
   };
   await Promise.all(Array.from({ length: Math.min(ctx.concurrency, rows.length) }, worker));
   // Thrown only once no delivery is in flight: a failed pass whose deliveries ran on would race the
-  // next pass, which reads the same runs still pending and delivers them a second time (seen in the
-  // runs fail-over test when PostgreSQL refused a connection mid-batch).
+  // next pass, which reads the same runs still pending and delivers them a second time. (The
+  // record below comes after every delivery of the batch, so its failure leaves none in flight.)
   if (failure) throw failure.error;
+  // Every outcome of the batch in one transaction (one commit, not one per run); a crash before it
+  // commits only repeats deliveries, which the target dedupes.
+  const final = results.filter(({ result }) => result.ok || !result.retry);
+  const recorded = await ctx.sql.begin((tx) =>
+    recordDeliveries(
+      tx,
+      final.map(({ row, result }) => ({
+        ref: row.run,
+        outcome: result.ok ? { ok: true as const } : { ok: false as const, error: result.error },
+        policy: ctx.policyOf(row.run.rollupId),
+        checkAfterMs: FIRST_CHECK_MS[(row.target as StoredTarget).type] ?? null,
+      })),
+    ),
+  );
+  let delivered = 0;
+  for (const [i, { row, result }] of final.entries()) {
+    logDelivery(ctx, row, result, recorded[i] ?? null);
+    if (result.ok) delivered++;
+  }
+  for (const { row, result } of results) {
+    if (result.ok || !result.retry) continue;
+    const delay = Math.round(backoffMs(row.deliveries, 500, 60_000)) + 100;
+    await recordDeliveryRetry(ctx.sql, row.run, result.error, delay);
+    ctx.metrics.deliveries.inc({ target: (row.target as StoredTarget).type, result: 'retry' });
+    ctx.log.warn(
+      { ...logContext(row), error: result.error, retry_in_ms: delay },
+      'delivery failed; will retry',
+    );
+  }
   return { delivered, more: rows.length === BATCH };
 }
 
-async function deliverOne(ctx: DispatchContext, row: DueRun): Promise<boolean> {
-  const { sql, log, metrics } = ctx;
-  const target = row.target as StoredTarget;
-  const type = target.type;
-  const payload = attemptPayload(row.payload, row.run.attempt);
-  const result = await ctx.targets.deliver(target, payload);
-  // The decision's ids, so a delivery line traces back to its 'triggered' line.
-  const context = {
+/** The decision's ids, so a delivery line traces back to its 'triggered' line. */
+function logContext(row: DueRun) {
+  return {
     rollup: row.run.rollupId,
-    period: payload.period.key,
+    period: row.payload.period.key,
     generation: row.run.generation,
-    idempotency_key: payload.idempotency_key,
+    idempotency_key: row.payload.idempotency_key,
     run_id: row.runId,
     attempt: row.run.attempt,
     lease_token: row.leaseToken,
-    target: type,
+    target: (row.target as StoredTarget).type,
     delivery: row.deliveries + 1,
   };
-  const policy = ctx.policyOf(row.run.rollupId);
-  if (result.ok || !result.retry) {
-    const outcome = result.ok ? { ok: true as const } : { ok: false as const, error: result.error };
-    const recorded = await sql.begin((tx) =>
-      recordDelivery(tx, row.run, outcome, policy, FIRST_CHECK_MS[type] ?? null),
-    );
-    metrics.runReported(type, recorded); // a delivery refused for good ends the attempt
-    if (result.ok) {
-      metrics.deliveries.inc({ target: type, result: 'delivered' });
-      log.info(context, 'delivered');
-      return true;
-    }
-    metrics.deliveries.inc({ target: type, result: 'failed' });
-    log.error({ ...context, error: result.error }, 'delivery refused by the target; the attempt failed');
-    return false;
+}
+
+/** Metrics and the log line of a delivery the target accepted or refused for good, once recorded. */
+function logDelivery(
+  ctx: DispatchContext,
+  row: DueRun,
+  result: DeliveryResult,
+  recorded: ReportResult | null,
+): void {
+  const type = (row.target as StoredTarget).type;
+  ctx.metrics.runReported(type, recorded); // a delivery refused for good ends the attempt
+  if (result.ok) {
+    ctx.metrics.deliveries.inc({ target: type, result: 'delivered' });
+    ctx.log.info(logContext(row), 'delivered');
+    return;
   }
-  const delay = Math.round(backoffMs(row.deliveries, 500, 60_000)) + 100;
-  await recordDeliveryRetry(sql, row.run, result.error, delay);
-  metrics.deliveries.inc({ target: type, result: 'retry' });
-  log.warn({ ...context, error: result.error, retry_in_ms: delay }, 'delivery failed; will retry');
-  return false;
+  ctx.metrics.deliveries.inc({ target: type, result: 'failed' });
+  ctx.log.error(
+    { ...logContext(row), error: result.error },
+    'delivery refused by the target; the attempt failed',
+  );
 }
 
 /** The run policy of a configured rollup, or the defaults for runs of one no longer configured. */

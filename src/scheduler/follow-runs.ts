@@ -12,7 +12,7 @@ import type { Sql } from '../index/db.js';
 import { startRetry } from '../index/run-attempts.js';
 import { setNextChecks } from '../index/run-next-checks.js';
 import { type FollowedRun, retriesDue, runsToCheck, timedOutRuns } from '../index/run-work.js';
-import { lockPeriodsOf, reportRun } from '../index/runs.js';
+import { reportRun, reportRuns } from '../index/runs.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
 import type { Fence } from './fence.js';
@@ -165,8 +165,10 @@ async function check(ctx: FollowContext, signal: AbortSignal) {
 
 /**
  * Applies one observation's reports in one transaction: a burst of outcomes (every hourly job
- * ending at the top of the hour) commits once per observation, not once per run. Its periods are
- * locked first, all together (lockPeriodsOf). Returns the runs that moved.
+ * ending at the top of the hour) commits once per observation, not once per run, and the outputs
+ * of its successes in one commit (reportRuns). Periods are locked in (rollup, period) order; the
+ * other writers of runs (callbacks, manual retries) lock one period each, so they wait for the
+ * batch rather than deadlock with it. Returns the runs that moved.
  */
 async function apply(
   ctx: FollowContext,
@@ -176,21 +178,24 @@ async function apply(
   const moved = new Map<FollowedRun, FollowedRun>();
   if (moves.length === 0) return moved;
   const source = type === 'airflow' ? 'airflow' : 'queue';
-  const refs = moves.map((m) => m.r.run);
-  const results = await ctx.sql.begin(async (tx) => {
-    await lockPeriodsOf(tx, refs);
-    const results = [];
-    for (const { r, report } of moves)
-      results.push(
-        await reportRun(tx, r.run, report, source, ctx.policyOf(r.run.rollupId), {
-          record: 'changes',
-          rollup: ctx.rollupOf(r.run.rollupId) ?? null,
-        }),
-      );
-    return results;
-  });
+  const ordered = [...moves].sort(
+    (a, b) => a.r.run.rollupId.localeCompare(b.r.run.rollupId) || a.r.run.lo - b.r.run.lo,
+  );
+  const results = await ctx.sql.begin((tx) =>
+    reportRuns(
+      tx,
+      ordered.map(({ r, report }) => ({
+        ref: r.run,
+        report,
+        policy: ctx.policyOf(r.run.rollupId),
+        rollup: ctx.rollupOf(r.run.rollupId) ?? null,
+      })),
+      source,
+      'changes',
+    ),
+  );
   // Told only once committed.
-  moves.forEach(({ r }, i) => {
+  ordered.forEach(({ r }, i) => {
     const result = results[i] ?? null;
     ctx.metrics.runReported(type, result);
     if (!result || (result.effect !== 'applied' && result.effect !== 'stale')) return;

@@ -11,6 +11,8 @@ import type { Sql } from '../index/db.js';
 import { markTouchedPeriods } from './touch.js';
 
 const TOUCH_BATCH = 5000;
+/** Rollups marked in one transaction at most. */
+const MARK_GROUP = 50;
 /** Bounded work per pass so a backlog never starves the lease's view of the event loop. */
 const MAX_ROUNDS = 20;
 /** Every upstream cursor is compared with its log this often, in case a notification was lost. */
@@ -79,21 +81,35 @@ export class MarkQueue {
     const ids = [...this.toMark];
     this.toMark.clear();
     let busy = false;
-    for (const id of ids) {
-      const { rollup } = this.byId.get(id)!;
-      for (let round = 0; ; round++) {
-        if (signal.aborted) {
-          this.toMark.add(id);
-          return { marked: true, more: true };
-        }
-        // Short reads caught up with the log as it was; anything newer has notified us again.
-        if (!(await markTouchedPeriods(sql, rollup, TOUCH_BATCH, leaseTtlMs))) break;
-        if (round === MAX_ROUNDS - 1) {
-          this.toMark.add(id);
-          busy = true;
-          break;
+    // Rollups marked together, MARK_GROUP per transaction (see markTouchedPeriods); those that
+    // read a full batch go again, up to MAX_ROUNDS times, then wait for the next pass.
+    let left = ids;
+    for (let round = 0; left.length > 0; round++) {
+      if (signal.aborted || round === MAX_ROUNDS) {
+        for (const id of left) this.toMark.add(id);
+        busy = true;
+        break;
+      }
+      const more: string[] = [];
+      for (let i = 0; i < left.length; i += MARK_GROUP) {
+        const group = left.slice(i, i + MARK_GROUP);
+        try {
+          more.push(
+            ...(await markTouchedPeriods(
+              sql,
+              group.map((id) => this.byId.get(id)!.rollup),
+              TOUCH_BATCH,
+              leaseTtlMs,
+            )),
+          );
+        } catch (error) {
+          // Not marked (or not known to be): marked again on the next pass.
+          for (const id of [...more, ...left.slice(i)]) this.toMark.add(id);
+          throw error;
         }
       }
+      // Short reads caught up with the log as it was; anything newer has notified us again.
+      left = more;
     }
     return { marked: ids.length > 0, more: busy };
   }

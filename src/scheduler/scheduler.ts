@@ -3,7 +3,6 @@ import type { RollupRuntime } from '../config/rollups.js';
 import { EVENTS_CHANNEL } from '../index/commit.js';
 import { databaseNow, type Sql } from '../index/db.js';
 import { schedulerWake } from '../index/periods/reads.js';
-import { checkSoon } from '../index/run-next-checks.js';
 import type { QueueConnection } from '../ingest/queue-backend.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
@@ -11,9 +10,10 @@ import { catchUpDeadlines, DeadlineSweep } from './deadline-sweep.js';
 import { type DispatchContext, deliverDue, policyLookup } from './dispatch.js';
 import { evaluatePending } from './evaluate.js';
 import type { Fence } from './fence.js';
-import { type CheckIntervals, DEFAULT_CHECKS, followRuns } from './follow-runs.js';
+import { type CheckIntervals, DEFAULT_CHECKS } from './follow-runs.js';
 import { MarkQueue } from './mark-queue.js';
 import { syncRollups } from './rollup-store.js';
+import { RunPacing } from './run-pacing.js';
 import { emitSafely, type SchedulerEvents } from './scheduler-events.js';
 import { Targets } from './targets/index.js';
 import { redactTarget } from './targets/secrets.js';
@@ -47,8 +47,6 @@ const FRESH_BATCH = 20;
 /** Bounded work per pass so a backlog never starves the lease's view of the event loop. */
 const MAX_ROUNDS = 20;
 const SKIPPED_RETRY_MS = 1000;
-/** While a backlog keeps passes busy, runs are followed this often. */
-const BUSY_FOLLOW_MS = 1000;
 
 /**
  * The lease holder's loop: woken by committed events (LISTEN), by its own timers (settle,
@@ -71,17 +69,18 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
   private sweeps = new Map<string, DeadlineSweep>();
   private readonly dispatch: DispatchContext;
   private readonly clock: () => Promise<Date>;
-  private followedAt = 0;
+  private readonly pacing: RunPacing;
 
   constructor(private readonly options: SchedulerOptions) {
     super();
     this.clock = options.clock ?? (() => databaseNow(options.sql));
+    this.pacing = new RunPacing(options.sql, () => this.kick());
     this.targets = new Targets(
       options.queues,
       options.queuePrefix,
       options.rollups.map((r) => r.config.target),
       process.env,
-      (runId) => this.runFinished(runId),
+      (runId) => this.pacing.finishedJob(runId),
     );
     this.byId = new Map(options.rollups.map((r) => [r.rollup.id, r]));
     this.dispatch = {
@@ -125,14 +124,6 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
     await this.loop;
     await this.unlisten?.().catch(() => {});
     await this.targets.close();
-  }
-
-  /** A queue job finished: ask about its run now rather than at its next check. */
-  private runFinished(runId: string): void {
-    checkSoon(this.options.sql, [runId]).then(
-      () => this.kick(),
-      () => {}, // the run's regular check still comes
-    );
   }
 
   private async run(): Promise<void> {
@@ -180,7 +171,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
     const owed = await catchUpDeadlines(sql, this.sweeps, now, signal, log, metrics);
     if (owed === null) return 0; // lease lost mid-sweep
     work.done ||= owed.inserted > 0;
-    const delivery = await this.deliverBacklog(signal);
+    const delivery = await this.deliverBacklog(token, signal);
     const behind = marking.more || fresh.busy || owed.busy || delivery.busy;
     const runs = await this.followRuns(token, signal, behind);
     work.done = marking.marked || fresh.evaluated > 0 || owed.inserted > 0 || runs.work;
@@ -245,6 +236,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
       // Deliver what was just decided before looking at more.
       if (result.triggered > 0) await deliverDue(this.dispatch, signal);
       if (!result.more) break;
+      await this.followRuns(token, signal, true);
       // Fresh events go before the rest of a backlog: mark them and start again from the newest.
       if (this.woken || round === MAX_ROUNDS - 1) return { evaluated, triggered, busy: true };
     }
@@ -252,30 +244,21 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
   }
 
   /** Delivers what is due (retries, checks, a backlog), yielding to fresh events. */
-  private async deliverBacklog(signal: AbortSignal): Promise<{ busy: boolean }> {
+  private async deliverBacklog(token: number, signal: AbortSignal): Promise<{ busy: boolean }> {
     for (let round = 0; round < MAX_ROUNDS && !signal.aborted; round++) {
       const { more } = await deliverDue(this.dispatch, signal);
       if (!more) break;
+      await this.followRuns(token, signal, true);
       if (this.woken) return { busy: true }; // fresh events first; the rest on the next pass
     }
     return { busy: false };
   }
 
-  /**
-   * Runs: timeouts, due retries and outcomes, each bounded (a retry is delivered on the next pass).
-   * Behind a backlog of decisions, at most once a second: decisions first, yet outcomes still flow.
-   */
-  private async followRuns(
-    token: number,
-    signal: AbortSignal,
-    behind: boolean,
-  ): Promise<{ work: boolean; more: boolean }> {
-    if (signal.aborted) return { work: false, more: false };
-    if (behind && Date.now() - this.followedAt < BUSY_FOLLOW_MS) return { work: false, more: false };
-    this.followedAt = Date.now();
+  private followRuns(token: number, signal: AbortSignal, behind: boolean) {
     const checks = this.options.runChecks ?? DEFAULT_CHECKS;
     const rollupOf = (id: string) => this.byId.get(id)?.rollup;
-    return followRuns({ ...this.dispatch, fence: this.options.fence, token, rollupOf, checks }, signal);
+    const ctx = { ...this.dispatch, fence: this.options.fence, token, rollupOf, checks };
+    return this.pacing.follow(ctx, signal, behind);
   }
 
   /** How long nothing is due: the sweeps, due periods, run work and the next full check. */

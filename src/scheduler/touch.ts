@@ -32,82 +32,102 @@ interface Touch {
  * touches: dirty (to be evaluated), its newest change time (restarts settle) and, for a triggered
  * period, a rerun when the event is newer than what its last trigger saw. The marks and the
  * cursor advance commit together, so a crash neither loses nor repeats a mark.
- * Returns whether an upstream read a full batch: there may be more to mark now.
+ *
+ * Several rollups in one transaction, their statements pipelined: a batch of outputs notifies one
+ * rollup per chain it touches, and a transaction each made the next level of a cascade wait on
+ * hundreds of round trips per pass. Their rows are disjoint (own periods and cursors); the output
+ * condemnations of all of them go in one commit at the end (a savepoint each, interleaved, could
+ * roll back each other's statements).
+ * Returns the ids of the rollups for which an upstream read a full batch: there may be more now.
  */
 export async function markTouchedPeriods(
   sql: Sql,
-  rollup: Rollup,
+  rollups: readonly Rollup[],
   batch: number,
   idleMs: number,
-): Promise<boolean> {
-  const upstream = rollup.upstream as string[];
-  // One transaction for every upstream: a fan-in rollup over 100 assets marks in a few round
-  // trips, not 100 transactions. Pipelined (sent together, run in order): every round trip here
-  // delays the trigger. Marks are derived from the durable log and commit with the cursors, so this
-  // commit need not wait for its WAL flush: lost in a crash, marks and cursors are lost together
-  // and the next pass redoes them; and the evaluation that follows flushes them with its commit.
+): Promise<string[]> {
+  // Pipelined (sent together, run in order): every round trip here delays the trigger. Marks are
+  // derived from the durable log and commit with the cursors, so this commit need not wait for its
+  // WAL flush: lost in a crash, marks and cursors are lost together and the next pass redoes them;
+  // and the evaluation that follows flushes them with its commit.
   return sql.begin(async (tx) => {
-    const [, , cursors, assets] = await Promise.all([
+    const [, , marked] = await Promise.all([
       limitTransaction(tx, idleMs),
       tx`select set_config('synchronous_commit', 'off', true)`,
-      openCursors(tx, rollup.id, upstream),
-      tx<{ name: string; id: number; last_seq: number }[]>`
-        select name, id, last_seq from assets where name = any(${upstream}::text[])`,
+      Promise.all(rollups.map((rollup) => markRollup(tx, rollup, batch))),
     ]);
-    const assetOf = new Map(assets.map((a) => [a.name, a]));
-    const seeds: Promise<void>[] = [];
-    const behind: Array<{ name: string; id: number; seq: number }> = [];
-    for (const c of cursors) {
-      const a = assetOf.get(c.asset_name);
-      if (a === undefined) continue;
-      if (c.fresh) seeds.push(seedFromSegments(tx, rollup, a.name, a.id, a.last_seq));
-      else if (a.last_seq > c.seq) behind.push({ name: a.name, id: a.id, seq: c.seq });
-    }
-    await Promise.all(seeds);
-    if (behind.length === 0) return false;
-    // ingested_at rounded up to the millisecond: a JS Date drops the microseconds, and settle
-    // must not end before `ingested_at + settle` in database time.
-    const events = await tx<(EventRow & { asset_id: number })[]>`
-      select u.asset_id, e.seq, case when e.replay then 'replay_requirement' else 'completion' end as kind, e.lo, e.hi,
-        date_trunc('milliseconds', e.ingested_at)
-          + case when date_trunc('milliseconds', e.ingested_at) < e.ingested_at then interval '1 millisecond' else interval '0' end
-          as ingested_at
-      from unnest(${behind.map((b) => b.id)}::int8[], ${behind.map((b) => b.seq)}::int8[]) as u(asset_id, seq)
-      cross join lateral (
-        select seq, replay, lo, hi, ingested_at from events
-        where asset_id = u.asset_id and seq > u.seq order by seq limit ${batch}
-      ) e
-      order by u.asset_id, e.seq`;
-    const byAsset: Map<number, EventRow[]> = groupBy(events, (e) => e.asset_id);
-    const moved = behind.filter((b) => byAsset.has(b.id));
-    const [marked] = await Promise.all([
-      Promise.all(
-        moved.map((b) => {
-          const touches = touchedPeriods(rollup, byAsset.get(b.id)!);
-          return touches.size > 0 ? touchPeriods(tx, rollup, b.name, touches) : NOTHING_MARKED;
-        }),
-      ),
-      moved.length === 0
-        ? undefined
-        : advanceCursors(
-            tx,
-            rollup.id,
-            moved.map((b) => ({ asset: b.name, seq: byAsset.get(b.id)!.at(-1)!.seq })),
-          ),
-    ]);
-    // One marking statement for every upstream: a period touched by ten upstreams' events is
-    // written once per pass, not ten times (each write leaves a dead row version behind).
-    const marks = mergeMarks(marked.map((m) => m.marks));
-    if (marks.length > 0) await markTouched(tx, rollup.id, marks);
     // Periods that now owe a rerun condemn their output in this same transaction (SPEC §11).
     await condemnOutputs(
       tx,
-      rollup,
-      marked.flatMap((m) => m.condemned),
+      rollups.map((rollup, i) => ({ rollup, periods: marked[i]!.condemned })),
     );
-    // A full read from any upstream: there may be more to mark now.
-    return moved.some((b) => byAsset.get(b.id)!.length === batch);
+    return rollups.filter((_, i) => marked[i]!.more).map((r) => r.id);
   });
+}
+
+/** One rollup's share of markTouchedPeriods: its marks, and the periods they turned rerun_pending. */
+async function markRollup(
+  tx: Tx,
+  rollup: Rollup,
+  batch: number,
+): Promise<{ condemned: CondemnedPeriod[]; more: boolean }> {
+  const upstream = rollup.upstream as string[];
+  // Every upstream in a few round trips: a fan-in rollup over 100 assets is not 100 transactions.
+  const [cursors, assets] = await Promise.all([
+    openCursors(tx, rollup.id, upstream),
+    tx<{ name: string; id: number; last_seq: number }[]>`
+      select name, id, last_seq from assets where name = any(${upstream}::text[])`,
+  ]);
+  const assetOf = new Map(assets.map((a) => [a.name, a]));
+  const seeds: Promise<void>[] = [];
+  const behind: Array<{ name: string; id: number; seq: number }> = [];
+  for (const c of cursors) {
+    const a = assetOf.get(c.asset_name);
+    if (a === undefined) continue;
+    if (c.fresh) seeds.push(seedFromSegments(tx, rollup, a.name, a.id, a.last_seq));
+    else if (a.last_seq > c.seq) behind.push({ name: a.name, id: a.id, seq: c.seq });
+  }
+  await Promise.all(seeds);
+  if (behind.length === 0) return { condemned: [], more: false };
+  // ingested_at rounded up to the millisecond: a JS Date drops the microseconds, and settle
+  // must not end before `ingested_at + settle` in database time.
+  const events = await tx<(EventRow & { asset_id: number })[]>`
+    select u.asset_id, e.seq, case when e.replay then 'replay_requirement' else 'completion' end as kind, e.lo, e.hi,
+      date_trunc('milliseconds', e.ingested_at)
+        + case when date_trunc('milliseconds', e.ingested_at) < e.ingested_at then interval '1 millisecond' else interval '0' end
+        as ingested_at
+    from unnest(${behind.map((b) => b.id)}::int8[], ${behind.map((b) => b.seq)}::int8[]) as u(asset_id, seq)
+    cross join lateral (
+      select seq, replay, lo, hi, ingested_at from events
+      where asset_id = u.asset_id and seq > u.seq order by seq limit ${batch}
+    ) e
+    order by u.asset_id, e.seq`;
+  const byAsset: Map<number, EventRow[]> = groupBy(events, (e) => e.asset_id);
+  const moved = behind.filter((b) => byAsset.has(b.id));
+  const [marked] = await Promise.all([
+    Promise.all(
+      moved.map((b) => {
+        const touches = touchedPeriods(rollup, byAsset.get(b.id)!);
+        return touches.size > 0 ? touchPeriods(tx, rollup, b.name, touches) : NOTHING_MARKED;
+      }),
+    ),
+    moved.length === 0
+      ? undefined
+      : advanceCursors(
+          tx,
+          rollup.id,
+          moved.map((b) => ({ asset: b.name, seq: byAsset.get(b.id)!.at(-1)!.seq })),
+        ),
+  ]);
+  // One marking statement for every upstream: a period touched by ten upstreams' events is
+  // written once per pass, not ten times (each write leaves a dead row version behind).
+  const marks = mergeMarks(marked.map((m) => m.marks));
+  if (marks.length > 0) await markTouched(tx, rollup.id, marks);
+  // A full read from any upstream: there may be more to mark now.
+  return {
+    condemned: marked.flatMap((m) => m.condemned),
+    more: moved.some((b) => byAsset.get(b.id)!.length === batch),
+  };
 }
 
 /**

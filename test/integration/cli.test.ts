@@ -367,6 +367,33 @@ describe('coverage-rollup status', () => {
   });
 });
 
+describe('coverage-rollup start: a rollup graph with a cycle', () => {
+  it('is refused at load with exit 2, naming the cycle, before anything starts', async () => {
+    const rollup = (id: string, upstream: string) => ({
+      id,
+      upstream: [upstream],
+      every: 'hour',
+      begin: '2026-11-01',
+      output: `agg.${id}`,
+      target: { type: 'queue', queue: `${id}-runs` },
+    });
+    const config = writeConfig('cycle.json', {
+      database_url: db.url,
+      redis_url: REDIS_URL,
+      log_level: 'silent',
+      queue: { prefix },
+      rollups: [rollup('hourly', 'agg.daily'), rollup('daily', 'agg.hourly')],
+    });
+    const run = await cli(['start'], { config });
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain('rollup cycle: hourly -> agg.hourly -> daily -> agg.daily -> hourly');
+    // Nothing was started: its output assets were never registered.
+    const [row] = await db.sql<{ n: number }[]>`
+      select count(*)::int as n from assets where name in ('agg.hourly', 'agg.daily')`;
+    expect(row!.n).toBe(0);
+  });
+});
+
 describe('help', () => {
   it('gives each command its own help, with its options and exit codes', async () => {
     const check = await cli(['check', '--help']);

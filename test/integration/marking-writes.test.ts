@@ -63,10 +63,10 @@ describe('marking', () => {
   it('writes a period touched by three upstreams once, and cursors only when they move', async () => {
     await commitHour(0);
     // First pass: the cursors are created and seeded from the merged index.
-    await markTouchedPeriods(sql, rollup, 1000, 30_000);
+    await markTouchedPeriods(sql, [rollup], 1000, 30_000);
     await commitHour(1);
     const before = await updated();
-    await markTouchedPeriods(sql, rollup, 1000, 30_000);
+    await markTouchedPeriods(sql, [rollup], 1000, 30_000);
     const after = await updated();
     expect({
       periods: after.periods! - before.periods!,
@@ -78,7 +78,7 @@ describe('marking', () => {
     expect(dirty.map((p) => p.key)).toEqual(['2026-01-01T00', '2026-01-01T01']);
 
     // Nothing new in the log: a pass writes nothing.
-    expect(await markTouchedPeriods(sql, rollup, 1000, 30_000)).toBe(false);
+    expect(await markTouchedPeriods(sql, [rollup], 1000, 30_000)).toEqual([]);
     expect(await updated()).toEqual(after);
   });
 });

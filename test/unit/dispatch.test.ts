@@ -6,12 +6,11 @@ import { type DispatchContext, deliverDue, policyLookup } from '../../src/schedu
 import type { Targets } from '../../src/scheduler/targets/index.js';
 
 /**
- * deliverDue with injected I/O: the outbox read answers two pending runs, the target accepts both,
- * and recording the first delivery fails (PostgreSQL refused a connection) while the second is
- * still being recorded.
+ * deliverDue with injected I/O: the outbox read answers two pending runs; the target accepts the
+ * first at once and holds the second; recording the batch fails (PostgreSQL refused a connection).
  */
 describe('deliverDue', () => {
-  it('fails the pass only once every delivery in flight is recorded, so the next pass cannot deliver one again', async () => {
+  it('fails the pass only once no delivery is in flight, so the next pass cannot deliver one again', async () => {
     const due = [0, 10].map((lo) => ({
       rollup_id: 'r',
       period_lo: lo,
@@ -28,18 +27,23 @@ describe('deliverDue', () => {
       release = resolve;
     });
     const events: string[] = [];
-    let begins = 0;
+    let deliveries = 0;
     // The outbox read is the only statement awaited outside a transaction; fragments are never awaited.
     const sql = Object.assign(() => Promise.resolve(due), {
       begin: async () => {
-        begins++;
-        if (begins === 1) throw new Error('sorry, too many clients already');
-        await gate;
-        events.push('second delivery recorded');
-        return null;
+        events.push('batch recorded');
+        throw new Error('sorry, too many clients already');
       },
     }) as unknown as Sql;
-    const targets = { deliver: async () => ({ ok: true }) } as unknown as Targets;
+    const targets = {
+      deliver: async () => {
+        if (++deliveries === 2) {
+          await gate;
+          events.push('second delivered');
+        }
+        return { ok: true };
+      },
+    } as unknown as Targets;
     const ctx: DispatchContext = {
       sql,
       targets,
@@ -52,11 +56,66 @@ describe('deliverDue', () => {
     const pass = deliverDue(ctx, new AbortController().signal).catch((error: Error) => {
       events.push(`pass failed: ${error.message}`);
     });
-    await waitUntil(() => begins === 2);
-    expect(events, 'the pass waits for the delivery still being recorded').toEqual([]);
+    await waitUntil(() => deliveries === 2);
+    expect(events, 'the pass waits for the delivery still in flight').toEqual([]);
     release();
     await pass;
-    expect(events).toEqual(['second delivery recorded', 'pass failed: sorry, too many clients already']);
+    expect(events).toEqual([
+      'second delivered',
+      'batch recorded',
+      'pass failed: sorry, too many clients already',
+    ]);
+  });
+
+  it('a delivery that throws fails the pass only once the others in flight are done', async () => {
+    const due = [0, 10].map((lo) => ({
+      rollup_id: 'r',
+      period_lo: lo,
+      generation: 1,
+      attempt: 1,
+      run_id: `r@${lo}#1`,
+      deliveries: 0,
+      lease_token: 1,
+      target: { type: 'queue', queue: 'downstream' },
+      payload: { rollup: 'r', idempotency_key: `r@${lo}#1`, period: { key: String(lo) } },
+    }));
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const events: string[] = [];
+    let deliveries = 0;
+    const sql = Object.assign(() => Promise.resolve(due), {
+      begin: async () => {
+        events.push('batch recorded');
+        return [];
+      },
+    }) as unknown as Sql;
+    const targets = {
+      deliver: async () => {
+        if (++deliveries === 1) throw new Error('target exploded');
+        await gate;
+        events.push('second delivered');
+        return { ok: true };
+      },
+    } as unknown as Targets;
+    const ctx: DispatchContext = {
+      sql,
+      targets,
+      concurrency: 2,
+      log: createLogger('silent'),
+      metrics: createMetrics(),
+      policyOf: policyLookup(new Map()),
+      targetTypeOf: () => 'queue',
+    };
+    const pass = deliverDue(ctx, new AbortController().signal).catch((error: Error) => {
+      events.push(`pass failed: ${error.message}`);
+    });
+    await waitUntil(() => deliveries === 2);
+    expect(events).toEqual([]);
+    release();
+    await pass;
+    expect(events).toEqual(['second delivered', 'pass failed: target exploded']);
   });
 });
 
