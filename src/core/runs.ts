@@ -121,13 +121,19 @@ function target(run: RunFacts, report: RunReport): RunState | null {
     case 'timeout':
       return run.state === 'started' || run.state === 'running' ? 'timed_out' : null;
     case 'target':
-      if (isFinished(run.state)) return report.state === 'running' && report.reopen ? 'running' : null;
+      if (isFinished(run.state)) {
+        if (report.state === 'running' && report.reopen) return 'running';
+        // Lost says the outcome was missed, not that the run failed: a success learnt later (the
+        // completion event of a job removed on completion, read after a check found it gone) wins.
+        return run.state === 'lost' && report.state === 'succeeded' ? 'succeeded' : null;
+      }
       return report.state;
   }
 }
 
 /**
- * How a report moves a run. A finished run never moves, except a reopen to running; an open run
+ * How a report moves a run. A finished run never moves, except a reopen to running and a lost run
+ * that turns out to have succeeded; an open run
  * takes any outcome (a callback may even arrive before the delivery was recorded). A current run
  * that finishes unsuccessfully gets `nextRetryAt` while the policy has retries left; a stale one
  * (not current) moves alone and schedules nothing.

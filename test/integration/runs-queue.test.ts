@@ -165,8 +165,8 @@ describe('queue target runs', () => {
     expect(lost.period.run.error).toMatch(/removed/);
   });
 
-  // On BullMQ's PostgreSQL backend the completion of a job removed on completion was not seen in
-  // time by its QueueEvents (the run ends lost): documented in the README's runs section.
+  // On BullMQ's PostgreSQL backend the completion of a job removed on completion did not reach the
+  // daemon's QueueEvents within 30 s (the run stays lost): documented in the README's runs section.
   it.skipIf(testQueueBackend() === 'postgres')(
     'a job its worker removes on completion is succeeded: the completion event was seen',
     async () => {
@@ -174,13 +174,9 @@ describe('queue target runs', () => {
       const key = `tidy@${compact}T060000Z#1`;
       worker('tidy-runs', async () => 'ok', { removeOnComplete: { count: 0 } });
       await cover('tidy', 6);
-      const done = await untilRun(
-        'tidy',
-        6,
-        (r) => r.state === 'succeeded' || r.state === 'lost',
-        'an outcome',
-      );
-      expect(done.period.run.state).toBe('succeeded');
+      // A check may find the job gone before the event arrives (lost for a moment): the event wins.
+      const done = await untilRun('tidy', 6, (r) => r.state === 'succeeded', 'succeeded');
+      expect(done.period.run).toMatchObject({ state: 'succeeded', attempt: 1 });
       expect(await queue.getJobState(key)).toBe('unknown');
     },
   );

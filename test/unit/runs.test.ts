@@ -100,6 +100,16 @@ describe('run transitions', () => {
     expect(after.state).toBe('lost');
   });
 
+  it('a lost run whose success is learnt later (its completion event read after the job was gone) succeeds', () => {
+    const lost = run({ state: 'lost', startedAt: T - 10, finishedAt: T - 5, nextRetryAt: T + 60_000 });
+    const { effect, run: after } = applyReport(lost, { kind: 'target', state: 'succeeded' }, current);
+    expect(effect).toBe('applied');
+    expect(after).toMatchObject({ state: 'succeeded', error: null, nextRetryAt: null, finishedAt: T });
+    expect(applyReport(lost, { kind: 'target', state: 'failed', error: 'x' }, current).effect).toBe(
+      'refused',
+    );
+  });
+
   it('a cleared Airflow run reopens: failed goes back to running and its retry is dropped', () => {
     const failed = run({ state: 'failed', startedAt: T - 10, finishedAt: T - 5, nextRetryAt: T + 1 });
     const { effect, run: after } = applyReport(failed, airflowRunReport('queued')!, current);
@@ -129,13 +139,15 @@ describe('run transitions', () => {
 });
 
 describe('run transition properties', () => {
-  it('a finished run never moves, except a reopen to running', () => {
+  it('a finished run never moves, except a reopen to running and a lost run that succeeded', () => {
     fc.assert(
       fc.property(arbRun, arbReport, arbPolicy, fc.boolean(), (r, report, p, cur) => {
         fc.pre(isFinished(r.state));
         const { run: after } = applyReport(r, report, { current: cur, policy: p, now: T });
         const reopen = report.kind === 'target' && report.state === 'running' && report.reopen === true;
+        const found = r.state === 'lost' && report.kind === 'target' && report.state === 'succeeded';
         if (reopen) expect(after.state).toBe('running');
+        else if (found) expect(after).toMatchObject({ state: 'succeeded', nextRetryAt: null, error: null });
         else expect(after).toEqual(r);
       }),
     );
@@ -186,6 +198,7 @@ describe('run transition properties', () => {
       if (report.kind === 'refused') return from === 'pending' ? 'failed' : from;
       if (report.kind === 'timeout') return from === 'started' || from === 'running' ? 'timed_out' : from;
       if (open) return report.state;
+      if (from === 'lost' && report.state === 'succeeded') return 'succeeded';
       return report.state === 'running' && report.reopen ? 'running' : from;
     };
     fc.assert(
