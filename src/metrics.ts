@@ -2,8 +2,11 @@ import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom
 import { createRunMetrics } from './metrics-runs.js';
 
 /** Every metric the daemon exports, on a registry of its own (one per daemon instance). */
-/** Fills the period gauge when /metrics is scraped (it is derived, not kept up to date). */
-export type PeriodGaugeSource = (gauge: Gauge<'rollup' | 'state'>) => Promise<void>;
+/** Fills the period gauges when /metrics is scraped (they are derived, not kept up to date). */
+export interface PeriodGaugeSource {
+  periods(gauge: Gauge<'rollup' | 'state'>): Promise<void>;
+  pastDeadline(gauge: Gauge<'rollup'>): Promise<void>;
+}
 
 export function createMetrics() {
   let periodSource: PeriodGaugeSource | undefined;
@@ -66,7 +69,16 @@ export function createMetrics() {
       labelNames: ['rollup', 'state'] as const,
       registers,
       async collect() {
-        await periodSource?.(this);
+        await periodSource?.periods(this);
+      },
+    }),
+    periodsPastDeadline: new Gauge({
+      name: 'coverage_rollup_periods_past_deadline',
+      help: 'Periods whose deadline has passed that are still waiting or settling (no trigger or miss decided yet), by rollup with a deadline',
+      labelNames: ['rollup'] as const,
+      registers,
+      async collect() {
+        await periodSource?.pastDeadline(this);
       },
     }),
     setPeriodSource(source: PeriodGaugeSource) {
@@ -169,7 +181,7 @@ export function createMetrics() {
     }),
     pruned: new Counter({
       name: 'coverage_rollup_pruned_total',
-      help: 'What retention removed: partitions and the events in them, and compacted triggers',
+      help: 'What retention removed: partitions and the events in them, compacted triggers, superseded runs and their reports',
       labelNames: ['what'] as const,
       registers,
     }),

@@ -6,7 +6,7 @@
 import { z } from 'zod';
 import { type Operation, tagOf } from './operation.js';
 import { Asset, AssetList, Batch, CoverageAnswer } from './schemas/assets.js';
-import { Bound, ErrorBody, ReplayRequiredRange, Span, Timestamp } from './schemas/common.js';
+import { Bound, ErrorBody, HeadersTooLarge, ReplayRequiredRange, Span, Timestamp } from './schemas/common.js';
 import { Accepted, InvalidEvents } from './schemas/events.js';
 import { Readiness } from './schemas/health.js';
 import {
@@ -44,6 +44,7 @@ const NAMED = {
   PeriodDetail,
   TriggerRequested,
   Readiness,
+  HeadersTooLarge,
 };
 
 const ACCESS_ERRORS = {
@@ -168,6 +169,10 @@ function operationObject(op: Operation, ref: (schema: z.ZodType) => Json): Json 
       content: { 'application/json': { schema: ref(op.errorBody ?? ErrorBody) } },
     };
   }
+  responses[431] = {
+    description: "a request line and headers over 16 KB (Node's limit), refused before any route",
+    content: { 'application/json': { schema: ref(HeadersTooLarge) } },
+  };
   return {
     operationId: op.id,
     tags: [tagOf(op)],

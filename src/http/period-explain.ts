@@ -20,7 +20,7 @@ import type { Rollup } from '../core/rollup.js';
 import { upstreamFacts } from '../core/upstream-facts.js';
 import type { Db } from '../index/db.js';
 import { periodAt } from '../index/periods/listing.js';
-import { periodRuns, type RunReportView, type RunView } from '../index/run-reads.js';
+import { periodRuns, type RunReportView, type RunView } from '../index/run-history.js';
 import { triggersOfPeriod } from '../index/triggers.js';
 import { loadUpstreams } from '../index/upstreams.js';
 import { runJson } from './routes/run-json.js';

@@ -8,6 +8,7 @@ import type { HttpContext } from './context.js';
 import { HttpError } from './errors.js';
 import { routeUrl } from './operation.js';
 import { OPERATIONS } from './operations.js';
+import { retryReadsOnLostConnection } from './retry-reads.js';
 import { registerAssetRoutes } from './routes/assets.js';
 import { registerEventRoutes } from './routes/events.js';
 import { registerHealthRoutes } from './routes/health.js';
@@ -82,6 +83,7 @@ export function buildServer(ctx: HttpContext, extraRoutes: readonly RouteRegistr
       throw new Error(`${methods.join(', ')} ${url} is not described: add it to src/http/operations.ts`);
     }
   });
+  app.addHook('onRoute', retryReadsOnLostConnection);
   for (const register of [
     registerHealthRoutes,
     registerOpenApiRoute,

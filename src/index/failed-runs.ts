@@ -1,7 +1,7 @@
 /**
  * The periods whose current run failed, timed out or was lost (SPEC §11), newest first, for the
- * top of the status page. Read-only (runs.ts writes runs; run-reads.ts has the other reads), bounded
- * and index-driven whatever the number of rollups and failures.
+ * top of the status page. Read-only (runs.ts and its run-* neighbours write runs; run-history.ts
+ * has the other reads), bounded and index-driven whatever the number of rollups and failures.
  */
 import { type RunState, UNSUCCESSFUL_STATES } from '../core/runs.js';
 import type { Db } from './db.js';

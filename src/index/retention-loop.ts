@@ -103,6 +103,8 @@ export class RetentionLoop {
       report.dropped.reduce((n, d) => n + d.events, 0),
     );
     m.pruned.inc({ what: 'triggers' }, report.triggersCompacted);
+    m.pruned.inc({ what: 'runs' }, report.runsPruned.runs);
+    m.pruned.inc({ what: 'run_reports' }, report.runsPruned.reports);
     if (report.created.length > 0)
       this.log.info({ partitions: report.created }, 'event log partitions created');
     for (const d of report.dropped) this.log.info(d, 'event log partition dropped (past retention)');

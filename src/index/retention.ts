@@ -9,11 +9,15 @@ import {
   logSize,
   planPartitionsAhead,
 } from './partitions.js';
+import { pruneRuns, type RunsPruned } from './run-retention.js';
 
 export interface RetentionOptions {
   /** How long the event log is kept, in ms (retention.events). */
   readonly eventsMs: number;
-  /** Delivered or failed triggers older than this are compacted; null keeps them whole. */
+  /**
+   * Delivered or failed triggers older than this are compacted, and superseded runs that finished
+   * before it deleted with their reports; null keeps them whole.
+   */
   readonly historyMs: number | null;
   readonly partitionSeconds: number;
   /** How far past now partitions must exist, in seconds. */
@@ -42,10 +46,13 @@ export interface PruneReport {
   readonly dropped: Array<{ readonly partition: string; readonly events: number; readonly ms: number }>;
   readonly held: Hold[];
   readonly triggersCompacted: number;
+  /** Superseded runs deleted past history retention, and their reports. */
+  readonly runsPruned: RunsPruned;
   readonly size: LogSize;
 }
 
 const LOCK = 'coverage-rollup.prune';
+const NONE: RunsPruned = { runs: 0, reports: 0 };
 /** Triggers compacted per statement, so no update holds many row locks for long. */
 const COMPACT_BATCH = 1000;
 
@@ -54,7 +61,8 @@ const COMPACT_BATCH = 1000;
  * connection while the pass runs on the pool: DETACH ... CONCURRENTLY cannot run inside a
  * transaction, so the pass cannot be one). Makes partitions
  * ahead, drops each partition past retention that every configured reader's cursor has passed,
- * and compacts old delivered triggers. With dryRun, reports what it would do and changes nothing.
+ * compacts old delivered triggers and deletes old superseded runs. With dryRun, reports what it
+ * would do and changes nothing.
  */
 export async function prune(sql: Sql, options: RetentionOptions, now = new Date()): Promise<PruneReport> {
   const dryRun = options.dryRun ?? false;
@@ -67,6 +75,7 @@ export async function prune(sql: Sql, options: RetentionOptions, now = new Date(
     dropped: [],
     held: [],
     triggersCompacted: 0,
+    runsPruned: NONE,
     size: await logSize(sql),
   };
 }
@@ -123,11 +132,19 @@ async function prunePass(
     dropped.push({ partition: partition.name, events: n, ms: Math.round(performance.now() - started) });
   }
 
-  const triggersCompacted =
-    options.historyMs === null
-      ? 0
-      : await compactTriggers(sql, new Date(now.getTime() - options.historyMs), dryRun);
-  return { ran: true, dryRun, created, dropped, held, triggersCompacted, size: await logSize(sql) };
+  const before = options.historyMs === null ? null : new Date(now.getTime() - options.historyMs);
+  const triggersCompacted = before === null ? 0 : await compactTriggers(sql, before, dryRun);
+  const runsPruned = before === null ? NONE : await pruneRuns(sql, before, dryRun);
+  return {
+    ran: true,
+    dryRun,
+    created,
+    dropped,
+    held,
+    triggersCompacted,
+    runsPruned,
+    size: await logSize(sql),
+  };
 }
 
 /**

@@ -6,7 +6,7 @@
  */
 import { EVENTS_CHANNEL } from './commit.js';
 import type { Sql } from './db.js';
-import { type RetryResult, startRetry } from './runs.js';
+import { type RetryResult, startRetry } from './run-attempts.js';
 
 export async function retryPeriodRun(sql: Sql, rollupId: string, lo: number): Promise<RetryResult> {
   return sql.begin(async (tx) => {

@@ -11,21 +11,39 @@
  * so the locks it held are released at once. A backend still working or waiting on a lock is left
  * alone. When the fresh connection does not answer either, PostgreSQL is cut off as a whole, which
  * the ingest's cut-off guard handles (src/ingest/pg-stall.ts).
+ *
+ * An idle socket owes nothing, so a stale one would only be found when a statement is sent on it,
+ * and a LISTEN connection never sends one: it would just stop hearing notifications. So a socket
+ * quiet for half the bound between requests is sent a Sync of ours (harmless outside an extended
+ * query: the server only answers ReadyForQuery, which is taken out of the stream before
+ * postgres.js reads it), and then owes an answer like any other.
  */
 import { once } from 'node:events';
 import { connect as netConnect, type Socket } from 'node:net';
 import type { Logger } from '../log.js';
+import { FrameReader } from './pg-frames.js';
 
 interface Watched {
   readonly socket: Socket;
   pid: number | undefined;
   /** Requests that owe a ReadyForQuery: the startup, each Sync and each simple Query. */
   owed: number;
+  /**
+   * A Flush was sent and nothing heard since: postgres.js describes a new statement that way
+   * (Parse, Describe, Flush) and waits for the description before it sends the rest and a Sync.
+   */
+  flushed: boolean;
+  /** Extended-query messages sent since the last Sync (a describe or a cursor waiting): no ping. */
+  extended: boolean;
+  /** Our Sync is owed its ReadyForQuery, which postgres.js must not see. */
+  pinged: boolean;
   /** When the socket last received a byte, or began to owe one after owing none. */
   quietSince: number;
   readonly rx: FrameReader;
   readonly tx: FrameReader;
 }
+
+const SYNC = Buffer.from([0x53, 0, 0, 0, 4]);
 
 /** pg_stat_activity's state and wait event type of each of these backends, on a fresh connection. */
 export type StaleCheck = (
@@ -42,6 +60,12 @@ export interface StaleWatchOptions {
   readonly log: Logger;
   readonly onStale?: (count: number) => void;
 }
+
+/** Whether the socket waits on the server: a ReadyForQuery, or any answer to a Flush. */
+const owes = (w: Watched) => w.owed > 0 || w.flushed;
+
+/** Extended-query messages: Parse, Bind, Describe, Execute, Close, Flush. */
+const EXTENDED = new Set([0x50, 0x42, 0x44, 0x45, 0x43, 0x48]);
 
 /** Backend states that wait on the client: a statement this socket owes an answer to is lost. */
 const WAITING_ON_CLIENT = new Set(['idle', 'idle in transaction', 'idle in transaction (aborted)']);
@@ -61,23 +85,39 @@ export class StaleConnectionWatch {
       socket,
       pid: undefined,
       owed: 1,
+      flushed: false,
+      extended: false,
+      pinged: false,
       quietSince: Date.now(),
       rx: new FrameReader(true, (type, body) => {
         if (type === 0x4b && body.length >= 4) watched.pid = body.readUInt32BE(0); // K: BackendKeyData
-        if (type === 0x5a) watched.owed = Math.max(0, watched.owed - 1); // Z: ReadyForQuery
+        if (type !== 0x5a) return true; // Z: ReadyForQuery
+        watched.owed = Math.max(0, watched.owed - 1);
+        // A ping is sent only when nothing else is owed, so the first answer after it is its own.
+        if (!watched.pinged) return true;
+        watched.pinged = false;
+        return false;
       }),
       tx: new FrameReader(false, (type) => {
-        if (type === 0x53 || type === 0x51) {
-          // S: Sync, Q: Query
-          if (watched.owed === 0) watched.quietSince = Date.now();
-          watched.owed++;
+        if (type === 0x53 || type === 0x51 || type === 0x48) {
+          // S: Sync, Q: Query, H: Flush
+          if (!owes(watched)) watched.quietSince = Date.now();
+          if (type === 0x48) watched.flushed = true;
+          else watched.owed++;
         }
+        if (type === 0x53 || type === 0x51) watched.extended = false;
+        else if (EXTENDED.has(type)) watched.extended = true;
+        return true;
       }),
     };
-    socket.on('data', (chunk: Buffer) => {
+    const emit = socket.emit.bind(socket) as (event: string | symbol, ...args: unknown[]) => boolean;
+    socket.emit = ((event: string | symbol, ...args: unknown[]) => {
+      if (event !== 'data' || watched.tx.opaque) return emit(event, ...args);
       watched.quietSince = Date.now();
-      watched.rx.push(chunk);
-    });
+      watched.flushed = false;
+      const passed = watched.rx.push(args[0] as Buffer);
+      return passed.length === 0 || emit('data', passed);
+    }) as Socket['emit'];
     const write = socket.write.bind(socket);
     socket.write = ((chunk: unknown, ...rest: unknown[]) => {
       if (Buffer.isBuffer(chunk)) watched.tx.push(chunk);
@@ -102,17 +142,22 @@ export class StaleConnectionWatch {
     this.timer = undefined;
   }
 
-  /** Checks the sockets quiet for half the bound while owing answers; gives up the stale ones. */
+  /**
+   * Pings the sockets quiet for half the bound between requests; checks those quiet for half the
+   * bound while owing answers and gives up the stale ones.
+   */
   async sweep(now = Date.now()): Promise<number> {
     if (this.checking) return 0;
     const half = this.options.boundMs / 2;
+    for (const w of this.sockets) {
+      if (owes(w) || w.extended || w.pid === undefined || w.tx.opaque || w.socket.destroyed) continue;
+      if (now - w.quietSince < half) continue;
+      w.pinged = true;
+      w.socket.write(SYNC);
+    }
     const suspects = [...this.sockets].filter(
       (w) =>
-        w.owed > 0 &&
-        w.pid !== undefined &&
-        !w.tx.opaque &&
-        now - w.quietSince >= half &&
-        !w.socket.destroyed,
+        owes(w) && w.pid !== undefined && !w.tx.opaque && now - w.quietSince >= half && !w.socket.destroyed,
     );
     if (suspects.length === 0) return 0;
     this.checking = true;
@@ -123,14 +168,21 @@ export class StaleConnectionWatch {
       );
       if (states === null) return 0; // no fresh connection either: the cut-off guard's case
       const stale = suspects.filter((w) => {
-        if (now - w.quietSince < half || w.owed === 0) return false;
+        if (now - w.quietSince < half || !owes(w)) return false;
         const s = states.get(w.pid!);
         return s === undefined || WAITING_ON_CLIENT.has(s.state ?? '') || s.wait === 'Client';
       });
       const kept = suspects.filter((w) => !stale.includes(w));
       if (kept.length > 0) {
         this.options.log.debug(
-          { suspects: kept.map((w) => ({ pid: w.pid, owed: w.owed, ...states.get(w.pid!) })) },
+          {
+            suspects: kept.map((w) => ({
+              pid: w.pid,
+              owed: w.owed,
+              flushed: w.flushed,
+              ...states.get(w.pid!),
+            })),
+          },
           'quiet PostgreSQL connections whose backends are working: left alone',
         );
       }
@@ -155,64 +207,6 @@ export class StaleConnectionWatch {
       return 0;
     } finally {
       this.checking = false;
-    }
-  }
-}
-
-/**
- * Splits a protocol stream into messages (a type byte, then a length that counts itself) and
- * reports each type, with its body for BackendKeyData only: the rest of a long message (a big
- * row) is skipped, not buffered. The client's first message (startup) has no type byte. A client
- * that asks for TLS or GSS encryption makes the stream opaque: such a socket is not watched.
- */
-class FrameReader {
-  private buffer: Buffer = Buffer.alloc(0);
-  private skip = 0;
-  private started: boolean;
-  opaque = false;
-
-  constructor(
-    serverSide: boolean,
-    private readonly onMessage: (type: number, body: Buffer) => void,
-  ) {
-    this.started = serverSide;
-  }
-
-  push(chunk: Buffer): void {
-    if (this.opaque) return;
-    let data = chunk;
-    if (this.skip > 0) {
-      const skipped = Math.min(this.skip, data.length);
-      this.skip -= skipped;
-      data = data.subarray(skipped);
-    }
-    this.buffer = this.buffer.length === 0 ? data : Buffer.concat([this.buffer, data]);
-    for (;;) {
-      if (!this.started) {
-        if (this.buffer.length < 8) return;
-        const length = this.buffer.readInt32BE(0);
-        const code = this.buffer.readInt32BE(4);
-        if (code === 80877103 || code === 80877104) {
-          this.opaque = true; // SSLRequest, GSSENCRequest: encrypted from here on
-          return;
-        }
-        if (this.buffer.length < length) return;
-        this.started = true;
-        this.buffer = this.buffer.subarray(length);
-        continue;
-      }
-      if (this.buffer.length < 5) return;
-      const type = this.buffer[0]!;
-      const length = this.buffer.readInt32BE(1);
-      if (this.buffer.length < 1 + length) {
-        if (type === 0x4b) return; // BackendKeyData: its body is needed, wait for the rest
-        this.onMessage(type, Buffer.alloc(0));
-        this.skip = 1 + length - this.buffer.length;
-        this.buffer = Buffer.alloc(0);
-        return;
-      }
-      this.onMessage(type, this.buffer.subarray(5, 1 + length));
-      this.buffer = this.buffer.subarray(1 + length);
     }
   }
 }

@@ -90,6 +90,14 @@ export function redisQueues(client: RedisClient): QueueConnection {
 const pg = withBackend(createPostgresBackend);
 
 /**
+ * How long a PostgreSQL QueueEvents reader waits for a NOTIFY before it reads the event table
+ * anyway. BullMQ's reader can miss a wake: one sent while it reads (it listens only after an
+ * empty read), or one its publisher skipped (one NOTIFY per queue among concurrent commits). The
+ * default of 10 s then delays an event by 10 s (seen in bench:trigger, and in 1 of 5 quick adds).
+ */
+const EVENTS_WAKE_BOUND_MS = 1000;
+
+/**
  * BullMQ's PostgreSQL backend: each queue handle owns a small `pg` pool (and a LISTEN connection
  * for workers and queue events), in the schema its prefix names (queue-schema.ts). BullMQ ignores
  * `prefix` there, so the schema is what keeps queue groups and test namespaces apart. Each handle
@@ -125,7 +133,10 @@ function postgresQueues(url: string, options: QueueConnectionOptions): QueueConn
         connection: pool(prefix, 8, true),
       }) as unknown as Worker<D, R>,
     queueEvents: (name, prefix) =>
-      new pg.QueueEvents(name, { connection: pool(prefix, 1) }) as unknown as QueueEvents,
+      new pg.QueueEvents(name, {
+        connection: pool(prefix, 1),
+        blockingTimeout: EVENTS_WAKE_BOUND_MS,
+      }) as unknown as QueueEvents,
     async ping() {
       await adminSql()`select 1`;
     },

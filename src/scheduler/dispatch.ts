@@ -1,8 +1,8 @@
 import { DEFAULT_RUN_POLICY, type RunPolicy } from '../core/runs.js';
 import { attemptPayload } from '../core/trigger.js';
 import type { Sql } from '../index/db.js';
-import { type DueRun, dueRuns } from '../index/run-reads.js';
-import { recordDelivery, recordDeliveryRetry } from '../index/runs.js';
+import { recordDelivery, recordDeliveryRetry } from '../index/run-delivery.js';
+import { type DueRun, dueRuns } from '../index/run-work.js';
 import { backoffMs } from '../index/transient.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';

@@ -10,7 +10,7 @@ import {
   type PeriodUpdate,
   writeUpdates,
 } from '../index/periods/writes.js';
-import { insertFirstRuns } from '../index/runs.js';
+import { insertFirstRuns } from '../index/run-attempts.js';
 import { type TriggerRow, writeTriggers } from '../index/triggers.js';
 import { loadUpstreams } from '../index/upstreams.js';
 import type { Logger } from '../log.js';

@@ -9,8 +9,10 @@ import type { Rollup } from '../core/rollup.js';
 import type { RunPolicy, RunReport } from '../core/runs.js';
 import { attemptPayload } from '../core/trigger.js';
 import type { Sql } from '../index/db.js';
-import { type FollowedRun, retriesDue, runsToCheck, timedOutRuns } from '../index/run-reads.js';
-import { reportRun, setNextChecks, startRetry } from '../index/runs.js';
+import { startRetry } from '../index/run-attempts.js';
+import { setNextChecks } from '../index/run-next-checks.js';
+import { type FollowedRun, retriesDue, runsToCheck, timedOutRuns } from '../index/run-work.js';
+import { reportRun } from '../index/runs.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
 import type { Fence } from './fence.js';
@@ -130,9 +132,16 @@ async function check(ctx: FollowContext, signal: AbortSignal) {
         for (const r of chunk) next.push({ run: r.run, afterMs: ctx.checks.openMs });
         continue;
       }
-      for (const r of chunk) {
+      // A report of the state the run is in would change nothing, and polls record changes only.
+      const moves = chunk.flatMap((r) => {
         const report = answer?.get(r.runId) ?? null;
-        const after = report === null ? r : await apply(ctx, r, report, stored.type);
+        return report === null || (report.kind === 'target' && report.state === r.state)
+          ? []
+          : [{ r, report }];
+      });
+      const moved = await apply(ctx, moves, stored.type);
+      for (const r of chunk) {
+        const after = moved.get(r) ?? r;
         // A target that cannot be asked (a webhook) is not asked again: its runs report themselves.
         next.push({
           run: r.run,
@@ -154,24 +163,44 @@ async function check(ctx: FollowContext, signal: AbortSignal) {
   return { n: next.length, more: left || due.length === CHECK_BATCH };
 }
 
+/**
+ * Applies one observation's reports in one transaction: a burst of outcomes (every hourly job
+ * ending at the top of the hour) commits once per observation, not once per run. Periods are
+ * locked in (rollup, period) order; the other writers of runs (callbacks, manual retries) lock one
+ * period each, so they wait for the batch rather than deadlock with it. Returns the runs that moved.
+ */
 async function apply(
   ctx: FollowContext,
-  r: FollowedRun,
-  report: RunReport,
+  moves: ReadonlyArray<{ readonly r: FollowedRun; readonly report: RunReport }>,
   type: string,
-): Promise<FollowedRun> {
+): Promise<Map<FollowedRun, FollowedRun>> {
+  const moved = new Map<FollowedRun, FollowedRun>();
+  if (moves.length === 0) return moved;
   const source = type === 'airflow' ? 'airflow' : 'queue';
-  const result = await ctx.sql.begin((tx) =>
-    reportRun(tx, r.run, report, source, ctx.policyOf(r.run.rollupId), {
-      record: 'changes',
-      rollup: ctx.rollupOf(r.run.rollupId) ?? null,
-    }),
+  const ordered = [...moves].sort(
+    (a, b) => a.r.run.rollupId.localeCompare(b.r.run.rollupId) || a.r.run.lo - b.r.run.lo,
   );
-  ctx.metrics.runReported(type, result);
-  if (!result || (result.effect !== 'applied' && result.effect !== 'stale')) return r;
-  const { state, error, finishedAt } = result.after;
-  ctx.log.info({ ...logIds(r.run), run_id: r.runId, state, error, current: result.current }, 'run outcome');
-  return { ...r, state, finishedAt: finishedAt === null ? null : new Date(finishedAt) };
+  const results = await ctx.sql.begin(async (tx) => {
+    const results = [];
+    for (const { r, report } of ordered)
+      results.push(
+        await reportRun(tx, r.run, report, source, ctx.policyOf(r.run.rollupId), {
+          record: 'changes',
+          rollup: ctx.rollupOf(r.run.rollupId) ?? null,
+        }),
+      );
+    return results;
+  });
+  // Told only once committed.
+  ordered.forEach(({ r }, i) => {
+    const result = results[i] ?? null;
+    ctx.metrics.runReported(type, result);
+    if (!result || (result.effect !== 'applied' && result.effect !== 'stale')) return;
+    const { state, error, finishedAt } = result.after;
+    ctx.log.info({ ...logIds(r.run), run_id: r.runId, state, error, current: result.current }, 'run outcome');
+    moved.set(r, { ...r, state, finishedAt: finishedAt === null ? null : new Date(finishedAt) });
+  });
+  return moved;
 }
 
 /**

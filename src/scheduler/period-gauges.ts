@@ -1,32 +1,45 @@
-import type { Gauge } from 'prom-client';
 import type { RollupRuntime } from '../config/rollups.js';
 import type { Db } from '../index/db.js';
+import { periodsPastDeadline } from '../index/periods/late.js';
 import { rollupCounts } from '../index/periods/reads.js';
 import type { Logger } from '../log.js';
 import type { PeriodGaugeSource } from '../metrics.js';
 import { boundedScrape } from './bounded-scrape.js';
 
 /**
- * Periods per rollup and state, stored and derived, for `coverage_rollup_periods`: computed when
- * scraped, from a few rows per rollup, on any instance (not only the lease holder), through
- * boundedScrape: cut off from PostgreSQL, /metrics still answers at once with the last counts.
+ * Periods per rollup and state, stored and derived, for `coverage_rollup_periods`, and those past
+ * their deadline still undecided, for `coverage_rollup_periods_past_deadline`: computed when
+ * scraped, from a few rows per rollup, on any instance (not only the lease holder), in one read
+ * through boundedScrape: cut off from PostgreSQL, /metrics still answers at once with the last
+ * counts. Every rollup with a deadline is exported, at 0 when nothing is late.
  */
 export function periodGaugeSource(db: Db, rollups: readonly RollupRuntime[], log: Logger): PeriodGaugeSource {
+  const defs = rollups.map((r) => r.rollup);
   const read = boundedScrape(
-    () =>
-      rollupCounts(
-        db,
-        rollups.map((r) => r.rollup),
-        Date.now(),
-      ),
+    async () => {
+      const now = Date.now();
+      const [counts, late] = await Promise.all([
+        rollupCounts(db, defs, now),
+        periodsPastDeadline(db, defs, now),
+      ]);
+      return { counts, late };
+    },
     log,
     'period gauges',
   );
-  return async (gauge: Gauge<'rollup' | 'state'>) => {
-    const counts = await read();
-    if (counts === null) return;
-    gauge.reset();
-    for (const [rollup, byState] of counts)
-      for (const [state, n] of Object.entries(byState)) gauge.set({ rollup, state }, n);
+  // The last answer, kept when a read fails or comes late; 0 for each until a first one.
+  let late = new Map(defs.filter((r) => r.policy.deadlineMs !== undefined).map((r) => [r.id, 0]));
+  return {
+    async periods(gauge) {
+      const answer = await read();
+      if (answer === null) return;
+      gauge.reset();
+      for (const [rollup, byState] of answer.counts)
+        for (const [state, n] of Object.entries(byState)) gauge.set({ rollup, state }, n);
+    },
+    async pastDeadline(gauge) {
+      late = (await read())?.late ?? late;
+      for (const [rollup, n] of late) gauge.set({ rollup }, n);
+    },
   };
 }

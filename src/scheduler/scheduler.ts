@@ -3,7 +3,7 @@ import type { RollupRuntime } from '../config/rollups.js';
 import { EVENTS_CHANNEL } from '../index/commit.js';
 import { databaseNow, type Sql } from '../index/db.js';
 import { schedulerWake } from '../index/periods/reads.js';
-import { checkSoon } from '../index/runs.js';
+import { checkSoon } from '../index/run-next-checks.js';
 import type { QueueConnection } from '../ingest/queue-backend.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';

@@ -163,6 +163,49 @@ async function setUp(): Promise<{ daemon: Daemon; browser: Browser; page: Page }
 
 const env = available ? await setUp() : undefined;
 
+/**
+ * A platform-scale installation straight into the index: 10,000 time assets (asset i ends i % 48
+ * hours before now) and 1,000 hourly rollups over two of them each; every fifth rollup's upstreams
+ * were never seen. No scheduler: the overview reads counts, not decisions.
+ */
+async function setUpLarge(): Promise<Daemon> {
+  const db = await createTestDatabase();
+  const nowUs = Date.now() * 1000;
+  await db.sql`
+    insert into assets (name, domain, zone, event_count, segment_count, covered_lo, covered_hi)
+    select 'big.a' || i, 'time', 'UTC', 1, 1, ${nowUs}::int8 - 100 * ${HOUR_MS * 1000}::int8,
+      ${nowUs}::int8 - (i % 48) * ${HOUR_MS * 1000}::int8
+    from generate_series(0, 9999) as i`;
+  await db.sql`
+    insert into segments (asset_id, span, version, state)
+    select id, int8range(covered_lo, covered_hi), 'v1', 'complete' from assets`;
+  const config = testConfig(db, createTestPrefix(), {
+    scheduler: { enabled: false },
+    rollups: Array.from({ length: 1000 }, (_, i) => ({
+      id: `r${i}`,
+      upstream: i % 5 === 0 ? [`never.${i}.x`, `never.${i}.y`] : [`big.a${2 * i}`, `big.a${2 * i + 1}`],
+      every: 'hour',
+      begin: iso(H - 10 * 24 * HOUR_MS),
+      target: { type: 'queue', queue: 'status-browser-runs' },
+    })),
+  });
+  return startTestDaemon(config);
+}
+
+const large = available ? await setUpLarge() : undefined;
+
+/** Where each cell's content sits (not the cell: a cell spans its column whatever its alignment). */
+type Box = { left: number; right: number; text: string };
+type InTable = {
+  document: {
+    querySelectorAll(selector: string): Iterable<{ textContent: string; className: string }>;
+    createRange(): {
+      selectNodeContents(node: unknown): void;
+      getBoundingClientRect(): { left: number; right: number };
+    };
+  };
+};
+
 describe.skipIf(!available)(
   `status page in chromium${available ? '' : ' (skipped: no /usr/bin/chromium)'}`,
   () => {
@@ -343,6 +386,88 @@ describe.skipIf(!available)(
       await expect(
         page.locator('tr[data-generation="2"]:not([data-attempt])').textContent(),
       ).resolves.toMatch(/replay.*delivered/);
+      expect(errors).toEqual([]);
+    });
+
+    it('explains at 1,000 rollups why rollups wait, in natural order, numbers aligned with their headers', async () => {
+      const started = Date.now();
+      const response = await page.goto(`${large!.url}/`);
+      const elapsed = Date.now() - started;
+      expect(response?.status()).toBe(200);
+      expect((await response!.body()).length).toBeLessThan(300_000);
+      expect(elapsed).toBeLessThan(5_000); // the page goal is 300 ms on a quiet machine
+      const rows = page.locator('table.overview tr[data-rollup]');
+      await expect(rows.count()).resolves.toBe(50);
+      // Equally bad rollups in natural order: r0, r1, r2, ... r10, not r0, r1, r10, r100.
+      const ids = await rows.evaluateAll((trs) => trs.map((tr) => tr.getAttribute('data-rollup')));
+      expect(ids.slice(0, 12)).toEqual([
+        'r0',
+        'r1',
+        'r2',
+        'r3',
+        'r4',
+        'r5',
+        'r6',
+        'r7',
+        'r8',
+        'r9',
+        'r10',
+        'r11',
+      ]);
+      // Why each waits: upstreams never seen, or how far behind now they end.
+      await expect(page.locator('tr[data-rollup="r0"] td.why').textContent()).resolves.toBe(
+        '2 upstreams never seen: never.0.x, never.0.y',
+      );
+      await expect(page.locator('tr[data-rollup="r1"] td.why').textContent()).resolves.toMatch(
+        /^behind: big\.a3 3h( \d+m)?, big\.a2 2h( \d+m)?$/,
+      );
+      for (const id of ids) {
+        await expect(
+          page.locator(`tr[data-rollup="${id}"] td.why [data-why]`).count(),
+          id!,
+        ).resolves.toBeGreaterThan(0);
+      }
+      // Every column's contents line up with its header: right edges for numbers, left for text.
+      for (const table of ['table.overview:nth-of-type(1)', 'table.overview:nth-of-type(2)']) {
+        const columns = await page.evaluate((selector) => {
+          const d = (globalThis as unknown as InTable).document;
+          const box = (node: { textContent: string }): Box => {
+            const range = d.createRange();
+            range.selectNodeContents(node);
+            const { left, right } = range.getBoundingClientRect();
+            return { left, right, text: node.textContent };
+          };
+          const heads = [...d.querySelectorAll(`${selector} thead th`)];
+          return heads.map((th, j) => ({
+            header: box(th),
+            numeric: th.className.split(' ').includes('num'),
+            cells: [...d.querySelectorAll(`${selector} tbody tr > td:nth-child(${j + 1})`)]
+              .filter((td) => td.textContent.trim() !== '')
+              .map(box),
+          }));
+        }, table);
+        // Columns with something in them on this page (no failed run here, no freshness verdict).
+        const filled = columns.filter((c) => c.cells.length > 0);
+        expect(filled.filter((c) => c.numeric).length, table).toBeGreaterThanOrEqual(2);
+        for (const { header, numeric, cells } of filled) {
+          for (const cell of cells) {
+            const [a, b] = numeric ? [cell.right, header.right] : [cell.left, header.left];
+            expect(Math.abs(a - b), `${table} ${header.text}: ${cell.text}`).toBeLessThan(1.5);
+          }
+        }
+      }
+      await page.screenshot({ path: `${ARTIFACTS}/status-overview-1000.png`, fullPage: true });
+      // The link to a never-seen upstream opens a page that says so.
+      await page.locator('tr[data-rollup="r0"] td.why a', { hasText: 'never.0.x' }).click();
+      await page.waitForURL('**/?asset=never.0.x');
+      await expect(page.locator('[data-asset="never.0.x"] p.facts').textContent()).resolves.toBe(
+        'never.0.x has never been seen: no event for it has been ingested yet. Rollup r0 waits for it.',
+      );
+      await page.screenshot({ path: `${ARTIFACTS}/status-never-seen.png`, fullPage: true });
+      // A focused rollup shows its upstreams, not "0 of 0".
+      await page.goto(`${large!.url}/?rollup=r5`);
+      await expect(page.locator('section.card.asset[data-seen="false"]').count()).resolves.toBe(2);
+      await expect(page.locator('h2', { hasText: 'Assets' }).textContent()).resolves.toContain('1–2 of 2');
       expect(errors).toEqual([]);
     });
 

@@ -325,29 +325,38 @@ describe('coverage-rollup status', () => {
     expect(text).toContain('  cli.single  integer  1 event  1 segment  [5, 9)');
   });
 
-  it('counts every period of each configured rollup by state, as /v1/rollups does', async () => {
+  it('counts every period of each configured rollup by state, as /v1/rollups does, worst first', async () => {
     const hour = 3_600_000;
     const begin = new Date(Math.floor(Date.now() / hour) * hour - 2 * hour).toISOString();
+    const hourly = (id: string, policy?: object) => ({
+      id,
+      upstream: ['cli.orders'],
+      every: 'hour',
+      begin,
+      ...(policy ? { policy } : {}),
+      target: { type: 'queue', queue: 'q' },
+    });
     const config = writeConfig('status-rollups.json', {
       database_url: db.url,
       redis_url: REDIS_URL,
       log_level: 'silent',
       queue: { prefix },
       rollups: [
-        {
-          id: 'cli_hourly',
-          upstream: ['cli.orders'],
-          every: 'hour',
-          begin,
-          target: { type: 'queue', queue: 'q' },
-        },
+        hourly('cli_r10'),
+        hourly('cli_hourly'),
+        hourly('cli_r2'),
+        hourly('cli_late', { deadline: 'PT1H', on_deadline: 'miss' }),
       ],
     });
     const run = await cli(['status', '--json'], { config });
-    const [rollup] = JSON.parse(run.stdout).rollups as Array<{ periods: Record<string, number> }>;
+    const rollups = JSON.parse(run.stdout).rollups as Array<{ id: string; periods: Record<string, number> }>;
+    // The status page's order: missed periods first, then ids with digits compared as numbers.
+    expect(rollups.map((r) => r.id)).toEqual(['cli_late', 'cli_hourly', 'cli_r2', 'cli_r10']);
+    const rollup = rollups[1];
     expect(rollup).toEqual({
       id: 'cli_hourly',
       periods: { waiting: expect.any(Number), settling: 0, triggered: 0, rerun_pending: 0, missed: 0 },
+      failed_runs: 0,
       last_trigger: null,
       undelivered: 0,
     });

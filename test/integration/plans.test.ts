@@ -111,6 +111,15 @@ const config = testConfig(db, prefix, {
       target: { type: 'queue', queue: 'plan-runs' },
     },
     {
+      // A deadline, so the scrape's count of periods past it is recorded too.
+      id: 'deadlined',
+      upstream: ['plan.full'],
+      every: 'hour',
+      begin: '2026-01-01',
+      policy: { deadline: 'PT1H', on_deadline: 'trigger', catch_up: 'PT2H' },
+      target: { type: 'queue', queue: 'plan-runs' },
+    },
+    {
       id: 'daily',
       upstream: ['plan.holey', 'plan.full'],
       every: 'day',

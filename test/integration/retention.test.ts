@@ -1,4 +1,9 @@
+import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { CONFIG_ENV_VARS } from '../../src/config.js';
 import { normalizeEvent } from '../../src/core/events.js';
 import { parsePartitionName } from '../../src/core/partitions.js';
 import { commitEvents } from '../../src/index/commit.js';
@@ -9,6 +14,8 @@ import { prune, type RetentionOptions } from '../../src/index/retention.js';
 import { createLogger } from '../../src/log.js';
 import { startTestDaemon, testConfig } from '../helpers/daemon.js';
 import { createEmptyDatabase, createTestDatabase } from '../helpers/db.js';
+import { REDIS_URL } from '../helpers/env.js';
+import { DAEMON_ENTRY } from '../helpers/process.js';
 import { createTestPrefix } from '../helpers/redis.js';
 import { waitFor } from '../helpers/wait.js';
 
@@ -180,7 +187,117 @@ describe('event log partitions and retention', async () => {
     expect(await sql`select * from periods where rollup_id = 'hourly' order by lo`).toEqual(periodsBefore);
     expect((await prune(sql, { ...options(), historyMs: 30 * DAY_MS })).triggersCompacted).toBe(0);
   });
+
+  it('history retention deletes superseded runs finished before it, with their reports; the current, open and watched ones stay', async () => {
+    await sql`insert into rollups (id, definition, calendar_hash, definition_hash) values ('ran', '{}', 'h', 'd')`;
+    // lo 0: attempts 1 and 2 failed 40 days ago, attempt 3 (current) succeeded then.
+    // lo 10: generation 1 succeeded 40 days ago; generation 2 (current) is still started.
+    // lo 20: attempt 1 failed two days ago (inside history), attempt 2 is current.
+    // lo 30: generation 1 still running (open though superseded), generation 2 current.
+    // lo 40: generation 1 finished 40 days ago but still watched (check_at); generation 2 current.
+    // lo 50: one run, current, failed 40 days ago.
+    const periods: Array<[number, number, number, string]> = [
+      [0, 1, 3, 'succeeded'],
+      [10, 2, 1, 'started'],
+      [20, 1, 2, 'succeeded'],
+      [30, 2, 1, 'pending'],
+      [40, 2, 1, 'succeeded'],
+      [50, 1, 1, 'failed'],
+    ];
+    for (const [lo, generation, attempt, state] of periods)
+      await sql`insert into periods (rollup_id, lo, hi, key, state, generation, run_attempt, run_state)
+        values ('ran', ${lo}, ${lo + 10}, ${String(lo)}, 'triggered', ${generation}, ${attempt}, ${state})`;
+    const runs: Array<[number, number, number, string, number | null, boolean]> = [
+      // lo, generation, attempt, state, finished (days ago), watched
+      [0, 1, 1, 'failed', 40, false],
+      [0, 1, 2, 'failed', 40, false],
+      [0, 1, 3, 'succeeded', 40, false],
+      [10, 1, 1, 'succeeded', 40, false],
+      [10, 2, 1, 'started', null, false],
+      [20, 1, 1, 'failed', 2, false],
+      [20, 1, 2, 'succeeded', 1, false],
+      [30, 1, 1, 'running', null, false],
+      [30, 2, 1, 'pending', null, false],
+      [40, 1, 1, 'succeeded', 40, true],
+      [40, 2, 1, 'succeeded', 1, false],
+      [50, 1, 1, 'failed', 40, false],
+    ];
+    for (const [lo, generation, attempt] of runs)
+      if (attempt === 1)
+        await sql`insert into triggers (rollup_id, period_lo, generation, idempotency_key, reason, lease_token, target, payload, decided_at, delivered_at)
+          values ('ran', ${lo}, ${generation}, ${`ran@${lo}#${generation}`}, 'covered', 1, '{"type": "queue"}', '{}',
+            now() - interval '41 days', now() - interval '41 days')`;
+    for (const [lo, generation, attempt, state, daysAgo, watched] of runs) {
+      const finished = daysAgo === null ? null : new Date(Date.now() - daysAgo * DAY_MS);
+      await sql`insert into runs (rollup_id, period_lo, generation, attempt, run_id, state, cause, created_at, started_at, finished_at, check_at)
+        values ('ran', ${lo}, ${generation}, ${attempt}, ${`ran@${lo}#${generation}~a${attempt}`}, ${state},
+          ${attempt === 1 ? 'trigger' : 'retry'}, now() - interval '41 days', now() - interval '41 days', ${finished},
+          ${watched ? new Date() : null})`;
+      // Two reports each: what was started and how it ended (or that it is still on).
+      await sql`insert into run_reports (rollup_id, period_lo, generation, attempt, source, state, effect, at)
+        values ('ran', ${lo}, ${generation}, ${attempt}, 'scheduler', 'started', 'applied', now() - interval '41 days'),
+          ('ran', ${lo}, ${generation}, ${attempt}, 'queue', ${state}, 'applied', coalesce(${finished}, now()))`;
+    }
+    const left = () => sql<{ lo: number; generation: number; attempt: number; reports: number }[]>`
+      select r.period_lo as lo, r.generation, r.attempt,
+        (select count(*)::int from run_reports x where (x.rollup_id, x.period_lo, x.generation, x.attempt)
+          = (r.rollup_id, r.period_lo, r.generation, r.attempt)) as reports
+      from runs r where r.rollup_id = 'ran' order by 1, 2, 3`;
+    const gone = (lo: number, generation: number, attempt: number) =>
+      (lo === 0 && attempt < 3) || (lo === 10 && generation === 1);
+    const all = runs.map(([lo, generation, attempt]) => ({ lo, generation, attempt, reports: 2 }));
+    expect(await left()).toEqual(all);
+
+    const history = { ...options(), historyMs: 30 * DAY_MS };
+    const dry = await prune(sql, { ...history, dryRun: true });
+    expect(dry.runsPruned).toEqual({ runs: 3, reports: 6 });
+    expect(await left()).toEqual(all);
+    // The CLI says what it would delete.
+    const cli = await pruneCli(db.url, ['--dry-run']);
+    expect(cli.stdout).toContain(
+      'would delete 3 superseded run(s) past history retention, with 6 run report(s)',
+    );
+    expect(cli.code).toBe(0);
+
+    expect((await prune(sql, history)).runsPruned).toEqual({ runs: 3, reports: 6 });
+    expect(await left()).toEqual(all.filter((r) => !gone(r.lo, r.generation, r.attempt)));
+    // Every period still shows its run; nothing else goes on a second pass, nor without history.
+    const current = await sql`
+      select p.lo from periods p join runs r on (r.rollup_id, r.period_lo, r.generation, r.attempt)
+        = (p.rollup_id, p.lo, p.generation, p.run_attempt) where p.rollup_id = 'ran' order by p.lo`;
+    expect(current.map((r) => r.lo)).toEqual(periods.map(([lo]) => lo));
+    expect((await prune(sql, history)).runsPruned).toEqual({ runs: 0, reports: 0 });
+    expect((await prune(sql, options())).runsPruned).toEqual({ runs: 0, reports: 0 });
+  });
 });
+
+/** `coverage-rollup prune` as a user runs it (the built CLI), with history retention of 30 days. */
+function pruneCli(url: string, args: string[]): Promise<{ code: number; stdout: string }> {
+  const dir = mkdtempSync(join(tmpdir(), 'crprune-'));
+  const config = join(dir, 'config.json');
+  writeFileSync(
+    config,
+    JSON.stringify({
+      database_url: url,
+      redis_url: REDIS_URL,
+      log_level: 'silent',
+      retention: { history: 'P30D' },
+    }),
+  );
+  const env = { ...process.env };
+  for (const key of CONFIG_ENV_VARS) delete env[key]; // the config file decides, never the caller's shell
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      [DAEMON_ENTRY, 'prune', ...args, '--config', config],
+      { env, timeout: 30_000 },
+      (error, stdout) => {
+        rmSync(dir, { recursive: true, force: true });
+        resolve({ code: error ? (typeof error.code === 'number' ? error.code : -1) : 0, stdout });
+      },
+    );
+  });
+}
 
 describe('migrating a populated event log', () => {
   const migrations = readMigrations();

@@ -37,6 +37,13 @@ const config = testConfig(db, prefix, {
       target,
     })),
     {
+      id: 'ov_unseen',
+      upstream: ['ov.never.a', 'ov.never.b', 'ov.asset.003'],
+      every: 'hour',
+      begin: new Date(now / 1000 - 24 * 3_600_000).toISOString(),
+      target,
+    },
+    {
       id: 'ov_late',
       upstream: ['ov.asset.120'],
       every: 'hour',
@@ -53,9 +60,15 @@ const page = async (path: string) => {
   expect(response.statusCode).toBe(200);
   return response.body;
 };
+/** Asset rows (or cards, under a dozen): not the links to upstreams in rollup rows. */
 const assetNames = (body: string) =>
-  [...body.matchAll(/href="\/\?asset=(ov\.asset\.\d+)"/g)].map((m) => m[1]);
-const rollupIds = (body: string) => [...body.matchAll(/href="\/\?rollup=(ov_\w+)"/g)].map((m) => m[1]);
+  [...body.matchAll(/<(?:tr|section class="card asset") data-asset="(ov\.asset\.\d+)"/g)].map((m) => m[1]);
+const rollupIds = (body: string) => [...body.matchAll(/<tr data-rollup="(ov_\w+)"/g)].map((m) => m[1]);
+/** A rollup row's "why waiting" cell, as text. */
+const whyOf = (body: string, id: string) =>
+  new RegExp(`<tr data-rollup="${id}">.*?<td class="why">(.*?)</td></tr>`)
+    .exec(body)?.[1]
+    ?.replace(/<[^>]+>/g, '');
 
 describe('status page overview', () => {
   it('lists one row per asset and rollup, stalest and most missed first, in small pages', async () => {
@@ -78,8 +91,17 @@ describe('status page overview', () => {
       /<tr data-asset="ov.asset.099" data-stale="unknown">.*?<td class="num ">4d 3h<\/td>/,
     );
     const rollups = rollupIds(body);
-    expect(rollups).toHaveLength(30);
+    expect(rollups).toHaveLength(31);
     expect(rollups[0]).toBe('ov_late'); // the only one with missed periods
+    // Each row says why it waits: upstreams never seen, and how far behind now the others end.
+    expect(whyOf(body, 'ov_late')).toBe('behind: ov.asset.120 5d');
+    expect(whyOf(body, 'ov_r04')).toBe('behind: ov.asset.005 5h');
+    expect(whyOf(body, 'ov_unseen')).toBe(
+      '2 upstreams never seen: ov.never.a, ov.never.b · behind: ov.asset.003 3h',
+    );
+    expect(body).toContain('<a href="/?asset=ov.never.a">ov.never.a</a>');
+    // Rollup ids sort naturally among equals (ov_r2 before ov_r10 would need no padding).
+    expect(rollups.indexOf('ov_r09')).toBeLessThan(rollups.indexOf('ov_r10'));
     expect(Buffer.byteLength(body)).toBeLessThan(100_000);
 
     const third = await page('/?page=3');
@@ -106,5 +128,14 @@ describe('status page overview', () => {
     const focused = await page('/?rollup=ov_late');
     expect(focused).toContain('<svg');
     expect(focused).toContain('data-rollup="ov_late"');
+    // A focused rollup shows its upstreams, those never seen first, each saying so.
+    const unseen = await page('/?rollup=ov_unseen');
+    expect(unseen).toContain('1–3 of 3');
+    expect(
+      [...unseen.matchAll(/<section class="card asset" data-asset="([^"]+)"/g)].map((m) => m[1]),
+    ).toEqual(['ov.never.a', 'ov.never.b', 'ov.asset.003']);
+    expect(unseen.replace(/<[^>]+>/g, '')).toContain(
+      'ov.never.a has never been seen: no event for it has been ingested yet. Rollup ov_unseen waits for it.',
+    );
   });
 });

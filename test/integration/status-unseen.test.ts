@@ -24,7 +24,9 @@ describe('status page focused on an asset', () => {
   it('says an upstream was never seen and which rollups wait for it (200)', async () => {
     const response = await daemon.http.inject({ url: '/?asset=never.seen' });
     expect(response.statusCode).toBe(200);
-    expect(response.body).toContain(
+    expect(response.body).toContain('data-asset="never.seen" data-seen="false"');
+    expect(response.body).not.toContain('No assets to show');
+    expect(response.body.replace(/<[^>]+>/g, '')).toContain(
       'never.seen has never been seen: no event for it has been ingested yet. Rollup unseen_hourly waits for it.',
     );
   });

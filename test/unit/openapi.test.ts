@@ -41,6 +41,8 @@ describe('the OpenAPI document', () => {
         path,
       ).toBe(true);
       expect(statuses, path).toContain(500);
+      // Probes included: what linters ask of every operation (a 4XX answer), and it is real.
+      expect(statuses, path).toContain(431);
       const inPath = [...path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]);
       const declared = (op.parameters as Json[]).filter((p) => p.in === 'path');
       expect(

@@ -28,6 +28,7 @@ function describe(r: PruneReport): string {
     `${would}drop ${r.dropped.length} partition(s) past retention, ${r.dropped.reduce((n, d) => n + d.events, 0)} event(s)`,
     ...r.dropped.map((d) => `  ${d.partition}  ${d.events} event(s)`),
     `${would}compact ${r.triggersCompacted} delivered trigger(s) past history retention`,
+    `${would}delete ${r.runsPruned.runs} superseded run(s) past history retention, with ${r.runsPruned.reports} run report(s)`,
   ];
   if (r.held.length > 0) {
     lines.push('held back (a scheduler cursor has not passed these events; is the scheduler running?):');

@@ -6,7 +6,7 @@
 import { defineRollups } from '../../config/rollups.js';
 import { parseBound } from '../../core/bounds.js';
 import { periodOfKey } from '../../core/periods.js';
-import { retryablePeriods } from '../../index/run-reads.js';
+import { retryablePeriods } from '../../index/periods-by-run-state.js';
 import { retryPeriodRun } from '../../index/run-retry.js';
 import { plural } from '../format.js';
 import { configFrom, type GlobalOptions, withSql } from './shared.js';

@@ -1,10 +1,12 @@
 import { defineRollups } from '../../config/rollups.js';
 import { maxLags } from '../../config.js';
+import { compareWorstFirst, failedRunCount } from '../../core/rollup-rank.js';
 import { formatLength } from '../../http/status/format.js';
 import { assetJson } from '../../index/asset-json.js';
 import { pageAssets } from '../../index/assets.js';
 import { freshnessFacts } from '../../index/freshness.js';
 import { rollupCounts } from '../../index/periods/reads.js';
+import { runCountsOf } from '../../index/periods-by-run-state.js';
 import { outboxSummary } from '../../index/triggers.js';
 import { plural } from '../format.js';
 import { commandConfig, type GlobalOptions, withSql } from './shared.js';
@@ -30,11 +32,20 @@ export async function runStatus(values: StatusOptions): Promise<number> {
     // counts them (stored or derived), and their trigger outbox.
     const defined = defineRollups(config).map((r) => r.rollup);
     const ids = defined.map((r) => r.id);
-    const [counts, outbox] = await Promise.all([rollupCounts(sql, defined, now), outboxSummary(sql, ids)]);
+    const [counts, outbox, runCounts] = await Promise.all([
+      rollupCounts(sql, defined, now),
+      outboxSummary(sql, ids),
+      runCountsOf(sql, ids),
+    ]);
     const outboxOf = new Map(outbox.map((o) => [o.id, o]));
-    const rollups = ids.map((id) => ({
+    // Worst first, in the status page's order.
+    const ranked = ids
+      .map((id) => ({ id, counts: counts.get(id)!, failed: failedRunCount(runCounts.get(id)) }))
+      .sort(compareWorstFirst);
+    const rollups = ranked.map(({ id, counts: periods, failed }) => ({
       id,
-      periods: counts.get(id)!,
+      periods,
+      failed_runs: failed,
       last_trigger: outboxOf.get(id)?.last_trigger ?? null,
       undelivered: outboxOf.get(id)?.undelivered ?? 0,
     }));
@@ -71,8 +82,9 @@ export async function runStatus(values: StatusOptions): Promise<number> {
         .filter(([, n]) => n > 0)
         .map(([s, n]) => `${n} ${s}`)
         .join(', ');
+      const failed = r.failed_runs > 0 ? `  ${plural(r.failed_runs, 'failed run')}` : '';
       lines.push(
-        `  ${r.id}  ${states || 'no periods yet'}  last trigger ${r.last_trigger ?? 'none'}  undelivered ${r.undelivered}`,
+        `  ${r.id}  ${states || 'no periods yet'}${failed}  last trigger ${r.last_trigger ?? 'none'}  undelivered ${r.undelivered}`,
       );
     }
     lines.push('scheduler lease:');

@@ -7,7 +7,7 @@ import type { RollupRuntime } from '../../config/rollups.js';
 import { periodOfKey } from '../../core/periods.js';
 import { DEFAULT_RUN_POLICY, parseRunId, type RunReport } from '../../core/runs.js';
 import { EVENTS_CHANNEL } from '../../index/commit.js';
-import { currentRuns, runAt, runByKey } from '../../index/run-reads.js';
+import { currentRuns, runAt, runByKey } from '../../index/run-history.js';
 import { retryPeriodRun } from '../../index/run-retry.js';
 import { reportRun } from '../../index/runs.js';
 import type { HttpContext } from '../context.js';

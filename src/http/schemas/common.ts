@@ -87,3 +87,13 @@ export const pageCursor = coded(
 /** A listing's name filter, `q`, given at most once. */
 export const nameFilter = (description: string) =>
   coded(z.string().optional().meta({ description }), 'invalid_query', 'q must be given at most once');
+
+/**
+ * What Node's HTTP parser answers (through fastify's client error handler) to a request line and
+ * headers over its 16 KB limit, before any route: every operation, probes included, can get it.
+ */
+export const HeadersTooLarge = z.object({
+  error: z.literal('Request Header Fields Too Large'),
+  message: z.string(),
+  statusCode: z.literal(431),
+});

@@ -167,3 +167,19 @@ function lastTrigger(view: RollupView): SafeHtml {
         : 'delivery pending';
   return html`<span class="last">last trigger: <strong>${t.reason}</strong> at ${formatPointText('time', t.decidedAt.getTime() * 1000)} UTC · period <a href="${periodHref(view.id, t.key)}">${t.key}</a> #${t.generation} · ${delivery}</span>`;
 }
+
+/** Rollups named on an unseen upstream's card; the rest are counted. */
+const WAITING_NAMED = 10;
+
+/** An upstream no event has named yet: nothing to draw, but the reason its rollups wait. */
+export function renderUnseenCard(unseen: PageView['unseen'][number]): SafeHtml {
+  const { name, waiting } = unseen;
+  const links = waiting
+    .slice(0, WAITING_NAMED)
+    .map((id, i) => html`${i > 0 ? ', ' : ''}<a href="${pageHref({ rollup: id })}">${id}</a>`);
+  const more = waiting.length > WAITING_NAMED ? ` and ${waiting.length - WAITING_NAMED} more` : '';
+  return html`<section class="card asset" data-asset="${name}" data-seen="false">
+<header><h3><a href="${pageHref({ asset: name })}">${name}</a></h3><span class="headline"><span class="badge bad">never seen</span></span></header>
+<p class="facts">${name} has never been seen: no event for it has been ingested yet. ${waiting.length === 1 ? 'Rollup' : 'Rollups'} ${links}${more} wait${waiting.length === 1 ? 's' : ''} for it.</p>
+</section>`;
+}

@@ -6,7 +6,7 @@
 import type { Rollup } from '../../core/rollup.js';
 import type { GraphJson } from '../graph/load.js';
 import type { PeriodExplanation } from '../period-explain.js';
-import { renderAssetCard, renderRollupCard } from './cards.js';
+import { renderAssetCard, renderRollupCard, renderUnseenCard } from './cards.js';
 import { GRAPH_CSS, graphLegend, renderGraph } from './graph-page.js';
 import { html, pageHref, raw, type SafeHtml } from './html.js';
 import type { PageView } from './model.js';
@@ -149,7 +149,7 @@ export function renderPage(page: PageView): string {
   const notes = page.notes.map((n) => html`<p class="error">${n}</p>`);
   const body = html`${pageHeader(page.generatedAt)}
 <main>${notes}${search(page)}${pageNav(page)}${renderFailedRuns(page.failedRuns, page.generatedAt.getTime())}${legend()}
-<h2>Assets <span class="more">${shown(page, page.overview?.assets.length ?? page.assets.length, page.paging.assetsTotal)} · stale first, then the longest behind now</span></h2>${page.overview ? renderOverviewAssets(page.overview.assets) : assets}
+<h2>Assets <span class="more">${shown(page, page.overview?.assets.length ?? page.unseen.length + page.assets.length, page.paging.assetsTotal)} · never seen and stale first, then the longest behind now</span></h2>${page.overview ? renderOverviewAssets(page.overview.assets) : html`${page.unseen.map(renderUnseenCard)}${page.unseen.length > 0 && page.assets.length === 0 ? '' : assets}`}
 <h2>Rollups <span class="more">${shown(page, page.overview?.rollups.length ?? page.rollups.length, page.paging.rollupsTotal)} · most failed runs, missed, owed and waiting first</span></h2>${page.overview ? renderOverviewRollups(page.overview.rollups) : rollups}
 ${pager(page)}
 </main>`;

@@ -13,7 +13,7 @@ import { UNSUCCESSFUL_STATES } from '../../core/runs.js';
 import type { AssetRow } from '../../index/assets.js';
 import type { Db } from '../../index/db.js';
 import { countPeriods, listPeriods, periodAt, summarizePeriods } from '../../index/periods/listing.js';
-import { currentRuns } from '../../index/run-reads.js';
+import { currentRuns } from '../../index/run-history.js';
 import { latestTrigger } from '../../index/triggers.js';
 import { extentOf } from './load-asset.js';
 import type { PeriodDetail, RollupView } from './model.js';

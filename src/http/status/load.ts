@@ -8,24 +8,22 @@
 import type { RollupRuntime } from '../../config/rollups.js';
 import { maxLags as configuredMaxLags } from '../../config.js';
 import { freshnessOf } from '../../core/freshness.js';
-import { type RunState, UNSUCCESSFUL_STATES } from '../../core/runs.js';
+import { compareWorstFirst, failedRunCount, NATURAL } from '../../core/rollup-rank.js';
 import { assetHistories } from '../../index/asset-history.js';
-import { type AssetRow, countAssets, findAsset, pageAssets } from '../../index/assets.js';
+import { type AssetRow, countAssets, domainsOf, findAsset, pageAssets } from '../../index/assets.js';
 import type { Sql } from '../../index/db.js';
 import { failedRuns } from '../../index/failed-runs.js';
 import { freshnessFacts } from '../../index/freshness.js';
 import { rollupCounts } from '../../index/periods/reads.js';
-import { runCountsOf } from '../../index/run-reads.js';
+import { runCountsOf } from '../../index/periods-by-run-state.js';
 import type { HttpContext } from '../context.js';
 import { loadAsset } from './load-asset.js';
 import { loadRollup } from './load-rollup.js';
 import type { PageView } from './model.js';
 import type { OverviewRollup } from './overview.js';
 import { periodHref } from './period-page.js';
+import { whyWaiting } from './why-waiting.js';
 import type { WindowQuery } from './window.js';
-
-/** r2 before r10: digits compare as numbers. */
-const NATURAL = new Intl.Collator('en', { numeric: true });
 
 /** Cards of each kind on one page. */
 export const PAGE_SIZE = 20;
@@ -57,6 +55,8 @@ export async function loadPage(
   let missing = false; // 404: the page names a rollup or asset nothing knows
   let shownRollups = rollups;
   let assetNames: readonly string[] | undefined;
+  /** Focused names no event has named yet: their rollups wait for them. */
+  let unseen: readonly string[] = [];
   if (pq.rollup !== undefined) {
     shownRollups = rollups.filter((r) => r.rollup.id === pq.rollup);
     if (shownRollups.length === 0) {
@@ -64,18 +64,18 @@ export async function loadPage(
       missing = true;
     }
     assetNames = shownRollups.flatMap((r) => r.rollup.upstream);
+    const seen = await domainsOf(sql, assetNames);
+    unseen = assetNames.filter((name) => !seen.has(name));
   } else if (pq.asset !== undefined) {
     assetNames = [pq.asset];
     shownRollups = rollups.filter((r) => r.rollup.upstream.includes(pq.asset!));
     if (!(await findAsset(sql, pq.asset))) {
       // An upstream no event named yet is a fact worth a page (its rollups wait for it), not a 404.
-      const waiting = shownRollups.map((r) => r.rollup.id);
-      notes.push(
-        waiting.length > 0
-          ? `${pq.asset} has never been seen: no event for it has been ingested yet. ${waiting.length === 1 ? 'Rollup' : 'Rollups'} ${waiting.join(', ')} wait${waiting.length === 1 ? 's' : ''} for it.`
-          : `No asset named ${pq.asset} has been seen.`,
-      );
-      missing = waiting.length === 0;
+      if (shownRollups.length > 0) unseen = [pq.asset];
+      else {
+        notes.push(`No asset named ${pq.asset} has been seen.`);
+        missing = true;
+      }
     }
   }
   const needle = pq.q?.toLowerCase();
@@ -106,7 +106,7 @@ export async function loadPage(
     q: pq.q,
     page: pq.page,
     pageSize: size,
-    assetsTotal: assetCount ?? assetPage.total,
+    assetsTotal: assetCount ?? assetPage.total + unseen.length,
     rollupsTotal: ranked.length,
   };
   const base = {
@@ -118,23 +118,34 @@ export async function loadPage(
       pq.rollup !== undefined ? { rollup: pq.rollup } : pq.asset !== undefined ? { asset: pq.asset } : {},
     paging,
     notes,
+    unseen: pq.page > 1 ? [] : unseen.map((name) => ({ name, waiting: waitingFor(rollups, name) })),
     failedRuns: {
       rows: failedRunRows.map((r) => ({ ...r, href: periodHref(r.rollupId, r.key) })),
       total: [...failed.values()].reduce((a, b) => a + b, 0),
     },
   };
+  // Upstream extents of this page's rollups, read once for both drawings: the cards' windows, the
+  // overview's reasons to wait.
+  const upstreams = [...new Set(rollupPage.flatMap((r) => r.rollup.upstream))];
+  const upstreamRows = pageAssets(sql, { names: upstreams, offset: 0, limit: upstreams.length });
   if (overview) {
+    const [facts, ends] = await Promise.all([
+      freshnessFacts(
+        sql,
+        assetPage.rows.map((a) => a.name),
+      ),
+      upstreamRows,
+    ]);
+    const endOf = new Map(ends.rows.map((a) => [a.name, { coveredHi: a.covered_hi }]));
     const rows: OverviewRollup[] = rollupPage.map(({ rollup, config }) => ({
       id: rollup.id,
       every: String(config.every),
       upstreams: rollup.upstream.length,
       counts: counts.get(rollup.id)!,
       failedRuns: failed.get(rollup.id) ?? 0,
+      domain: rollup.domain,
+      why: whyWaiting(rollup, endOf, now),
     }));
-    const facts = await freshnessFacts(
-      sql,
-      assetPage.rows.map((a) => a.name),
-    );
     const assets = assetPage.rows.map((a) => {
       const f = facts.get(a.name);
       const known = { domain: a.domain, coveredUntil: null, lastEventAt: null };
@@ -144,10 +155,7 @@ export async function loadPage(
     const page: PageView = { ...base, assets: [], rollups: [], overview: { assets, rollups: rows } };
     return { page, found: !missing };
   }
-  // Upstream extents for the rollups' windows, read for just this page's rollups.
-  const upstreams = new Set(rollupPage.flatMap((r) => r.rollup.upstream));
-  const upstreamRows = await pageAssets(sql, { names: [...upstreams], offset: 0, limit: upstreams.size });
-  const byName = new Map<string, AssetRow>(upstreamRows.rows.map((a) => [a.name, a]));
+  const byName = new Map<string, AssetRow>((await upstreamRows).rows.map((a) => [a.name, a]));
   const histories = await assetHistories(
     sql,
     assetPage.rows.map((a) => a.id),
@@ -166,7 +174,7 @@ export async function loadPage(
   return { page, found: !missing };
 }
 
-/** Most failed runs, then most missed, most owed reruns, most waiting periods first; then by id. */
+/** Worst first (src/core/rollup-rank.ts), with the counts each rollup was ranked by. */
 async function worstFirst(sql: Sql, rollups: readonly RollupRuntime[], nowMs: number) {
   const ids = rollups.map((r) => r.rollup.id);
   const [counts, runCounts] = await Promise.all([
@@ -177,20 +185,20 @@ async function worstFirst(sql: Sql, rollups: readonly RollupRuntime[], nowMs: nu
     ),
     runCountsOf(sql, ids),
   ]);
-  const failed = new Map(
-    ids.map((id) => {
-      const byState: Partial<Record<RunState, number>> = runCounts.get(id) ?? {};
-      return [id, UNSUCCESSFUL_STATES.reduce((n, s) => n + (byState[s] ?? 0), 0)];
-    }),
-  );
-  const score = (r: RollupRuntime) => {
-    const c = counts.get(r.rollup.id)!;
-    return [failed.get(r.rollup.id) ?? 0, c.missed, c.rerun_pending, c.waiting] as const;
-  };
-  const ranked = [...rollups].sort((a, b) => {
-    const [sa, sb] = [score(a), score(b)];
-    for (let i = 0; i < sa.length; i++) if (sa[i] !== sb[i]) return sb[i]! - sa[i]!;
-    return NATURAL.compare(a.rollup.id, b.rollup.id);
+  const failed = new Map(ids.map((id) => [id, failedRunCount(runCounts.get(id))]));
+  const rank = (r: RollupRuntime) => ({
+    id: r.rollup.id,
+    counts: counts.get(r.rollup.id)!,
+    failed: failed.get(r.rollup.id)!,
   });
+  const ranked = [...rollups].sort((a, b) => compareWorstFirst(rank(a), rank(b)));
   return { ranked, counts, failed };
+}
+
+/** Ids of the rollups an asset is an upstream of, naturally sorted. */
+function waitingFor(rollups: readonly RollupRuntime[], name: string): string[] {
+  return rollups
+    .filter((r) => r.rollup.upstream.includes(name))
+    .map((r) => r.rollup.id)
+    .sort(NATURAL.compare);
 }

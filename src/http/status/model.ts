@@ -145,4 +145,6 @@ export interface PageView {
     readonly rollupsTotal: number;
   };
   readonly notes: readonly string[];
+  /** Upstreams in focus that no event has named yet, with the rollups that wait for them. */
+  readonly unseen: ReadonlyArray<{ readonly name: string; readonly waiting: readonly string[] }>;
 }

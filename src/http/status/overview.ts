@@ -6,9 +6,11 @@
 
 import type { FreshnessJson } from '../../core/freshness.js';
 import { PERIOD_STATES, type PeriodState } from '../../core/policy.js';
+import type { Domain } from '../../core/types.js';
 import type { AssetRow } from '../../index/assets.js';
 import { formatLength, formatPointText } from './format.js';
 import { html, pageHref, type SafeHtml } from './html.js';
+import { renderWhyWaiting, type WhyWaiting } from './why-waiting.js';
 
 export interface OverviewRollup {
   readonly id: string;
@@ -17,6 +19,8 @@ export interface OverviewRollup {
   readonly counts: Readonly<Record<PeriodState, number>>;
   /** Periods whose current run failed, timed out or was lost. */
   readonly failedRuns: number;
+  readonly domain: Domain;
+  readonly why: WhyWaiting;
 }
 
 export type OverviewAsset = AssetRow & {
@@ -51,7 +55,7 @@ export function renderOverviewRollups(rollups: readonly OverviewRollup[]): SafeH
   if (rollups.length === 0) return html`<p class="none">No rollups to show.</p>`;
   const rows = rollups.map(
     (r) =>
-      html`<tr><td><a href="${pageHref({ rollup: r.id })}">${r.id}</a></td><td>${r.every}</td><td class="num">${r.upstreams}</td><td class="num">${r.failedRuns > 0 ? html`<span class="bad">${r.failedRuns.toLocaleString('en-US')}</span>` : ''}</td>${PERIOD_STATES.map((s) => html`<td class="num">${r.counts[s] > 0 ? html`<span class="sw s-${s}"></span> ${r.counts[s].toLocaleString('en-US')}` : ''}</td>`)}</tr>`,
+      html`<tr data-rollup="${r.id}"><td><a href="${pageHref({ rollup: r.id })}">${r.id}</a></td><td>${r.every}</td><td class="num">${r.upstreams}</td><td class="num">${r.failedRuns > 0 ? html`<span class="bad">${r.failedRuns.toLocaleString('en-US')}</span>` : ''}</td>${PERIOD_STATES.map((s) => html`<td class="num">${r.counts[s] > 0 ? html`<span class="sw s-${s}"></span> ${r.counts[s].toLocaleString('en-US')}` : ''}</td>`)}<td class="why">${r.counts.waiting + r.counts.missed > 0 ? renderWhyWaiting(r.why, r.domain) : ''}</td></tr>`,
   );
-  return html`<table class="overview"><thead><tr><th>rollup</th><th>every</th><th class="num">upstreams</th><th class="num">failed runs</th>${PERIOD_STATES.map((s) => html`<th class="num">${s.replace('_', ' ')}</th>`)}</tr></thead><tbody>${rows}</tbody></table>`;
+  return html`<table class="overview"><thead><tr><th>rollup</th><th>every</th><th class="num">upstreams</th><th class="num">failed runs</th>${PERIOD_STATES.map((s) => html`<th class="num">${s.replace('_', ' ')}</th>`)}<th>why waiting</th></tr></thead><tbody>${rows}</tbody></table>`;
 }

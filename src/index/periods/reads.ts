@@ -18,7 +18,7 @@ import {
 import { PERIOD_STATES, type PeriodState, type Rerun } from '../../core/policy.js';
 import type { Rollup } from '../../core/rollup.js';
 import type { Db, Sql, Tx } from '../db.js';
-import { nextRunWorkSql } from '../run-reads.js';
+import { nextRunWorkSql } from '../run-work.js';
 
 interface Row {
   lo: number;
@@ -242,7 +242,7 @@ export async function seenByTriggers(
 
 /**
  * When the scheduler has work again without new events: the earliest due period (settle or
- * deadline), the earliest run work (index/run-reads.ts), and whether some marked period is still pending
+ * deadline), the earliest run work (index/run-work.ts), and whether some marked period is still pending
  * (locked by someone else and skipped). One round trip, whatever the number of rollups.
  */
 export async function schedulerWake(

@@ -1,0 +1,34 @@
+/**
+ * When the scheduler next asks a target (queue, airflow) about a run: `runs.check_at`, read through
+ * the partial index runs_check (run-work.ts runsToCheck).
+ */
+
+import type { Db } from './db.js';
+import type { RunRef } from './runs.js';
+
+/**
+ * After asking the target: when to ask again (ms from now), or null to stop following the run.
+ * One statement for the whole batch, so a pass's checks cost one write.
+ */
+export async function setNextChecks(
+  db: Db,
+  checks: ReadonlyArray<{ readonly run: RunRef; readonly afterMs: number | null }>,
+): Promise<void> {
+  if (checks.length === 0) return;
+  const refs = checks.map((c) => c.run);
+  await db`
+    update runs r set check_at = clock_timestamp() + make_interval(secs => u.after_ms / 1000.0)
+    from unnest(${refs.map((r) => r.rollupId)}::text[], ${refs.map((r) => r.lo)}::int8[],
+      ${refs.map((r) => r.generation)}::int4[], ${refs.map((r) => r.attempt)}::int4[],
+      ${checks.map((c) => c.afterMs)}::float8[]) as u(rollup_id, lo, generation, attempt, after_ms)
+    where r.rollup_id = u.rollup_id and r.period_lo = u.lo and r.generation = u.generation
+      and r.attempt = u.attempt`;
+}
+
+/** Ask about these runs now: a wake-up (a job finished) makes their next check immediate. */
+export async function checkSoon(db: Db, runIds: readonly string[]): Promise<void> {
+  if (runIds.length === 0) return;
+  await db`
+    update runs set check_at = clock_timestamp()
+    where run_id = any(${runIds as string[]}::text[]) and check_at is not null`;
+}
