@@ -9,6 +9,15 @@ import type { Rollup } from '../../core/rollup.js';
 import type { Db } from '../db.js';
 
 /**
+ * Due and marked periods read at most, in index order (due_at; lo newest first, as the scheduler
+ * claims marks): the ordered, limited reads keep the partial indexes' plans without statistics,
+ * where a bare range on due_at was planned as a scan of periods. A backlog of more than this is
+ * counted in part.
+ */
+const DUE_READ = 1000;
+const MARKED_READ = 1000;
+
+/**
  * Per rollup with a deadline: its stored periods past their deadline still waiting or settling,
  * plus, under `on_deadline: trigger`, the periods without a row whose deadline trigger is owed
  * (within catch_up) but not made. Two statements whatever the number of rollups: the stored
@@ -16,11 +25,6 @@ import type { Db } from '../db.js';
  * at its deadline at the latest, or marked); the rows in an owed range are counted in it (the
  * catch_up window), or without catch_up as period_counts less the rows after it.
  */
-/**
- * Marked periods read, newest first, as the scheduler claims them (the ordered read keeps the
- * pending index's plan without statistics); a burst of more marks than this is counted in part.
- */
-const MARKED_READ = 1000;
 
 export async function periodsPastDeadline(
   db: Db,
@@ -42,8 +46,10 @@ export async function periodsPastDeadline(
     db<{ rollup_id: string; n: number }[]>`
       select l.rollup_id, count(*)::int8 as n
       from (
-        select rollup_id, lo from periods
-        where due_at <= ${new Date(nowMs)} and state in ('waiting', 'settling') and rollup_id = any(${ids}::text[])
+        select rollup_id, lo from (
+          select rollup_id, lo, state from periods
+          where due_at <= ${new Date(nowMs)} order by due_at limit ${DUE_READ}
+        ) d where state in ('waiting', 'settling') and rollup_id = any(${ids}::text[])
         union
         select rollup_id, lo from (
           select rollup_id, lo, state from periods
