@@ -9,19 +9,31 @@ import type { Targets } from '../../src/scheduler/targets/index.js';
  * deliverDue with injected I/O: the outbox read answers two pending runs; the target accepts the
  * first at once and holds the second; recording the batch fails (PostgreSQL refused a connection).
  */
+/** Two pending runs of one rollup, as the outbox read answers them. */
+const DUE = [0, 10].map((lo) => ({
+  rollup_id: 'r',
+  period_lo: lo,
+  generation: 1,
+  attempt: 1,
+  run_id: `r@${lo}#1`,
+  deliveries: 0,
+  lease_token: 1,
+  target: { type: 'queue', queue: 'downstream' },
+  payload: { rollup: 'r', idempotency_key: `r@${lo}#1`, period: { key: String(lo) } },
+}));
+
+const context = (sql: Sql, targets: Targets): DispatchContext => ({
+  sql,
+  targets,
+  concurrency: 2,
+  log: createLogger('silent'),
+  metrics: createMetrics(),
+  policyOf: policyLookup(new Map()),
+  targetTypeOf: () => 'queue',
+});
+
 describe('deliverDue', () => {
   it('fails the pass only once no delivery is in flight, so the next pass cannot deliver one again', async () => {
-    const due = [0, 10].map((lo) => ({
-      rollup_id: 'r',
-      period_lo: lo,
-      generation: 1,
-      attempt: 1,
-      run_id: `r@${lo}#1`,
-      deliveries: 0,
-      lease_token: 1,
-      target: { type: 'queue', queue: 'downstream' },
-      payload: { rollup: 'r', idempotency_key: `r@${lo}#1`, period: { key: String(lo) } },
-    }));
     let release!: () => void;
     const gate = new Promise<void>((resolve) => {
       release = resolve;
@@ -29,7 +41,7 @@ describe('deliverDue', () => {
     const events: string[] = [];
     let deliveries = 0;
     // The outbox read is the only statement awaited outside a transaction; fragments are never awaited.
-    const sql = Object.assign(() => Promise.resolve(due), {
+    const sql = Object.assign(() => Promise.resolve(DUE), {
       begin: async () => {
         events.push('batch recorded');
         throw new Error('sorry, too many clients already');
@@ -44,16 +56,7 @@ describe('deliverDue', () => {
         return { ok: true };
       },
     } as unknown as Targets;
-    const ctx: DispatchContext = {
-      sql,
-      targets,
-      concurrency: 2,
-      log: createLogger('silent'),
-      metrics: createMetrics(),
-      policyOf: policyLookup(new Map()),
-      targetTypeOf: () => 'queue',
-    };
-    const pass = deliverDue(ctx, new AbortController().signal).catch((error: Error) => {
+    const pass = deliverDue(context(sql, targets), new AbortController().signal).catch((error: Error) => {
       events.push(`pass failed: ${error.message}`);
     });
     await waitUntil(() => deliveries === 2);
@@ -68,24 +71,13 @@ describe('deliverDue', () => {
   });
 
   it('a delivery that throws fails the pass only once the others in flight are done', async () => {
-    const due = [0, 10].map((lo) => ({
-      rollup_id: 'r',
-      period_lo: lo,
-      generation: 1,
-      attempt: 1,
-      run_id: `r@${lo}#1`,
-      deliveries: 0,
-      lease_token: 1,
-      target: { type: 'queue', queue: 'downstream' },
-      payload: { rollup: 'r', idempotency_key: `r@${lo}#1`, period: { key: String(lo) } },
-    }));
     let release!: () => void;
     const gate = new Promise<void>((resolve) => {
       release = resolve;
     });
     const events: string[] = [];
     let deliveries = 0;
-    const sql = Object.assign(() => Promise.resolve(due), {
+    const sql = Object.assign(() => Promise.resolve(DUE), {
       begin: async () => {
         events.push('batch recorded');
         return [];
@@ -99,16 +91,7 @@ describe('deliverDue', () => {
         return { ok: true };
       },
     } as unknown as Targets;
-    const ctx: DispatchContext = {
-      sql,
-      targets,
-      concurrency: 2,
-      log: createLogger('silent'),
-      metrics: createMetrics(),
-      policyOf: policyLookup(new Map()),
-      targetTypeOf: () => 'queue',
-    };
-    const pass = deliverDue(ctx, new AbortController().signal).catch((error: Error) => {
+    const pass = deliverDue(context(sql, targets), new AbortController().signal).catch((error: Error) => {
       events.push(`pass failed: ${error.message}`);
     });
     await waitUntil(() => deliveries === 2);
