@@ -62,11 +62,9 @@ async function ingestRound(config: Config, sql: Sql, round: number, tag: string)
     let done = 0;
     const t0 = performance.now();
     ingest = startIngestWorker(config, sql, log, createMetrics());
-    for (const w of ingest.workers) {
-      w.on('completed', () => {
-        if (++done === N) resolve((performance.now() - t0) / 1000);
-      });
-    }
+    ingest.onCompleted(() => {
+      if (++done === N) resolve((performance.now() - t0) / 1000);
+    });
   });
   await ingest!.close(30_000);
   await queue.close();

@@ -179,7 +179,7 @@ async function main(): Promise<void> {
         events.length,
         (cb) => {
           ingest = startIngestWorker(config, db.sql, log, metrics);
-          for (const w of ingest.workers) w.on('completed', cb);
+          ingest.onCompleted(cb);
         },
         () => {},
       );

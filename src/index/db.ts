@@ -24,6 +24,8 @@ export interface ConnectOptions {
   readonly staleAfterMs?: number;
   /** Where stale connections are reported; needed with staleAfterMs. */
   readonly log?: Logger;
+  /** Commits that do not wait for the WAL flush (synchronous_commit off): only for redoable work. */
+  readonly asyncCommit?: boolean;
 }
 
 export function connect(
@@ -36,6 +38,7 @@ export function connect(
     readOnly = false,
     staleAfterMs,
     log,
+    asyncCommit = false,
   }: ConnectOptions = {},
 ): Sql {
   const [target, socket] = withSocket(url);
@@ -59,6 +62,7 @@ export function connect(
         ? {}
         : { idle_in_transaction_session_timeout: Math.round(idleInTransactionTimeoutMs) }),
       ...(readOnly ? { default_transaction_read_only: true } : {}),
+      ...(asyncCommit ? { synchronous_commit: 'off' } : {}),
     },
     // int8 as JS numbers: every value we store is a safe integer (see core/types.ts).
     types: {

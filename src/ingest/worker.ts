@@ -1,43 +1,33 @@
-import { type Job, type KeepJobs, type Queue, WaitingError, type Worker } from 'bullmq';
-import type { Config, QueueBackendKind } from '../config.js';
-import { BadInputError } from '../core/errors.js';
-import { type NormalizedEvent, normalizeEvent } from '../core/events.js';
+import type { Config } from '../config.js';
+import type { NormalizedEvent } from '../core/events.js';
 import { type CommitOutcome, commitEvents } from '../index/commit.js';
 import { connect, type Sql } from '../index/db.js';
 import { isTransient } from '../index/transient.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
-import { deadLetter } from './dead-letter.js';
+import { bullmqConsumer, type ConsumerSettings, type EventConsumer } from './bullmq-consumer.js';
+import { eventJobHandler } from './event-job.js';
 import { startReconciling } from './failed-reconcile.js';
 import { GroupCommitter } from './group-commit.js';
 import { consumedGroups, type QueueGroup } from './groups.js';
+import { pgBatchConsumer } from './pg-batch-consumer.js';
 import { probePostgres, StallGuard } from './pg-stall.js';
 import { queueConnection } from './queue-backend.js';
+import { queueSchema } from './queue-schema.js';
 
-export type IngestResult =
-  | { status: 'committed'; asset: string; seq: number }
-  | { status: 'duplicate'; asset: string }
-  | { status: 'dead_lettered'; reason: string };
+export type { IngestResult } from './event-job.js';
 
 export interface IngestWorker {
-  /** One BullMQ worker per consumed queue group. */
-  readonly workers: readonly Worker[];
+  /** Calls back once per events job completed, in any consumed group. */
+  onCompleted(listener: () => void): void;
+  /** True while every group's consumer takes no jobs (ingest paused for PostgreSQL). */
+  isPaused(): boolean;
   /** Stops taking jobs, lets in-flight commits finish (bounded), then closes connections. */
   close(timeoutMs: number): Promise<void>;
 }
 
 /** Transactions in flight at once per worker, on disjoint sets of assets. */
 const COMMIT_LANES = 2;
-
-/**
- * Completed event jobs kept for inspection (the event log is the record of what was ingested).
- * BullMQ's PostgreSQL backend trims by count by reading every completed job of the queue at each
- * completion (20 ms a job with 1,000 kept: nine tenths of its time), so there a job is deleted as
- * it completes. Both backends take `true`; WorkerOptions types only the KeepJobs form.
- */
-function keepCompleted(backend: QueueBackendKind): KeepJobs {
-  return backend === 'redis' ? { count: 1000 } : (true as unknown as KeepJobs);
-}
 
 /** A stable lane for an asset name (FNV-1a). */
 export function laneOf(asset: string, lanes: number): number {
@@ -69,8 +59,9 @@ export function normalizeOptions(config: Config) {
 }
 
 /**
- * The events queue consumer: one BullMQ worker per consumed group, sharing the commit lanes (an
- * asset's events all travel through one group, so lanes see them in their queue's order).
+ * The events queue consumer: one consumer per consumed group (a BullMQ Worker on Redis, a batch
+ * consumer on PostgreSQL: pg-batch-consumer.ts), sharing the commit lanes (an asset's events all
+ * travel through one group, so lanes see them in their queue's order).
  * Bad input is dead-lettered in its group and the job completes (never retried);
  * good events join a group commit and their job completes only once the event is committed.
  * An instance cut off from PostgreSQL pauses and gives its jobs back (see StallGuard); a job given
@@ -85,7 +76,7 @@ export function startIngestWorker(config: Config, sql: Sql, log: Logger, metrics
   // an asset's events commit in the order this worker took them.
   const lanes = Array.from({ length: COMMIT_LANES }, () => newCommitter());
   const committer = {
-    add: (event: NormalizedEvent, signal: AbortSignal) =>
+    add: (event: NormalizedEvent, signal: AbortSignal): Promise<CommitOutcome> =>
       lanes[laneOf(event.asset, lanes.length)]!.add(event, signal),
     oldestCommitMs: () => Math.max(...lanes.map((l) => l.oldestCommitMs())),
     drain: () => Promise.all(lanes.map((l) => l.drain())),
@@ -111,78 +102,54 @@ export function startIngestWorker(config: Config, sql: Sql, log: Logger, metrics
     });
   }
 
-  const reject = async (dlq: Queue, job: Job, error: BadInputError): Promise<IngestResult> => {
-    await deadLetter(dlq, error, job);
-    metrics.eventsRejected.inc({ reason: error.reason });
-    log.warn({ job_id: job.id, reason: error.reason, message: error.message }, 'event dead-lettered');
-    return { status: 'dead_lettered', reason: error.reason };
-  };
-
   /** Jobs whose commit this worker awaits; aborting one gives its job back. */
   const held = new Set<AbortController>();
-  const giveBack = async (job: Job, token: string | undefined): Promise<never> => {
-    try {
-      // Back to the head of the queue, lock released, attemptsMade unchanged.
-      await job.moveToWait(token);
-      metrics.jobsReturned.inc();
-    } catch (error) {
-      log.warn({ job_id: job.id, err: error }, 'could not give a job back; it returns when its lock lapses');
-    }
-    throw new WaitingError(); // tells BullMQ the job left active on purpose: neither completed nor failed
+  const deps = {
+    normalize: options,
+    commit: committer.add,
+    paused: () => guard.paused,
+    held,
+    log,
+    metrics,
   };
 
   const consume = (group: QueueGroup) => {
     const dlq = connection.queue(group.deadLetter, group.prefix);
-    // The same connection's errors reach the worker's handler below; here only so none goes unhandled.
+    // The same connection's errors reach the consumer's handler; here only so none goes unhandled.
     dlq.on('error', (error) => log.debug({ err: error }, 'dead-letter queue connection error'));
-    const worker = connection.worker<unknown, IngestResult>(
-      group.name,
-      group.prefix,
-      async (job, token) => {
-        let event: NormalizedEvent;
-        try {
-          event = normalizeEvent(job.data, options);
-        } catch (error) {
-          if (error instanceof BadInputError) return reject(dlq, job, error);
-          throw error;
-        }
-        // A fetch already under way when ingest paused may still hand over a job.
-        if (guard.paused) return giveBack(job, token);
-        const hold = new AbortController();
-        held.add(hold);
-        let outcome: CommitOutcome;
-        try {
-          outcome = await committer.add(event, hold.signal);
-        } catch (error) {
-          if (hold.signal.aborted) return giveBack(job, token);
-          throw error;
-        } finally {
-          held.delete(hold);
-        }
-        if (outcome.status === 'rejected') return reject(dlq, job, outcome.error);
-        metrics.eventsIngested.inc({ status: outcome.status });
-        return outcome.status === 'committed'
-          ? { status: 'committed', asset: event.asset, seq: outcome.seq }
-          : { status: 'duplicate', asset: event.asset };
-      },
-      {
-        concurrency: queue.concurrency,
-        maxStalledCount: queue.max_stalled_count,
-        removeOnComplete: keepCompleted(connection.backend),
-        removeOnFail: { count: 10_000 },
-      },
-    );
-    worker.on('error', (error) => log.error({ err: error, group: group.index }, 'events worker error'));
-    worker.on('failed', (job, error) =>
-      log.error({ job_id: job?.id, group: group.index, err: error }, 'event job failed'),
-    );
-    // Its own handle on the queue, for the failed-set reconciliation.
-    const reconcile = connection.queue(group.name, group.prefix);
-    reconcile.on('error', (error) => log.debug({ err: error }, 'events queue connection error'));
-    return { worker, dlq, reconcile };
+    // Its own handle on the queue: the failed-set reconciliation, and failures on PostgreSQL.
+    const jobs = connection.queue(group.name, group.prefix);
+    jobs.on('error', (error) => log.debug({ err: error }, 'events queue connection error'));
+    const settings: ConsumerSettings = {
+      name: group.name,
+      prefix: group.prefix,
+      concurrency: queue.concurrency,
+      maxStalledCount: queue.max_stalled_count,
+      handle: eventJobHandler(deps, dlq),
+      log,
+      metrics,
+    };
+    const consumer: EventConsumer =
+      connection.backend === 'postgres'
+        ? pgBatchConsumer({
+            ...settings,
+            // Claims and completions need not wait for the WAL flush: one lost to a server crash
+            // returns its job to the queue, and a redelivered event is a duplicate.
+            sql: connect(config.database_url, {
+              max: 3,
+              applicationName: 'coverage-rollup-queue',
+              asyncCommit: true,
+              staleAfterMs: queue.pg_stall_timeout,
+              log,
+            }),
+            schema: queueSchema(group.prefix),
+            queue: jobs,
+          })
+        : bullmqConsumer(connection, settings);
+    return { consumer, dlq, jobs };
   };
   const consumers = consumedGroups(queue).map(consume);
-  const workers = consumers.map((c) => c.worker);
+  const workers = consumers.map((c) => c.consumer);
 
   const guard = new StallGuard({
     boundMs: queue.pg_stall_timeout,
@@ -190,7 +157,7 @@ export function startIngestWorker(config: Config, sql: Sql, log: Logger, metrics
     probe: (timeoutMs) => probePostgres(config.database_url, timeoutMs),
     pause: async () => {
       metrics.ingestPausedForPostgres.set(1);
-      await Promise.all(workers.map((w) => w.pause(true)));
+      await Promise.all(workers.map((w) => w.pause()));
       const returning = [...held];
       for (const hold of returning) hold.abort(new Error('PostgreSQL does not answer'));
       return returning.length;
@@ -202,16 +169,19 @@ export function startIngestWorker(config: Config, sql: Sql, log: Logger, metrics
     log,
   });
   guard.start();
-  const reconcileQueues = consumers.map((c) => c.reconcile);
+  const reconcileQueues = consumers.map((c) => c.jobs);
   const stopReconciling = startReconciling(reconcileQueues, sql, options, queue.reconcile_every, log);
 
   return {
-    workers,
+    onCompleted: (listener) => {
+      for (const w of workers) w.onCompleted(listener);
+    },
+    isPaused: () => workers.every((w) => w.isPaused()),
     async close(timeoutMs) {
       await guard.stop();
       await stopReconciling();
       const drained = (async () => {
-        await Promise.all(workers.map((w) => w.pause(true)));
+        await Promise.all(workers.map((w) => w.pause()));
         await committer.drain();
       })();
       const timedOut = await Promise.race([
@@ -227,7 +197,7 @@ export function startIngestWorker(config: Config, sql: Sql, log: Logger, metrics
       // Force when Redis is unreachable: a graceful close sends QUIT, which waits for a connection
       // that may never come back. The commits have drained (or been abandoned) either way.
       await Promise.all(workers.map((w) => w.close(timedOut || !connection.reachable)));
-      await Promise.all(consumers.flatMap((c) => [c.dlq.close(), c.reconcile.close()]));
+      await Promise.all(consumers.flatMap((c) => [c.dlq.close(), c.jobs.close()]));
       await connection.close();
     },
   };
