@@ -3,7 +3,8 @@
  * the embedded default's start times. Rounds alternate Redis, PostgreSQL (the local server, the
  * queue in the index's own database) and the embedded PostgreSQL, so load from elsewhere on the
  * machine hits all alike; each round fills its queue first, then times our ingest worker from its
- * start until every job completed. Then the built daemon is started with no URLs in a fresh data
+ * start until every job completed. Beside them, BullMQ's own Worker with a no-op processor on each
+ * backend (same events, same concurrency): the cost of the queue alone. Then the built daemon is started with no URLs in a fresh data
  * directory (initdb) and again on it (later starts), each timed from spawn to its 'listening' line.
  * Prints JSON: rates per round, medians, the postgres ÷ redis ratio, start times, load average.
  *
@@ -49,29 +50,63 @@ function workload(round: number, tag: string): unknown[] {
   });
 }
 
-/** Fills the events queue, then times our worker draining it into the index. */
-async function ingestRound(config: Config, sql: Sql, round: number, tag: string): Promise<number> {
+/** Fills the events queue, then times `drain` (started after the fill) until every job completed. */
+async function timedRound(
+  config: Config,
+  round: number,
+  tag: string,
+  drain: (onCompleted: () => void) => { close(): Promise<void> },
+): Promise<number> {
   const connection = queueConnection(config);
   const queue = connection.queue(config.queue.name, config.queue.prefix);
   const events = workload(round, tag);
   for (let i = 0; i < events.length; i += 1000) {
     await queue.addBulk(events.slice(i, i + 1000).map((data) => ({ name: 'event', data })));
   }
-  let ingest: ReturnType<typeof startIngestWorker> | undefined;
+  let consumer: { close(): Promise<void> } | undefined;
   const seconds = await new Promise<number>((resolve) => {
     let done = 0;
     const t0 = performance.now();
-    ingest = startIngestWorker(config, sql, log, createMetrics());
-    ingest.onCompleted(() => {
+    consumer = drain(() => {
       if (++done === N) resolve((performance.now() - t0) / 1000);
     });
   });
-  await ingest!.close(30_000);
+  await consumer!.close();
   await queue.close();
   await connection.deleteNamespace(config.queue.prefix);
   await connection.close();
   process.stderr.write(`round ${round} ${tag}: ${Math.round(N / seconds)} events/s\n`);
   return Math.round(N / seconds);
+}
+
+/** Our ingest worker draining the queue into the index. */
+function ingestRound(config: Config, sql: Sql, round: number, tag: string): Promise<number> {
+  return timedRound(config, round, tag, (onCompleted) => {
+    const ingest = startIngestWorker(config, sql, log, createMetrics());
+    ingest.onCompleted(onCompleted);
+    return { close: () => ingest.close(30_000) };
+  });
+}
+
+/**
+ * BullMQ's own Worker with a processor that does nothing, on the same backend and events: what
+ * BullMQ alone costs per job there, at our ingest's concurrency.
+ */
+function noopRound(config: Config, round: number, tag: string): Promise<number> {
+  return timedRound(config, round, tag, (onCompleted) => {
+    const connection = queueConnection(config);
+    const worker = connection.worker(config.queue.name, config.queue.prefix, async () => null, {
+      concurrency: config.queue.concurrency,
+      removeOnComplete: (connection.backend === 'redis' ? { count: 1000 } : true) as { count: number },
+    });
+    worker.on('completed', onCompleted);
+    return {
+      close: async () => {
+        await worker.close();
+        await connection.close();
+      },
+    };
+  });
 }
 
 /** Seconds from spawning the built daemon with no URLs to its 'listening' line; then SIGTERM. */
@@ -116,13 +151,21 @@ async function main(): Promise<void> {
     'command',
   );
   const embeddedSql = connect(embedded.config.database_url, { max: 20 });
-  const rates = { redis: [] as number[], postgres: [] as number[], embedded: [] as number[] };
+  const rates = {
+    redis: [] as number[],
+    postgres: [] as number[],
+    embedded: [] as number[],
+    bullmq_noop_redis: [] as number[],
+    bullmq_noop_postgres: [] as number[],
+  };
   try {
     await migrate(embeddedSql, log);
     for (let r = 0; r < ROUNDS; r++) {
       rates.redis.push(await ingestRound(redis, db.sql, r, 'redis'));
       rates.postgres.push(await ingestRound(postgres, db.sql, r, 'postgres'));
       rates.embedded.push(await ingestRound(embedded.config, embeddedSql, r, 'embedded'));
+      rates.bullmq_noop_redis.push(await noopRound(redis, r, 'noop-redis'));
+      rates.bullmq_noop_postgres.push(await noopRound(postgres, r, 'noop-postgres'));
     }
   } finally {
     await embeddedSql.end({ timeout: 5 });
@@ -141,6 +184,8 @@ async function main(): Promise<void> {
     redis: median(rates.redis),
     postgres: median(rates.postgres),
     embedded: median(rates.embedded),
+    bullmq_noop_redis: median(rates.bullmq_noop_redis),
+    bullmq_noop_postgres: median(rates.bullmq_noop_postgres),
   };
   const perRound = (k: 'postgres' | 'embedded') => rates[k].map((v, i) => round(v / rates.redis[i]!, 3));
   process.stdout.write(

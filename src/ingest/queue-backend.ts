@@ -34,7 +34,10 @@ export interface QueueConnection {
     processor: Processor<D, R>,
     tuning?: WorkerTuning,
   ): Worker<D, R>;
-  /** `lastEventId`: where a Redis reader starts in the event stream (default: its end). */
+  /**
+   * `lastEventId`: where a reader starts in the event stream (default: its end), as a Redis stream
+   * id `ms-seq`; on PostgreSQL, after the last event older than `ms`.
+   */
   queueEvents(name: string, prefix: string, options?: { lastEventId?: string }): QueueEvents;
   /** Resolves when the store answers now (readiness), rejects with why otherwise. */
   ping(): Promise<void>;
@@ -132,11 +135,26 @@ function postgresQueues(url: string, options: QueueConnectionOptions): QueueConn
         ...tuning,
         connection: pool(prefix, 8, true),
       }) as unknown as Worker<D, R>,
-    queueEvents: (name, prefix) =>
-      new pg.QueueEvents(name, {
+    queueEvents: (name, prefix, options = {}) => {
+      const events = new pg.QueueEvents(name, {
         connection: pool(prefix, 1),
         blockingTimeout: EVENTS_WAKE_BOUND_MS,
-      }) as unknown as QueueEvents,
+        autorun: false,
+      }) as unknown as QueueEvents;
+      // Event ids here are a sequence, not Redis' `ms-seq` stream ids: a reader asked to start at a
+      // time starts after the last event older than it (from the end if that cannot be read).
+      const since = options.lastEventId ? Number.parseInt(options.lastEventId, 10) : Number.NaN;
+      void (async () => {
+        if (Number.isFinite(since)) {
+          const cursor = await lastEventBefore(adminSql(), queueSchema(prefix), name, since).catch(
+            () => undefined,
+          );
+          if (cursor !== undefined) (events.opts as { lastEventId?: string }).lastEventId = cursor;
+        }
+        await events.run();
+      })().catch((error: unknown) => events.emit('error', error as Error));
+      return events;
+    },
     async ping() {
       await adminSql()`select 1`;
     },
@@ -148,6 +166,22 @@ function postgresQueues(url: string, options: QueueConnectionOptions): QueueConn
       await admin?.end({ timeout: 2 });
     },
   };
+}
+
+/** The id of the queue's last event before `ms` (epoch ms), or '0'; undefined before BullMQ made the schema. */
+async function lastEventBefore(
+  sql: Sql,
+  schema: string,
+  queue: string,
+  ms: number,
+): Promise<string | undefined> {
+  const [exists] = await sql<{ found: boolean }[]>`
+    select to_regclass(quote_ident(${schema}) || '.event') is not null as found`;
+  if (!exists?.found) return undefined;
+  const [row] = await sql<{ id: number }[]>`
+    select id from ${sql(schema)}.event where queue = ${queue} and created_at_ms < ${ms}
+    order by id desc limit 1`;
+  return String(row?.id ?? 0);
 }
 
 /**

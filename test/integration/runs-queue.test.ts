@@ -11,7 +11,6 @@ import { queueConnection } from '../../src/ingest/queue-backend.js';
 import { createLogger } from '../../src/log.js';
 import { testConfig, testProducer, testQueue } from '../helpers/daemon.js';
 import { createTestDatabase } from '../helpers/db.js';
-import { testQueueBackend } from '../helpers/env.js';
 import { createTestPrefix } from '../helpers/redis.js';
 import { waitFor } from '../helpers/wait.js';
 
@@ -165,21 +164,16 @@ describe('queue target runs', () => {
     expect(lost.period.run.error).toMatch(/removed/);
   });
 
-  // On BullMQ's PostgreSQL backend the completion of a job removed on completion did not reach the
-  // daemon's QueueEvents within 30 s (the run stays lost): documented in the README's runs section.
-  it.skipIf(testQueueBackend() === 'postgres')(
-    'a job its worker removes on completion is succeeded: the completion event was seen',
-    async () => {
-      const queue = testQueue('tidy-runs', prefix);
-      const key = `tidy@${compact}T060000Z#1`;
-      worker('tidy-runs', async () => 'ok', { removeOnComplete: { count: 0 } });
-      await cover('tidy', 6);
-      // A check may find the job gone before the event arrives (lost for a moment): the event wins.
-      const done = await untilRun('tidy', 6, (r) => r.state === 'succeeded', 'succeeded');
-      expect(done.period.run).toMatchObject({ state: 'succeeded', attempt: 1 });
-      expect(await queue.getJobState(key)).toBe('unknown');
-    },
-  );
+  it('a job its worker removes on completion is succeeded: the completion event was seen', async () => {
+    const queue = testQueue('tidy-runs', prefix);
+    const key = `tidy@${compact}T060000Z#1`;
+    worker('tidy-runs', async () => 'ok', { removeOnComplete: { count: 0 } });
+    await cover('tidy', 6);
+    // A check may find the job gone before the event arrives (lost for a moment): the event wins.
+    const done = await untilRun('tidy', 6, (r) => r.state === 'succeeded', 'succeeded');
+    expect(done.period.run).toMatchObject({ state: 'succeeded', attempt: 1 });
+    expect(await queue.getJobState(key)).toBe('unknown');
+  });
 
   it('an outcome reached while no daemon runs, and one reached after the lease moved, are both recorded', async () => {
     await cover('handover', 4);
