@@ -42,7 +42,9 @@ const RENEW_AFTER_MS = LOCK_MS / 3;
 const POLL_BOUND_MS = 1_000;
 /** Claims per statement: at most this, and at least enough to catch up after an idle spell. */
 const CLAIM_MAX = 500;
-const CLAIM_MIN = 16;
+const CLAIM_MIN = 8;
+/** How long close waits for the jobs in hand to settle; the rest return when their locks lapse. */
+const CLOSE_WAIT_MS = 10_000;
 /** Completion statements retried on a transient error before the jobs are left to their locks. */
 const SETTLE_ATTEMPTS = 5;
 const WORKER_NAME = 'coverage-rollup-ingest';
@@ -72,6 +74,8 @@ class PgBatchConsumer implements EventConsumer {
   private readonly sleepers = new Set<() => void>();
   /** A wake-up that came while nobody slept: the next sleep returns at once. */
   private woken = false;
+  /** The claim loop sleeps because every slot is taken: a settled job wakes it. */
+  private full = false;
   private readonly timers: NodeJS.Timeout[];
   private readonly listening: Promise<{ unlisten: () => Promise<void> } | undefined>;
   private readonly loop: Promise<void>;
@@ -87,8 +91,8 @@ class PgBatchConsumer implements EventConsumer {
         return undefined;
       });
     this.timers = [
-      setInterval(() => void this.renewLocks(), RENEW_AFTER_MS),
-      setInterval(() => void this.checkStalled(), STALLED_EVERY_MS),
+      setInterval(() => void this.renewLocks(), RENEW_AFTER_MS).unref(),
+      setInterval(() => void this.checkStalled(), STALLED_EVERY_MS).unref(),
     ];
     this.loop = this.run();
   }
@@ -116,7 +120,14 @@ class PgBatchConsumer implements EventConsumer {
     this.wakeUp();
     for (const t of this.timers) clearInterval(t);
     await this.loop;
-    while (!force && (this.inHand.size > 0 || this.flushing)) await (this.flushing ?? this.sleep(50));
+    const deadline = Date.now() + CLOSE_WAIT_MS;
+    while (!force && (this.inHand.size > 0 || this.flushing) && Date.now() < deadline)
+      await (this.flushing ?? this.sleep(50));
+    if (this.inHand.size > 0)
+      this.s.log.warn(
+        { queue: this.s.name, jobs: this.inHand.size },
+        'closing with jobs in hand; they return to the queue when their locks lapse',
+      );
     await (await this.listening)?.unlisten().catch(() => {});
     await this.s.sql.end({ timeout: 5 });
   }
@@ -135,7 +146,9 @@ class PgBatchConsumer implements EventConsumer {
     for (let failures = 0; !this.closing; ) {
       const free = this.s.concurrency - this.inHand.size;
       if (this.paused || free <= 0) {
+        this.full = free <= 0;
         await this.sleep(POLL_BOUND_MS);
+        this.full = false;
         continue;
       }
       const count = Math.min(free, CLAIM_MAX, Math.max(CLAIM_MIN, 2 * this.lastClaimed));
@@ -225,21 +238,7 @@ class PgBatchConsumer implements EventConsumer {
   }
 
   private async complete(jobs: Completion[]): Promise<void> {
-    let completed: Set<string>;
-    try {
-      completed = await completeJobs(this.q, jobs);
-    } catch (error) {
-      // A job taken back between the statement's read and its completion fails the batch: one by one.
-      if (!isFinishError(error)) throw error;
-      completed = new Set();
-      for (const job of jobs) {
-        const one = await completeJobs(this.q, [job]).catch((e: unknown) => {
-          if (isFinishError(e)) return new Set<string>();
-          throw e;
-        });
-        for (const id of one) completed.add(id);
-      }
-    }
+    const completed = await completeJobs(this.q, jobs);
     if (completed.size < jobs.length)
       this.s.log.warn(
         { queue: this.s.name, jobs: jobs.length - completed.size },
@@ -250,7 +249,7 @@ class PgBatchConsumer implements EventConsumer {
 
   private release(ids: readonly string[]): void {
     for (const id of ids) this.inHand.delete(id);
-    this.wakeUp();
+    if (this.full) this.wakeUp();
   }
 
   private async renewLocks(): Promise<void> {
@@ -301,9 +300,4 @@ class PgBatchConsumer implements EventConsumer {
       this.sleepers.add(wake);
     });
   }
-}
-
-/** BullMQ's finish-op refusal (missing job, not active, lock mismatch): SQLSTATE BM001. */
-function isFinishError(error: unknown): boolean {
-  return (error as { code?: unknown } | null)?.code === 'BM001';
 }

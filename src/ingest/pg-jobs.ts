@@ -67,6 +67,24 @@ export interface Completion {
  * skipped: its event is committed, so whoever takes it again finds a duplicate.
  */
 export async function completeJobs(q: JobQueue, jobs: readonly Completion[]): Promise<Set<string>> {
+  try {
+    return await completeStillHeld(q, jobs);
+  } catch (error) {
+    // A job taken back between the statement's read and its completion fails the batch: one by one.
+    if (!isFinishError(error)) throw error;
+    const completed = new Set<string>();
+    for (const job of jobs) {
+      const one = await completeStillHeld(q, [job]).catch((e: unknown) => {
+        if (isFinishError(e)) return new Set<string>();
+        throw e;
+      });
+      for (const id of one) completed.add(id);
+    }
+    return completed;
+  }
+}
+
+async function completeStillHeld(q: JobQueue, jobs: readonly Completion[]): Promise<Set<string>> {
   const { sql } = q;
   const s = sql(q.schema);
   const rows = await sql<{ id: string }[]>`
@@ -114,4 +132,9 @@ export async function reclaimStalled(q: JobQueue, maxStalled: number, intervalMs
     select t.id from ${sql(q.schema)}.move_stalled_jobs_to_wait(
       ${q.name}, ${maxStalled}::int, ${Date.now()}::bigint, ${intervalMs}::bigint) as t(id)`;
   return rows.map((r) => r.id);
+}
+
+/** BullMQ's finish-op refusal (missing job, not active, lock mismatch): SQLSTATE BM001. */
+function isFinishError(error: unknown): boolean {
+  return (error as { code?: unknown } | null)?.code === 'BM001';
 }
