@@ -15,6 +15,7 @@ import { type ReadHandle, ReadReplica } from './index/read-replica.js';
 import { RetentionLoop } from './index/retention-loop.js';
 import { EventQueues } from './ingest/event-queues.js';
 import { queueConnection } from './ingest/queue-backend.js';
+import { consumedQueueSchemas } from './ingest/queue-schema.js';
 import { isClusterUrl, redisConnection, warnUnlessNoEviction } from './ingest/redis.js';
 import { connectIngest, type IngestWorker, startIngestWorker } from './ingest/worker.js';
 import { type Logger, redactUrl } from './log.js';
@@ -98,6 +99,7 @@ export async function startDaemon(config: Config, log: Logger): Promise<Daemon> 
       sql,
       Math.min(MAINTENANCE_EVERY_MS, config.retention.prune_every),
       log.child({ component: 'maintenance' }),
+      consumedQueueSchemas(config),
     );
     await maintenance.start();
     closers.unshift(() => maintenance.stop());

@@ -1,10 +1,11 @@
 /**
  * The daemon's table maintenance loop (SPEC §13): at start it says whether autovacuum looks after
  * its database, and then, where it does not, it analyzes and vacuums its own tables after large
- * changes (src/index/maintenance.ts), under the maintenance lock retention uses, so one instance
- * works at a time. The counts it reads are cheap, so it looks often: every MAINTENANCE_EVERY_MS (or
- * every retention.prune_every, if shorter), and a table churned by ingest and marking (periods,
- * assets, cursors) is vacuumed before its dead rows fill more than a few pages.
+ * changes (src/index/maintenance.ts), and on the PostgreSQL queue backend those of the queue schemas
+ * it consumes, under the maintenance lock retention uses, so one instance works at a time. The
+ * counts it reads are cheap, so it looks often: every MAINTENANCE_EVERY_MS (or every
+ * retention.prune_every, if shorter), and a table churned by ingest and marking (periods, assets,
+ * cursors, BullMQ's jobs) is vacuumed before its dead rows fill more than a few pages.
  */
 import type { Logger } from '../log.js';
 import type { Sql } from './db.js';
@@ -27,6 +28,8 @@ export class MaintenanceLoop {
     private readonly sql: Sql,
     private readonly everyMs: number,
     private readonly log: Logger,
+    /** The schemas of the queues this instance consumes on the PostgreSQL backend (consumedQueueSchemas); none on Redis. */
+    private readonly queueSchemas: readonly string[],
   ) {}
 
   /** Reads and logs the autovacuum state, then starts the passes. A failure is logged, not thrown. */
@@ -35,11 +38,16 @@ export class MaintenanceLoop {
       this.autovacuum = await autovacuumState(this.sql);
       const { database, tablesOff } = this.autovacuum;
       if (!database || tablesOff.length > 0) {
+        const which = this.queueSchemas.length > 0 ? 'its own tables and queue schemas' : 'its own tables';
         this.log.warn(
-          { autovacuum: database ? 'on' : 'off', tables_without_autovacuum: tablesOff },
+          {
+            autovacuum: database ? 'on' : 'off',
+            tables_without_autovacuum: tablesOff,
+            queue_schemas: this.queueSchemas,
+          },
           database
             ? "autovacuum is off for some of this database's tables: the daemon analyzes and vacuums them after large changes"
-            : 'autovacuum is off for this database: the daemon analyzes and vacuums its own tables after large changes (other tables in it are left as they are)',
+            : `autovacuum is off for this database: the daemon analyzes and vacuums ${which} after large changes (other tables in it are left as they are)`,
         );
       }
     } catch (error) {
@@ -64,6 +72,7 @@ export class MaintenanceLoop {
       autovacuum: av === undefined ? 'unknown' : av.database ? 'on' : 'off',
       tables_without_autovacuum: av?.tablesOff ?? [],
       daemon_maintains: av === undefined ? null : !av.database || av.tablesOff.length > 0,
+      queue_schemas: this.queueSchemas,
       last_pass_at: this.lastAt?.toISOString() ?? null,
       tables_analyzed: this.analyzed,
       tables_vacuumed: this.vacuumed,
@@ -74,7 +83,7 @@ export class MaintenanceLoop {
   /** One pass now (tests, and each timer tick). Returns the work done, or undefined if another instance held the lock. */
   async pass(): Promise<TableWork[] | undefined> {
     try {
-      const work = await withMaintenanceLock(this.sql, () => maintainTables(this.sql));
+      const work = await withMaintenanceLock(this.sql, () => maintainTables(this.sql, this.queueSchemas));
       this.lastAt = new Date();
       this.lastError = undefined;
       for (const w of work ?? []) {

@@ -3,7 +3,9 @@
  * database, as on this project's machines, or for a table), the daemon analyzes its tables after
  * large changes, so plans follow the data, and vacuums them after many dead rows, so updated and
  * deleted rows leave space that is used again instead of growing the files. It counts changes as
- * autovacuum does (pg_stat_user_tables) and with autovacuum's default thresholds.
+ * autovacuum does (pg_stat_user_tables) and with autovacuum's default thresholds. On the PostgreSQL
+ * queue backend the same goes for the tables of the queue schemas it consumes: BullMQ inserts,
+ * updates and deletes a `job` row per event, and trims its `event` table.
  */
 import type { Sql } from './db.js';
 
@@ -33,6 +35,7 @@ export async function autovacuumState(sql: Sql): Promise<AutovacuumState> {
 }
 
 export interface TableWork {
+  readonly schema: string;
   readonly table: string;
   readonly analyze: boolean;
   readonly vacuum: boolean;
@@ -42,19 +45,25 @@ export interface TableWork {
 }
 
 /**
- * The tables of the current schema that autovacuum leaves alone and that changed enough to need
- * it: each with what it needs. One read of the statistics views, whatever the number of tables.
+ * The tables of the current schema and of `queueSchemas` that autovacuum leaves alone and that
+ * changed enough to need it: each with what it needs. One read of the statistics views, whatever
+ * the number of tables. A queue schema BullMQ has not created yet simply has no tables here.
  */
-export async function tablesNeedingWork(sql: Sql): Promise<TableWork[]> {
-  const rows = await sql<{ table: string; changed: number; dead: number; live: number }[]>`
-    select s.relname::text as table, s.n_mod_since_analyze as changed, s.n_dead_tup as dead,
-      greatest(c.reltuples, s.n_live_tup, 0)::float8 as live
+export async function tablesNeedingWork(
+  sql: Sql,
+  queueSchemas: readonly string[] = [],
+): Promise<TableWork[]> {
+  const rows = await sql<{ schema: string; table: string; changed: number; dead: number; live: number }[]>`
+    select s.schemaname::text as schema, s.relname::text as table, s.n_mod_since_analyze as changed,
+      s.n_dead_tup as dead, greatest(c.reltuples, s.n_live_tup, 0)::float8 as live
     from pg_stat_user_tables s join pg_class c on c.oid = s.relid
-    where s.schemaname = current_schema() and c.relkind = 'r'
+    where (s.schemaname = current_schema() or s.schemaname = any(${sql.array([...queueSchemas])}))
+      and c.relkind = 'r'
       and not (current_setting('autovacuum')::bool and not exists (
         select from unnest(c.reloptions) o where o ~* '^autovacuum_enabled=(false|off|no|0)$'))`;
   return rows
     .map((r) => ({
+      schema: r.schema,
       table: r.table,
       analyze: r.changed > ANALYZE_BASE + ANALYZE_SCALE * r.live,
       vacuum: r.dead > VACUUM_BASE + VACUUM_SCALE * r.live,
@@ -62,18 +71,18 @@ export async function tablesNeedingWork(sql: Sql): Promise<TableWork[]> {
       dead: Number(r.dead),
     }))
     .filter((w) => w.analyze || w.vacuum)
-    .sort((a, b) => a.table.localeCompare(b.table));
+    .sort((a, b) => a.schema.localeCompare(b.schema) || a.table.localeCompare(b.table));
 }
 
 /**
  * Analyzes or vacuums (with analyze) each table that needs it, one at a time. VACUUM cannot run
  * in a transaction, so each is a statement of its own on the pool; neither blocks reads or writes.
  */
-export async function maintainTables(sql: Sql): Promise<TableWork[]> {
-  const work = await tablesNeedingWork(sql);
+export async function maintainTables(sql: Sql, queueSchemas: readonly string[]): Promise<TableWork[]> {
+  const work = await tablesNeedingWork(sql, queueSchemas);
   for (const w of work) {
-    if (w.vacuum) await sql`vacuum (analyze) ${sql(w.table)}`;
-    else await sql`analyze ${sql(w.table)}`;
+    if (w.vacuum) await sql`vacuum (analyze) ${sql(w.schema)}.${sql(w.table)}`;
+    else await sql`analyze ${sql(w.schema)}.${sql(w.table)}`;
   }
   return work;
 }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { CONFIG_ENV_VARS, loadConfig, parseConfig } from '../../src/config.js';
-import { queueSchema } from '../../src/ingest/queue-schema.js';
+import { consumedQueueSchemas, queueSchema } from '../../src/ingest/queue-schema.js';
 
 describe('the defaults that follow from what is set (SPEC §12)', () => {
   it('neither URL: the embedded database in ./.coverage-rollup, queues on PostgreSQL', () => {
@@ -70,5 +70,17 @@ describe('queueSchema: a queue prefix as a PostgreSQL schema', () => {
     for (const prefix of ['9lives', 'x'.repeat(80), 'a.b:c', 'é']) {
       expect(queueSchema(prefix)).toMatch(/^[A-Za-z_][A-Za-z0-9_]{0,62}$/);
     }
+  });
+
+  it('names the schemas the daemon maintains: its consumed groups on PostgreSQL, none on Redis', () => {
+    const queue = { prefix: 'cr', groups: 3, consume: [2, 0] };
+    expect(consumedQueueSchemas(parseConfig({ database_url: 'postgres://db', queue }))).toEqual([
+      queueSchema('{cr-2}'),
+      queueSchema('{cr-0}'),
+    ]);
+    expect(
+      consumedQueueSchemas(parseConfig({ database_url: 'postgres://db', queue: { prefix: 'cr' } })),
+    ).toEqual(['cr']);
+    expect(consumedQueueSchemas(parseConfig({ redis_url: 'redis://r', queue }))).toEqual([]);
   });
 });

@@ -29,11 +29,12 @@ export const Readiness = z.looseObject({
       autovacuum: z.enum(['on', 'off', 'unknown']),
       tables_without_autovacuum: z.array(z.string()),
       daemon_maintains: z.boolean().nullable(),
+      queue_schemas: z.array(z.string()),
     })
     .optional()
     .meta({
       description:
-        "whether autovacuum runs for this database (and which of the daemon's tables it skips); where it does not, the daemon analyzes and vacuums its own tables after large changes",
+        "whether autovacuum runs for this database (and which of the daemon's tables it skips); where it does not, the daemon analyzes and vacuums its own tables after large changes, and on the PostgreSQL queue backend those of the queue schemas it consumes (`queue_schemas`)",
     }),
 });
 

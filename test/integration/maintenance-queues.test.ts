@@ -1,0 +1,93 @@
+/**
+ * Table maintenance of the queue schemas (SPEC §12, §13): on BullMQ's PostgreSQL backend every
+ * event is a `job` row inserted, updated and deleted, and where autovacuum does not run the daemon
+ * vacuums that table as it does its own. A daemon on Redis never touches a queue schema.
+ */
+import { describe, expect, it } from 'vitest';
+import { type Daemon, startDaemon } from '../../src/daemon.js';
+import { queueConnection } from '../../src/ingest/queue-backend.js';
+import { queueSchema } from '../../src/ingest/queue-schema.js';
+import { createLogger } from '../../src/log.js';
+import { startTestDaemon, testConfig } from '../helpers/daemon.js';
+import { createTestDatabase } from '../helpers/db.js';
+import { createTestPrefix } from '../helpers/redis.js';
+import { waitFor } from '../helpers/wait.js';
+
+const JOBS = 500;
+const db = await createTestDatabase();
+const prefix = createTestPrefix();
+const schema = queueSchema(prefix);
+const onBackend = (backend: 'postgres' | 'redis') =>
+  testConfig(db, prefix, {
+    queue: { backend, prefix, batch_wait: 'PT0.002S' },
+    retention: { prune_every: 'PT1S' },
+  });
+
+const jobTable = async () =>
+  (
+    await db.sql<{ dead: number; vacuums: number; analyzed: Date | null }[]>`
+      select n_dead_tup::int as dead, vacuum_count::int as vacuums, last_analyze as analyzed
+      from pg_stat_user_tables where schemaname = ${schema} and relname = 'job'`
+  )[0];
+
+/** Whether a daemon's maintenance loop has finished a pass since it started. */
+const passed = async (daemon: Daemon) =>
+  (await daemon.http.inject({ url: '/readyz' })).json().maintenance.last_pass_at !== null;
+
+describe('queue schemas on the PostgreSQL backend, where autovacuum does not run', () => {
+  it('fills and drains a queue: its job table is left with dead rows', async () => {
+    const config = onBackend('postgres');
+    const connection = queueConnection(config);
+    const queue = connection.queue<{ i: number }>(config.queue.name, prefix);
+    await queue.getJobCounts('waiting'); // BullMQ creates the schema on first use
+    await db.sql`alter table ${db.sql(schema)}.job set (autovacuum_enabled = false)`;
+    await db.sql`alter table ${db.sql(schema)}.event set (autovacuum_enabled = false)`;
+    await queue.addBulk(Array.from({ length: JOBS }, (_, i) => ({ name: 'e', data: { i } })));
+    // Removed on completion, as the ingest worker does on this backend.
+    const worker = connection.worker(config.queue.name, prefix, async () => {}, {
+      concurrency: 8,
+      removeOnComplete: { count: 0 },
+    });
+    await waitFor(
+      async () => {
+        const counts = await queue.getJobCounts('waiting', 'active', 'completed');
+        return Object.values(counts).every((n) => n === 0);
+      },
+      { what: 'the queue drained', timeout: 60_000 },
+    );
+    await worker.close();
+    await queue.close();
+    await connection.close();
+    // Counted once the workers' backends have reported (at the latest when they exit).
+    await waitFor(async () => ((await jobTable())?.dead ?? 0) >= JOBS, { what: 'dead job rows counted' });
+    expect((await jobTable())?.vacuums).toBe(0);
+  });
+
+  it('a daemon on Redis leaves the queue schema alone', async () => {
+    const config = onBackend('redis');
+    const daemon = await startDaemon(config, createLogger(config.log_level));
+    try {
+      await waitFor(() => passed(daemon), { what: 'a maintenance pass' });
+    } finally {
+      await daemon.stop();
+    }
+    const job = await jobTable();
+    expect(job?.vacuums).toBe(0);
+    expect(job?.analyzed).toBeNull();
+    expect(job?.dead).toBeGreaterThanOrEqual(JOBS);
+  });
+
+  it('a daemon on PostgreSQL vacuums the job table of the queue it consumes', async () => {
+    const daemon = await startTestDaemon(onBackend('postgres'));
+    await waitFor(async () => ((await jobTable())?.vacuums ?? 0) > 0, {
+      what: 'the job table vacuumed by the daemon',
+      timeout: 30_000,
+    });
+    const job = await jobTable();
+    expect(job?.dead).toBe(0);
+    expect(job?.analyzed).not.toBeNull();
+    const ready = (await daemon.http.inject({ url: '/readyz' })).json();
+    expect(ready.maintenance.queue_schemas).toEqual([schema]);
+    expect(ready.maintenance.tables_vacuumed).toBeGreaterThan(0);
+  });
+});
