@@ -41,7 +41,7 @@ const RENEW_AFTER_MS = LOCK_MS / 3;
 /** A notification missed (a reconnect of the listening connection) delays a job at most this. */
 const POLL_BOUND_MS = 1_000;
 /** Claims per statement: at most this, and at least enough to catch up after an idle spell. */
-const CLAIM_MAX = 500;
+const CLAIM_MAX = 250;
 const CLAIM_MIN = 8;
 /** How long close waits for the jobs in hand to settle; the rest return when their locks lapse. */
 const CLOSE_WAIT_MS = 10_000;
