@@ -52,6 +52,8 @@ export interface FollowContext {
   /** The configured rollup, whose output a success covers; undefined once it is no longer configured. */
   readonly rollupOf: (rollupId: string) => Rollup | undefined;
   readonly checks: CheckIntervals;
+  /** True when fresh work waits (new events): the checks stop after their first observation. */
+  readonly yieldTo?: () => boolean;
 }
 
 /** One bounded round of run work; `more` when a batch was full (work is left for the next pass). */
@@ -113,7 +115,7 @@ async function check(ctx: FollowContext, signal: AbortSignal) {
     // By period, so that one observation covers a narrow window (Airflow lists by logical date).
     const runs = unsorted.sort((a, b) => a.run.lo - b.run.lo || a.run.generation - b.run.generation);
     for (let i = 0; i < runs.length; i += OBSERVE_CHUNK) {
-      if (requests >= MAX_OBSERVATIONS || signal.aborted) {
+      if (requests >= MAX_OBSERVATIONS || signal.aborted || (requests > 0 && ctx.yieldTo?.())) {
         left = true; // still due: asked on a later pass
         break;
       }

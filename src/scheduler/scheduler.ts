@@ -257,7 +257,15 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
   private followRuns(token: number, signal: AbortSignal, behind: boolean) {
     const checks = this.options.runChecks ?? DEFAULT_CHECKS;
     const rollupOf = (id: string) => this.byId.get(id)?.rollup;
-    const ctx = { ...this.dispatch, fence: this.options.fence, token, rollupOf, checks };
+    // A decision waits for the run step of the pass it arrives in: checks stop early for it.
+    const ctx = {
+      ...this.dispatch,
+      fence: this.options.fence,
+      token,
+      rollupOf,
+      checks,
+      yieldTo: () => this.woken,
+    };
     return this.pacing.follow(ctx, signal, behind);
   }
 
