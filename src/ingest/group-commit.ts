@@ -1,4 +1,5 @@
 import { backoffMs } from '../index/transient.js';
+import { Alarm } from './alarm.js';
 
 export interface GroupCommitOptions<T, R> {
   /** Commits items in one transaction; returns one result per item, in order. */
@@ -40,7 +41,7 @@ export class GroupCommitter<T, R> {
   private readonly committing = new Set<{ readonly at: number; readonly batch: Pending<T, R>[] }>();
   private closed = false;
   private readonly drained = new Set<() => void>();
-  private wakeSleepers = new Set<() => void>();
+  private readonly alarm = new Alarm();
 
   constructor(private readonly options: GroupCommitOptions<T, R>) {}
 
@@ -90,7 +91,7 @@ export class GroupCommitter<T, R> {
   abandon(): void {
     this.closed = true;
     clearTimeout(this.timer);
-    for (const wake of this.wakeSleepers) wake();
+    this.alarm.wake();
   }
 
   private flush(): void {
@@ -129,7 +130,7 @@ export class GroupCommitter<T, R> {
       } catch (error) {
         if (this.options.isTransient(error)) {
           this.options.onRetry?.(error, attempt, batch.length);
-          await this.sleep(backoffMs(attempt));
+          await this.alarm.sleep(backoffMs(attempt));
           continue;
         }
         if (batch.length === 1) {
@@ -142,18 +143,6 @@ export class GroupCommitter<T, R> {
         return;
       }
     }
-  }
-
-  private sleep(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const wake = () => {
-        clearTimeout(timer);
-        this.wakeSleepers.delete(wake);
-        resolve();
-      };
-      const timer = setTimeout(wake, ms);
-      this.wakeSleepers.add(wake);
-    });
   }
 }
 

@@ -14,6 +14,7 @@ import { randomUUID } from 'node:crypto';
 import type { Queue } from 'bullmq';
 import type { Sql } from '../index/db.js';
 import { backoffMs, isTransient } from '../index/transient.js';
+import { Alarm } from './alarm.js';
 import type { ConsumerSettings, EventConsumer } from './bullmq-consumer.js';
 import {
   type ClaimedJob,
@@ -71,9 +72,8 @@ class PgBatchConsumer implements EventConsumer {
   private lastClaimed = CLAIM_MAX;
   private readonly tokenBase = randomUUID();
   private claims = 0;
-  private readonly sleepers = new Set<() => void>();
-  /** A wake-up that came while nobody slept: the next sleep returns at once. */
-  private woken = false;
+  /** Wakes the claim loop; a wake-up while it works makes its next sleep return at once. */
+  private readonly alarm = new Alarm(true);
   /** The claim loop sleeps because every slot is taken: a settled job wakes it. */
   private full = false;
   private readonly timers: NodeJS.Timeout[];
@@ -84,7 +84,7 @@ class PgBatchConsumer implements EventConsumer {
     this.q = { sql: s.sql, schema: s.schema, name: s.name };
     this.listening = s.sql
       .listen('bullmq_jobs', (queue) => {
-        if (queue === s.name) this.wakeUp();
+        if (queue === s.name) this.alarm.wake();
       })
       .catch((error: unknown) => {
         s.log.warn({ err: error, queue: s.name }, 'could not listen for new jobs; polling every second');
@@ -104,7 +104,7 @@ class PgBatchConsumer implements EventConsumer {
 
   resume(): void {
     this.paused = false;
-    this.wakeUp();
+    this.alarm.wake();
   }
 
   isPaused(): boolean {
@@ -117,12 +117,12 @@ class PgBatchConsumer implements EventConsumer {
 
   async close(force: boolean): Promise<void> {
     this.closing = true;
-    this.wakeUp();
+    this.alarm.wake();
     for (const t of this.timers) clearInterval(t);
     await this.loop;
     const deadline = Date.now() + CLOSE_WAIT_MS;
     while (!force && (this.inHand.size > 0 || this.flushing) && Date.now() < deadline)
-      await (this.flushing ?? this.sleep(50));
+      await (this.flushing ?? this.alarm.sleep(50));
     if (this.inHand.size > 0)
       this.s.log.warn(
         { queue: this.s.name, jobs: this.inHand.size },
@@ -140,14 +140,14 @@ class PgBatchConsumer implements EventConsumer {
         break;
       } catch (error) {
         this.s.log.error({ err: error, queue: this.s.name }, 'events worker error');
-        await this.sleep(backoffMs(failures));
+        await this.alarm.sleep(backoffMs(failures));
       }
     }
     for (let failures = 0; !this.closing; ) {
       const free = this.s.concurrency - this.inHand.size;
       if (this.paused || free <= 0) {
         this.full = free <= 0;
-        await this.sleep(POLL_BOUND_MS);
+        await this.alarm.sleep(POLL_BOUND_MS);
         this.full = false;
         continue;
       }
@@ -160,12 +160,12 @@ class PgBatchConsumer implements EventConsumer {
         failures = 0;
       } catch (error) {
         this.s.log.error({ err: error, queue: this.s.name }, 'events worker error');
-        await this.sleep(backoffMs(failures++));
+        await this.alarm.sleep(backoffMs(failures++));
         continue;
       }
       this.lastClaimed = jobs.length;
       for (const job of jobs) this.take(job);
-      if (jobs.length < count) await this.sleep(POLL_BOUND_MS);
+      if (jobs.length < count) await this.alarm.sleep(POLL_BOUND_MS);
     }
   }
 
@@ -232,7 +232,7 @@ class PgBatchConsumer implements EventConsumer {
         return await statement();
       } catch (error) {
         if (!isTransient(error) || attempt + 1 >= SETTLE_ATTEMPTS || this.closing) throw error;
-        await this.sleep(backoffMs(attempt));
+        await this.alarm.sleep(backoffMs(attempt));
       }
     }
   }
@@ -249,7 +249,7 @@ class PgBatchConsumer implements EventConsumer {
 
   private release(ids: readonly string[]): void {
     for (const id of ids) this.inHand.delete(id);
-    if (this.full) this.wakeUp();
+    if (this.full) this.alarm.wake();
   }
 
   private async renewLocks(): Promise<void> {
@@ -278,26 +278,5 @@ class PgBatchConsumer implements EventConsumer {
     } catch (error) {
       this.s.log.warn({ err: error, queue: this.s.name }, 'could not check for stalled jobs');
     }
-  }
-
-  private wakeUp(): void {
-    if (this.sleepers.size === 0) this.woken = true;
-    for (const wake of this.sleepers) wake();
-  }
-
-  private sleep(ms: number): Promise<void> {
-    if (this.woken) {
-      this.woken = false;
-      return Promise.resolve();
-    }
-    return new Promise((resolve) => {
-      const wake = () => {
-        clearTimeout(timer);
-        this.sleepers.delete(wake);
-        resolve();
-      };
-      const timer = setTimeout(wake, ms);
-      this.sleepers.add(wake);
-    });
   }
 }
