@@ -10,7 +10,7 @@ import { maxLags as configuredMaxLags } from '../../config.js';
 import { freshnessOf } from '../../core/freshness.js';
 import { compareWorstFirst, failedRunCount, NATURAL } from '../../core/rollup-rank.js';
 import { assetHistories } from '../../index/asset-history.js';
-import { type AssetRow, countAssets, domainsOf, findAsset, pageAssets } from '../../index/assets.js';
+import { type AssetRow, countAssets, domainsOf, pageAssets } from '../../index/assets.js';
 import type { Sql } from '../../index/db.js';
 import { failedRuns } from '../../index/failed-runs.js';
 import { freshnessFacts } from '../../index/freshness.js';
@@ -54,39 +54,35 @@ export async function loadPage(
   const notes: string[] = [];
   let missing = false; // 404: the page names a rollup or asset nothing knows
   let shownRollups = rollups;
-  let assetNames: readonly string[] | undefined;
-  /** Focused names no event has named yet: their rollups wait for them. */
-  let unseen: readonly string[] = [];
+  /** The assets a focused page lists; undefined: all of them, paged in SQL. */
+  let focusNames: readonly string[] | undefined;
   if (pq.rollup !== undefined) {
     shownRollups = rollups.filter((r) => r.rollup.id === pq.rollup);
     if (shownRollups.length === 0) {
       notes.push(`No rollup named ${pq.rollup} is configured.`);
       missing = true;
     }
-    assetNames = shownRollups.flatMap((r) => r.rollup.upstream);
-    const seen = await domainsOf(sql, assetNames);
-    unseen = assetNames.filter((name) => !seen.has(name));
+    focusNames = shownRollups.flatMap((r) => r.rollup.upstream);
   } else if (pq.asset !== undefined) {
-    assetNames = [pq.asset];
+    focusNames = [pq.asset];
     shownRollups = rollups.filter((r) => r.rollup.upstream.includes(pq.asset!));
-    if (!(await findAsset(sql, pq.asset))) {
-      // An upstream no event named yet is a fact worth a page (its rollups wait for it), not a 404.
-      if (shownRollups.length > 0) unseen = [pq.asset];
-      else {
-        notes.push(`No asset named ${pq.asset} has been seen.`);
-        missing = true;
-      }
-    }
   }
   const needle = pq.q?.toLowerCase();
+  const inFocus = focusNames === undefined ? undefined : await listedAssets(sql, rollups, focusNames, needle);
+  if (pq.asset !== undefined && inFocus?.known === false) {
+    notes.push(`No asset named ${pq.asset} has been seen.`);
+    missing = true;
+  }
   if (needle !== undefined) {
     shownRollups = shownRollups.filter(
-      (r) => r.rollup.id.toLowerCase().includes(needle) || r.rollup.upstream.some((u) => u.includes(needle)),
+      (r) =>
+        r.rollup.id.toLowerCase().includes(needle) ||
+        r.rollup.upstream.some((u) => u.toLowerCase().includes(needle)),
     );
   }
-  const focused = pq.rollup !== undefined || pq.asset !== undefined;
+  const focused = inFocus !== undefined;
   const [assetCount, { ranked, counts, failed }, failedRunRows] = await Promise.all([
-    focused ? Promise.resolve(null) : countAssets(sql, pq.q),
+    focused ? inFocus.seen.length + inFocus.unseen.length : countAssets(sql, pq.q),
     worstFirst(sql, shownRollups, now / 1000),
     failedRuns(
       sql,
@@ -95,18 +91,27 @@ export async function loadPage(
     ),
   ]);
   // A large installation gets one row per asset and rollup; the cards are for focused pages.
-  const overview = !focused && ((assetCount ?? 0) > CARDS_UP_TO || ranked.length > CARDS_UP_TO);
+  const overview = !focused && (assetCount > CARDS_UP_TO || ranked.length > CARDS_UP_TO);
   const size = overview ? OVERVIEW_PAGE_SIZE : PAGE_SIZE;
   const offset = (pq.page - 1) * size;
   const maxLags = configuredMaxLags(ctx.config);
   const stale = { maxLags, nowMs: Math.floor(now / 1000) };
-  const assetPage = await pageAssets(sql, { names: assetNames, q: pq.q, offset, limit: size, stale });
+  // A focused page lists its never-seen upstreams first, then the seen ones: one sequence, paged
+  // and counted as one, so the range, the total and the page links agree with the cards drawn.
+  const unseen = inFocus?.unseen.slice(offset, offset + size) ?? [];
+  const assetPage = await pageAssets(sql, {
+    names: inFocus?.seen,
+    q: focused ? undefined : pq.q,
+    offset: Math.max(0, offset - (inFocus?.unseen.length ?? 0)),
+    limit: size - unseen.length,
+    stale,
+  });
   const rollupPage = ranked.slice(offset, offset + size);
   const paging = {
     q: pq.q,
     page: pq.page,
     pageSize: size,
-    assetsTotal: assetCount ?? assetPage.total + unseen.length,
+    assetsTotal: assetCount,
     rollupsTotal: ranked.length,
   };
   const base = {
@@ -118,7 +123,7 @@ export async function loadPage(
       pq.rollup !== undefined ? { rollup: pq.rollup } : pq.asset !== undefined ? { asset: pq.asset } : {},
     paging,
     notes,
-    unseen: pq.page > 1 ? [] : unseen.map((name) => ({ name, waiting: waitingFor(rollups, name) })),
+    unseen: unseen.map((name) => ({ name, waiting: waitingFor(rollups, name) })),
     failedRuns: {
       rows: failedRunRows.map((r) => ({ ...r, href: periodHref(r.rollupId, r.key) })),
       total: [...failed.values()].reduce((a, b) => a + b, 0),
@@ -193,6 +198,30 @@ async function worstFirst(sql: Sql, rollups: readonly RollupRuntime[], nowMs: nu
   });
   const ranked = [...rollups].sort((a, b) => compareWorstFirst(rank(a), rank(b)));
   return { ranked, counts, failed };
+}
+
+/**
+ * The assets a focused page lists, those whose name contains `needle` (lower case): the seen ones,
+ * and the never-seen ones some rollup waits for, in the order named: an upstream no event named yet
+ * is a fact worth a card (its rollups wait for it). `known`: whether any named asset is seen or
+ * waited for (an asset page on neither is a 404).
+ */
+async function listedAssets(
+  sql: Sql,
+  rollups: readonly RollupRuntime[],
+  names: readonly string[],
+  needle: string | undefined,
+): Promise<{ seen: string[]; unseen: string[]; known: boolean }> {
+  const unique = [...new Set(names)];
+  const seenNames = await domainsOf(sql, unique);
+  const waited = new Set(rollups.flatMap((r) => r.rollup.upstream));
+  const known = unique.filter((name) => seenNames.has(name) || waited.has(name));
+  const listed = needle === undefined ? known : known.filter((n) => n.toLowerCase().includes(needle));
+  return {
+    seen: listed.filter((name) => seenNames.has(name)),
+    unseen: listed.filter((name) => !seenNames.has(name)),
+    known: known.length > 0,
+  };
 }
 
 /** Ids of the rollups an asset is an upstream of, naturally sorted. */
