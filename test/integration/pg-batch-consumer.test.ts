@@ -189,7 +189,9 @@ describe('the batch consumer', () => {
       await gate;
       return done(numberOf(job));
     });
-    await waitFor(async () => (await queue.getJobCounts('waiting')).waiting === 20, { what: 'jobs given back' });
+    await waitFor(async () => (await queue.getJobCounts('waiting')).waiting === 20, {
+      what: 'jobs given back',
+    });
     await c.pause();
     giveBack = false;
     // Jobs taken by the last claim before the pause go back too, and nothing is taken after it.
