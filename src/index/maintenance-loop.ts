@@ -14,6 +14,9 @@ import { withMaintenanceLock } from './retention.js';
 
 export const MAINTENANCE_EVERY_MS = 10_000;
 
+/** How soon a pass that found the maintenance lock held tries again. */
+const LOCK_RETRY_MS = 250;
+
 export class MaintenanceLoop {
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
@@ -84,8 +87,9 @@ export class MaintenanceLoop {
   async pass(): Promise<TableWork[] | undefined> {
     try {
       const work = await withMaintenanceLock(this.sql, () => maintainTables(this.sql, this.queueSchemas));
-      this.lastAt = new Date();
       this.lastError = undefined;
+      if (work === undefined) return undefined;
+      this.lastAt = new Date();
       for (const w of work ?? []) {
         this.analyzed += 1;
         if (w.vacuum) this.vacuumed += 1;
@@ -102,8 +106,14 @@ export class MaintenanceLoop {
   private schedule(delayMs = this.everyMs): void {
     if (this.stopped) return;
     this.timer = setTimeout(() => {
-      this.running = this.pass().then(() => undefined);
-      void this.running.finally(() => this.schedule());
+      let locked = false;
+      this.running = this.pass().then((work) => {
+        locked = work === undefined && this.lastError === undefined;
+      });
+      // The lock was held (a retention pass, here or elsewhere): try again soon, not a whole interval later.
+      void this.running.finally(() =>
+        this.schedule(locked ? Math.min(LOCK_RETRY_MS, this.everyMs) : this.everyMs),
+      );
     }, delayMs);
     this.timer.unref();
   }
