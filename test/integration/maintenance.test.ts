@@ -91,6 +91,18 @@ describe('table maintenance where autovacuum does not run', () => {
     await waitFor(async () => (await statsOf('assets')).vacuumed !== null, {
       what: 'assets vacuumed by the daemon',
       timeout: 30_000,
+    }).catch(async (error: Error) => {
+      // What the daemon saw and said, for a failure seen only under the full suite's load.
+      const [row] = await db.sql`
+        select n_dead_tup, n_live_tup, n_mod_since_analyze, last_vacuum, last_analyze
+        from pg_stat_user_tables where relname = 'assets'`;
+      const said = lines.filter((l) => /maintenance|vacuum|analy/i.test(String(l.msg)));
+      const ready = (await daemon.http.inject({ url: '/readyz' })).json();
+      throw new Error(
+        `${error.message}; assets stats ${JSON.stringify(row)}; needing work ${JSON.stringify(
+          await tablesNeedingWork(db.sql),
+        )}; maintenance ${JSON.stringify(ready.maintenance)}; log ${JSON.stringify(said.slice(-10))}`,
+      );
     });
     await waitFor(async () => !(await tablesNeedingWork(db.sql)).some((w) => w.table === 'assets'), {
       what: 'nothing left to do on assets',
