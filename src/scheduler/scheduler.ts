@@ -255,18 +255,11 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
   }
 
   private followRuns(token: number, signal: AbortSignal, behind: boolean) {
-    const checks = this.options.runChecks ?? DEFAULT_CHECKS;
+    const { fence, runChecks: checks = DEFAULT_CHECKS } = this.options;
     const rollupOf = (id: string) => this.byId.get(id)?.rollup;
     // A decision waits for the run step of the pass it arrives in: checks stop early for it.
-    const ctx = {
-      ...this.dispatch,
-      fence: this.options.fence,
-      token,
-      rollupOf,
-      checks,
-      yieldTo: () => this.woken,
-    };
-    return this.pacing.follow(ctx, signal, behind);
+    const yieldTo = () => this.woken;
+    return this.pacing.follow({ ...this.dispatch, fence, token, rollupOf, checks, yieldTo }, signal, behind);
   }
 
   /** How long nothing is due: the sweeps, due periods, run work and the next full check. */
