@@ -1,21 +1,39 @@
-import { maxLags } from '../config.js';
-import { freshnessOf } from '../core/freshness.js';
+import { boundedScrape } from '../bounded-scrape.js';
+import { type Config, maxLags } from '../config.js';
+import { type FreshnessFacts, freshnessOf } from '../core/freshness.js';
+import type { Sql } from '../index/db.js';
 import { freshnessFacts } from '../index/freshness.js';
-import type { HttpContext } from './context.js';
+import type { Logger } from '../log.js';
+import type { Metrics } from '../metrics.js';
 
 /**
- * Sets the per-asset freshness gauges from one statement over every asset, at scrape time: lag
- * for time assets with complete coverage, stale (1 or 0) for assets with a freshness.max_lag.
+ * The per-asset freshness gauges, set at scrape time from one statement over every asset: lag for
+ * time assets with complete coverage, stale (1 or 0) for assets with a freshness.max_lag.
+ *
+ * The read goes through boundedScrape like the period gauges. When it fails or comes late, the
+ * gauges are computed again from the last facts read, at the scrape's time: lags grow and assets
+ * turn stale as they would if nothing new arrived, which is all this instance can vouch for. A
+ * frozen lag would look fresh for the whole outage.
  */
-export async function refreshFreshnessGauges(ctx: HttpContext, nowMs: number): Promise<void> {
-  const facts = await freshnessFacts(ctx.sql);
-  const lags = maxLags(ctx.config);
-  const { assetLag, assetStale } = ctx.metrics;
-  assetLag.reset();
-  assetStale.reset();
-  for (const [asset, f] of facts) {
-    const fresh = freshnessOf({ ...f, maxLagMs: lags.get(asset) }, nowMs);
-    if (fresh.lag_seconds !== null) assetLag.set({ asset }, fresh.lag_seconds);
-    if (fresh.stale !== null) assetStale.set({ asset }, fresh.stale ? 1 : 0);
-  }
+export function freshnessGauges(
+  sql: Sql,
+  config: Config,
+  metrics: Pick<Metrics, 'assetLag' | 'assetStale'>,
+  log: Logger,
+): (nowMs: number) => Promise<void> {
+  const read = boundedScrape(() => freshnessFacts(sql), log, 'asset freshness gauges');
+  const lags = maxLags(config);
+  let last: Map<string, FreshnessFacts> | undefined;
+  return async (nowMs) => {
+    last = (await read()) ?? last;
+    if (last === undefined) return;
+    const { assetLag, assetStale } = metrics;
+    assetLag.reset();
+    assetStale.reset();
+    for (const [asset, f] of last) {
+      const fresh = freshnessOf({ ...f, maxLagMs: lags.get(asset) }, nowMs);
+      if (fresh.lag_seconds !== null) assetLag.set({ asset }, fresh.lag_seconds);
+      if (fresh.stale !== null) assetStale.set({ asset }, fresh.stale ? 1 : 0);
+    }
+  };
 }

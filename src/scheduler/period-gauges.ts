@@ -1,10 +1,10 @@
+import { boundedScrape } from '../bounded-scrape.js';
 import type { RollupRuntime } from '../config/rollups.js';
 import type { Db } from '../index/db.js';
 import { periodsPastDeadline } from '../index/periods/late.js';
 import { rollupCounts } from '../index/periods/reads.js';
 import type { Logger } from '../log.js';
 import type { PeriodGaugeSource } from '../metrics.js';
-import { boundedScrape } from './bounded-scrape.js';
 
 /**
  * Periods per rollup and state, stored and derived, for `coverage_rollup_periods`, and those past

@@ -2,6 +2,8 @@
  * Open runs for `coverage_rollup_runs_open`, counted when /metrics is scraped, on any instance,
  * through boundedScrape like the period gauges: /metrics answers at once when PostgreSQL does not.
  */
+
+import { boundedScrape } from '../bounded-scrape.js';
 import type { Db } from '../index/db.js';
 import { openRunCounts } from '../index/open-runs.js';
 import type { Logger } from '../log.js';
@@ -12,7 +14,6 @@ import {
   RUN_TARGET_TYPES,
   type RunTargetType,
 } from '../metrics-runs.js';
-import { boundedScrape } from './bounded-scrape.js';
 
 export function openRunGaugeSource(db: Db, log: Logger): OpenRunSource {
   return boundedScrape(

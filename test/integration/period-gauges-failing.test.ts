@@ -3,15 +3,15 @@
  * counts and warns once, not at every scrape; the first fresh read after it says so once.
  *
  * The read fails at the SQL level (its table renamed away) rather than by refusing connections:
- * postgres.js backs off between reconnect attempts, up to 20 s each with queries queued behind
- * them, which would make the recovery slow and its timing the test's subject.
+ * postgres.js backs off between reconnect attempts with queries queued behind them, which would
+ * make the recovery's timing the test's subject.
  */
 import { Gauge } from 'prom-client';
 import { afterAll, describe, expect, it } from 'vitest';
+import { SCRAPE_WAIT_MS } from '../../src/bounded-scrape.js';
 import { defineRollups } from '../../src/config/rollups.js';
 import { connect } from '../../src/index/db.js';
 import { createLogger } from '../../src/log.js';
-import { SCRAPE_WAIT_MS } from '../../src/scheduler/bounded-scrape.js';
 import { periodGaugeSource } from '../../src/scheduler/period-gauges.js';
 import { testConfig } from '../helpers/daemon.js';
 import { createTestDatabase } from '../helpers/db.js';

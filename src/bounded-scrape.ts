@@ -1,4 +1,4 @@
-import type { Logger } from '../log.js';
+import type { Logger } from './log.js';
 
 /** A scrape waits this long for a count; then it serves the last one. */
 export const SCRAPE_WAIT_MS = 2000;
