@@ -38,7 +38,7 @@ export class MaintenanceLoop {
   /** Reads and logs the autovacuum state, then starts the passes. A failure is logged, not thrown. */
   async start(): Promise<void> {
     try {
-      this.autovacuum = await autovacuumState(this.sql);
+      this.autovacuum = await autovacuumState(this.sql, this.queueSchemas);
       const { database, tablesOff } = this.autovacuum;
       if (!database || tablesOff.length > 0) {
         const which = this.queueSchemas.length > 0 ? 'its own tables and queue schemas' : 'its own tables';
@@ -86,6 +86,9 @@ export class MaintenanceLoop {
   /** One pass now (tests, and each timer tick). Returns the work done, or undefined if another instance held the lock. */
   async pass(): Promise<TableWork[] | undefined> {
     try {
+      // Read again each pass for /readyz: BullMQ creates a queue schema on first use, and an
+      // operator may turn autovacuum off for a table while the daemon runs (the passes follow it).
+      this.autovacuum = await autovacuumState(this.sql, this.queueSchemas);
       const work = await withMaintenanceLock(this.sql, () => maintainTables(this.sql, this.queueSchemas));
       this.lastError = undefined;
       if (work === undefined) return undefined;

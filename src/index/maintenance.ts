@@ -18,19 +18,29 @@ const VACUUM_SCALE = 0.2;
 export interface AutovacuumState {
   /** current_setting('autovacuum'): the launcher runs at all. */
   readonly database: boolean;
-  /** The daemon's tables with autovacuum_enabled = false in their storage parameters. */
+  /**
+   * The daemon's tables with autovacuum_enabled = false in their storage parameters, and those of
+   * the queue schemas it consumes (named `schema.table`).
+   */
   readonly tablesOff: readonly string[];
 }
 
-/** Whether autovacuum looks after this database and which of its tables it skips. */
-export async function autovacuumState(sql: Sql): Promise<AutovacuumState> {
+/** Whether autovacuum looks after this database and which of its tables (and queue tables) it skips. */
+export async function autovacuumState(
+  sql: Sql,
+  queueSchemas: readonly string[] = [],
+): Promise<AutovacuumState> {
   const [row] = await sql<[{ on: boolean; off: string[] }]>`
     select current_setting('autovacuum')::bool as on,
-      coalesce(array_agg(c.relname::text order by c.relname) filter (where exists (
+      coalesce(array_agg(
+        case when n.nspname = current_schema() then c.relname::text else n.nspname || '.' || c.relname end
+        order by n.nspname <> current_schema(), n.nspname, c.relname
+      ) filter (where exists (
         select from unnest(c.reloptions) o where o ~* '^autovacuum_enabled=(false|off|no|0)$'
       )), '{}') as off
-    from pg_class c
-    where c.relnamespace = current_schema()::regnamespace and c.relkind = 'r'`;
+    from pg_class c join pg_namespace n on n.oid = c.relnamespace
+    where (n.nspname = current_schema() or n.nspname = any(${sql.array([...queueSchemas])}))
+      and c.relkind = 'r'`;
   return { database: row.on, tablesOff: row.off };
 }
 
