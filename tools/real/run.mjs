@@ -1,0 +1,72 @@
+#!/usr/bin/env node
+/**
+ * `npm run test:real`: the suites against the real systems our users run (SPEC §14).
+ *
+ * Each folder tools/real/<system>/ holds a pinned requirements.txt; its virtual environment lives
+ * in .real/<system>/venv (ignored by git) and is reused while a stamp of the requirements file and
+ * the Python version still matches, so only the first run pays for the installs. One venv per
+ * system: Airflow, Dagster and pyspark pin different versions of the same libraries.
+ * Then vitest runs test/real/ (vitest.real.config.ts); every test file starts the systems it needs
+ * and stops them by pid (test/real/helpers/system.ts). Arguments are passed on to vitest.
+ */
+import { spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+const ROOT = join(import.meta.dirname, '..', '..');
+const SYSTEMS = join(ROOT, 'tools', 'real');
+const VENVS = join(ROOT, '.real');
+const PYTHON = process.env.REAL_PYTHON ?? 'python3.11';
+
+function run(cmd, args, options = {}) {
+  const result = spawnSync(cmd, args, { stdio: 'inherit', ...options });
+  if (result.error) throw result.error;
+  if (result.status !== 0) {
+    console.error(`test:real: ${cmd} ${args.join(' ')} exited ${result.status ?? result.signal}`);
+    process.exit(result.status ?? 1);
+  }
+}
+
+function pythonVersion() {
+  const result = spawnSync(PYTHON, ['--version'], { encoding: 'utf8' });
+  if (result.error || result.status !== 0) {
+    console.error(`test:real needs ${PYTHON} (set REAL_PYTHON to another interpreter)`);
+    process.exit(1);
+  }
+  return result.stdout.trim();
+}
+
+function ensureVenv(system, version) {
+  const requirements = join(SYSTEMS, system, 'requirements.txt');
+  const home = join(VENVS, system);
+  const venv = join(home, 'venv');
+  const stampFile = join(home, 'stamp');
+  const stamp = createHash('sha256').update(version).update(readFileSync(requirements)).digest('hex');
+  if (existsSync(stampFile) && readFileSync(stampFile, 'utf8') === stamp) {
+    console.log(`test:real: ${system}: reusing ${venv}`);
+    return;
+  }
+  const started = Date.now();
+  console.log(`test:real: ${system}: installing ${requirements} into ${venv}`);
+  rmSync(home, { recursive: true, force: true });
+  mkdirSync(home, { recursive: true });
+  run(PYTHON, ['-m', 'venv', venv]);
+  const pip = join(venv, 'bin', 'pip');
+  run(pip, ['install', '--quiet', '--disable-pip-version-check', '-r', requirements]);
+  writeFileSync(stampFile, stamp);
+  console.log(`test:real: ${system}: installed in ${Math.round((Date.now() - started) / 1000)} s`);
+}
+
+const version = pythonVersion();
+const systems = readdirSync(SYSTEMS, { withFileTypes: true })
+  .filter((entry) => entry.isDirectory() && existsSync(join(SYSTEMS, entry.name, 'requirements.txt')))
+  .map((entry) => entry.name)
+  .sort();
+for (const system of systems) ensureVenv(system, version);
+
+run(
+  join(ROOT, 'node_modules', '.bin', 'vitest'),
+  ['run', '-c', 'vitest.real.config.ts', ...process.argv.slice(2)],
+  { cwd: ROOT, env: { ...process.env, REAL_VENVS: VENVS } },
+);
