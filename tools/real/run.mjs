@@ -19,11 +19,15 @@ const SYSTEMS = join(ROOT, 'tools', 'real');
 const VENVS = join(ROOT, '.real');
 const PYTHON = process.env.REAL_PYTHON ?? 'python3.11';
 
+function say(line) {
+  process.stderr.write(`${line}\n`);
+}
+
 function run(cmd, args, options = {}) {
   const result = spawnSync(cmd, args, { stdio: 'inherit', ...options });
   if (result.error) throw result.error;
   if (result.status !== 0) {
-    console.error(`test:real: ${cmd} ${args.join(' ')} exited ${result.status ?? result.signal}`);
+    say(`test:real: ${cmd} ${args.join(' ')} exited ${result.status ?? result.signal}`);
     process.exit(result.status ?? 1);
   }
 }
@@ -31,7 +35,7 @@ function run(cmd, args, options = {}) {
 function pythonVersion() {
   const result = spawnSync(PYTHON, ['--version'], { encoding: 'utf8' });
   if (result.error || result.status !== 0) {
-    console.error(`test:real needs ${PYTHON} (set REAL_PYTHON to another interpreter)`);
+    say(`test:real needs ${PYTHON} (set REAL_PYTHON to another interpreter)`);
     process.exit(1);
   }
   return result.stdout.trim();
@@ -44,18 +48,18 @@ function ensureVenv(system, version) {
   const stampFile = join(home, 'stamp');
   const stamp = createHash('sha256').update(version).update(readFileSync(requirements)).digest('hex');
   if (existsSync(stampFile) && readFileSync(stampFile, 'utf8') === stamp) {
-    console.log(`test:real: ${system}: reusing ${venv}`);
+    say(`test:real: ${system}: reusing ${venv}`);
     return;
   }
   const started = Date.now();
-  console.log(`test:real: ${system}: installing ${requirements} into ${venv}`);
+  say(`test:real: ${system}: installing ${requirements} into ${venv}`);
   rmSync(home, { recursive: true, force: true });
   mkdirSync(home, { recursive: true });
   run(PYTHON, ['-m', 'venv', venv]);
   const pip = join(venv, 'bin', 'pip');
   run(pip, ['install', '--quiet', '--disable-pip-version-check', '-r', requirements]);
   writeFileSync(stampFile, stamp);
-  console.log(`test:real: ${system}: installed in ${Math.round((Date.now() - started) / 1000)} s`);
+  say(`test:real: ${system}: installed in ${Math.round((Date.now() - started) / 1000)} s`);
 }
 
 const version = pythonVersion();
