@@ -6,14 +6,14 @@ import { isFinished, isOpen, type RunFacts, type RunState } from './core/runs.js
  * and the open runs at scrape time.
  *
  * No `rollup` (nor period) label on any of them. At 1,000 rollups a per-rollup label multiplies
- * every series by 1,000: the histogram alone (3 targets × 4 outcomes × 20 buckets) would become
- * 240,000 series per instance, more than a Prometheus server should take from one job. Which
+ * every series by 1,000: the histogram alone (4 targets × 4 outcomes × 20 buckets) would become
+ * 320,000 series per instance, more than a Prometheus server should take from one job. Which
  * rollup and which periods failed is what the API (`run_state=`, the failed counts of
  * GET /v1/rollups) and the status page answer; the metrics say how many and how long. Every label
  * set is closed (target type × state) and starts at 0, so `increase()` and alerts see the first run.
  */
 
-export const RUN_TARGET_TYPES = ['queue', 'webhook', 'airflow'] as const;
+export const RUN_TARGET_TYPES = ['queue', 'webhook', 'airflow', 'dagster'] as const;
 export type RunTargetType = (typeof RUN_TARGET_TYPES)[number];
 /** The states a run ends in. */
 export const RUN_OUTCOMES = [

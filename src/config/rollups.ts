@@ -32,6 +32,12 @@ export function defineRollups(config: Config): RollupRuntime[] {
           'an airflow target needs a time rollup (a data interval of instants)',
         );
       }
+      if (rollup.domain === 'integer' && spec.target.type === 'dagster' && spec.target.partition_format) {
+        throw new RollupDefinitionError(
+          'target.partition_format',
+          'an integer rollup has no period start to format: its partition is the bucket start',
+        );
+      }
       return { rollup, config: spec };
     } catch (error) {
       return fail(i, error);

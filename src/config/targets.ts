@@ -1,4 +1,4 @@
-/** The downstream targets a rollup triggers: queue, webhook, Airflow 3. */
+/** The downstream targets a rollup triggers: queue, webhook, Airflow 3, Dagster. */
 import { z } from 'zod';
 import { isoDuration, nonEmpty, secret, targetUrl } from './fields.js';
 
@@ -35,6 +35,37 @@ const airflowTarget = z
     }
   });
 
+/**
+ * A Dagster asset key: Dagster's user string (`/` separates the parts: `warehouse/orders_hourly`)
+ * or the list of its parts. Stored and used as the list.
+ */
+const dagsterAssetKey = z
+  .union([z.string(), z.array(z.string())], {
+    error: 'expected a string such as warehouse/orders or a list of key parts',
+  })
+  .transform((key) => (typeof key === 'string' ? key.split('/') : key))
+  .refine((parts) => parts.length > 0 && parts.every((p) => p.trim() !== '' && p === p.trim()), {
+    message: 'expected non-empty key parts without surrounding spaces, such as warehouse/orders',
+  });
+
+/** `POST /report_asset_materialization/{asset_key}` of a Dagster webserver (SPEC §14). */
+const dagsterTarget = z.strictObject({
+  type: z.literal('dagster'),
+  /** The webserver (`http://dagster:3000`), or a Dagster+ deployment (`https://org.dagster.cloud/prod`). */
+  url: targetUrl,
+  asset_key: dagsterAssetKey,
+  /**
+   * The partition key as a luxon format of the period start in the rollup's zone, to match the
+   * asset's partitions definition (Dagster's hourly keys are `yyyy-MM-dd-HH:mm`); default: the
+   * period key (`2025-06-01` for a day, as Dagster's daily keys).
+   */
+  partition_format: nonEmpty.optional(),
+  /** A Dagster+ user token, sent as `Dagster-Cloud-Api-Token`; open source Dagster needs none. */
+  token: secret.optional(),
+  headers: z.record(z.string(), secret).default({}),
+  timeout: isoDuration.default(10_000),
+});
+
 export const targetSchema = z.discriminatedUnion('type', [
   z.strictObject({
     type: z.literal('queue'),
@@ -50,4 +81,5 @@ export const targetSchema = z.discriminatedUnion('type', [
     timeout: isoDuration.default(10_000),
   }),
   airflowTarget,
+  dagsterTarget,
 ]);

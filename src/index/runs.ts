@@ -27,7 +27,7 @@ export interface RunRef {
   readonly attempt: number;
 }
 
-export type ReportSource = 'scheduler' | 'queue' | 'airflow' | 'callback' | 'manual';
+export type ReportSource = 'scheduler' | 'queue' | 'airflow' | 'dagster' | 'callback' | 'manual';
 
 /** A run's key as statements return it. */
 export interface RefRow {

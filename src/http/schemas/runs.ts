@@ -24,7 +24,7 @@ export const RunJson = z.object({
 /** One report about a run, as recorded (every report is, whatever it changed). */
 export const RunReportJson = z.object({
   at: Timestamp,
-  source: z.enum(['scheduler', 'queue', 'airflow', 'callback', 'manual']),
+  source: z.enum(['scheduler', 'queue', 'airflow', 'dagster', 'callback', 'manual']),
   state: z.string(),
   effect: z.enum(['applied', 'unchanged', 'stale', 'refused']).meta({
     description:

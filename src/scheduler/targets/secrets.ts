@@ -37,6 +37,15 @@ export type TargetWith<S, I = S> =
       readonly client_id?: I | undefined;
       readonly client_secret?: S | undefined;
       readonly timeout: number;
+    }
+  | {
+      readonly type: 'dagster';
+      readonly url: string;
+      readonly asset_key: readonly string[];
+      readonly partition_format?: string | undefined;
+      readonly token?: S | undefined;
+      readonly headers: Readonly<Record<string, S>>;
+      readonly timeout: number;
     };
 
 /** As stored in `rollups.definition` and `triggers.target`: references and placeholders only. */
@@ -160,6 +169,16 @@ function mapSecrets<S, S2, I, I2>(
           Object.entries(target.headers).map(([name, value]) => [name, secret(value, `headers.${name}`)]),
         ),
       };
+    case 'dagster': {
+      const { token, headers, ...rest } = target;
+      return {
+        ...rest,
+        headers: Object.fromEntries(
+          Object.entries(headers).map(([name, value]) => [name, secret(value, `headers.${name}`)]),
+        ),
+        ...opt(token, 'token', secret),
+      };
+    }
     case 'airflow': {
       const { token, username, password, client_id, client_secret, ...rest } = target;
       return {
