@@ -1,16 +1,50 @@
-"""Spark Structured Streaming: announce each micro-batch's event-time slice to coverage-rollup.
+"""Spark Structured Streaming: announce to coverage-rollup what each micro-batch made complete.
 
-Each micro-batch reports the [min, max) event time it wrote, with the batch id as the event id so
-a retried batch is ingested once. Uses BullMQ's Python client from the driver (pip install bullmq).
+    pip install pyspark==4.1.1 bullmq==3.4.4          # Java 17 or 21 on the PATH
+    python examples/spark_foreach_batch.py --input /data/orders-in --output /data/orders \\
+        --checkpoint /chk/orders --asset warehouse.orders --delay '5 minutes'
+
+The job reads JSON rows `{"event_time": ..., "order_id": ...}` from a file source, writes every row
+to a file sink with foreachBatch (a stateless query: Spark drops no late row) and tells
+coverage-rollup, over BullMQ (Redis), which event-time range is complete. What Spark's own code
+says about it:
+
+- foreachBatch gets only (DataFrame, batch id): no watermark. The watermark is in the query's
+  progress, `progress.eventTime["watermark"]`, and it is the watermark the batch *used*, computed
+  from the rows of the batches before it (ProgressReporter: batchWatermarkMs); the watermark the
+  rows of batch N advance appears in the progress of batch N + 1. A stateless query runs no batch
+  without new data, so the last batch's advance is announced with the next batch.
+- So a StreamingQueryListener announces, in onQueryProgress of batch N, the range from the
+  previous announced end to batch N's watermark: every row below that watermark arrived in batches
+  up to N, which are written by then. An empty or reversed range (an idle trigger, a watermark that
+  did not move) is never sent. The first range starts at the first row's minute.
+- A late row (event time below the range already announced) is still written; its minute goes out
+  again as a reprocessing event: the same asset and range with a new `version`
+  (`<version>+late.b<batch>`), so a rollup with `rerun: on_update` reruns that period. It is never a
+  silent loss.
+- Every event's id comes from the batch id (`spark-<asset>-b<N>`, `...-b<N>-late<k>`): a batch Spark
+  runs again after a restart announces the same events, which the daemon ingests once. The
+  announced end and the batch are kept in <checkpoint>/coverage-rollup.json across restarts.
+
+The queue settings must match the daemon's (README "Producers"); with queue.groups > 1 the asset's
+events go to its group's queue, under "{<prefix>-<group>}".
 """
+
+import argparse
 import asyncio
+import json
+import os
+import signal
+import threading
+import time
+from datetime import datetime, timezone
 
 from bullmq import Queue
-from pyspark.sql import DataFrame, functions as F
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.streaming import StreamingQueryListener
 
-ASSET = "warehouse.orders"
-GROUPS = 1  # the daemon's queue.groups
-PREFIX = "bull"  # the daemon's queue.prefix
+MINUTE = 60
 
 
 def fnv1a32(text: str) -> int:
@@ -21,30 +55,226 @@ def fnv1a32(text: str) -> int:
     return h
 
 
-# With queue.groups > 1 the asset's events go to its group's queue, under "{<prefix>-<group>}".
-GROUP_PREFIX = PREFIX if GROUPS == 1 else "{%s-%d}" % (PREFIX, fnv1a32(ASSET) % GROUPS)
-QUEUE = Queue("asset-events", {"connection": "redis://redis:6379", "prefix": GROUP_PREFIX})
+def iso(seconds: float) -> str:
+    return datetime.fromtimestamp(seconds, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def announce(batch: DataFrame, batch_id: int) -> None:
-    batch.write.mode("append").format("iceberg").save(ASSET)
-    bounds = batch.agg(F.min("event_time").alias("lo"), F.max("event_time").alias("hi")).first()
-    if bounds is None or bounds.lo is None:
-        return
-    # The slice ends at the next minute boundary after the latest event this batch contained.
-    end = bounds.hi.replace(second=0, microsecond=0)
-    asyncio.run(
-        QUEUE.add(
-            "event",
-            {
-                "asset": ASSET,
-                "start": bounds.lo.isoformat(),
-                "end": end.isoformat(),
-                "version": "v3",
-                "id": f"orders-batch-{batch_id}",
-            },
-        )
+def parse_watermark(text: str) -> float:
+    """Spark writes `2025-06-01T10:15:00.000Z`."""
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+
+
+class Announcer:
+    """BullMQ for Python on an event loop of its own: Spark calls us from its callback threads."""
+
+    def __init__(self, args: argparse.Namespace):
+        prefix = args.prefix
+        if args.groups > 1:
+            prefix = "{%s-%d}" % (args.prefix, fnv1a32(args.asset.strip()) % args.groups)
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+        self.queue = self.call(self._open(args.queue, {"connection": args.redis_url, "prefix": prefix}))
+
+    @staticmethod
+    async def _open(name: str, opts: dict) -> Queue:
+        return Queue(name, opts)
+
+    def call(self, coroutine):
+        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result(timeout=60)
+
+    def send(self, event: dict) -> None:
+        self.call(self.queue.add("event", event))
+
+    def close(self) -> None:
+        self.call(self.queue.close())
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(timeout=10)
+
+
+class CoverageState:
+    """What the job has announced: the end of the complete range, per-batch facts, the events sent."""
+
+    def __init__(self, path: str):
+        self.path = path
+        self.lock = threading.Lock()
+        self.announced_end: float | None = None
+        self.first_minute: float | None = None
+        self.batches: dict[int, list[int]] = {}  # batch id -> the distinct minutes of its rows
+        self.progressed: list[int] = []  # batch ids whose progress was handled
+        self.events: list[dict] = []
+        if os.path.exists(path):
+            with open(path) as f:
+                saved = json.load(f)
+            self.announced_end = saved.get("announced_end")
+            self.first_minute = saved.get("first_minute")
+            self.progressed = saved.get("progressed", [])
+            self.events = saved.get("events", [])
+
+    def save(self) -> None:
+        tmp = f"{self.path}.tmp"
+        with open(tmp, "w") as f:
+            json.dump(
+                {
+                    "announced_end": self.announced_end,
+                    "first_minute": self.first_minute,
+                    "progressed": self.progressed,
+                    "events": self.events,
+                },
+                f,
+            )
+        os.replace(tmp, self.path)
+
+
+def minute_runs(minutes: list[int], below: float) -> list[tuple[float, float]]:
+    """Contiguous runs of whole minutes, each [start, end) clipped to end at `below`."""
+    runs: list[tuple[float, float]] = []
+    for m in sorted(set(minutes)):
+        start = m * MINUTE
+        if start >= below:
+            break
+        end = min(start + MINUTE, below)
+        if runs and runs[-1][1] == start:
+            runs[-1] = (runs[-1][0], end)
+        else:
+            runs.append((start, end))
+    return runs
+
+
+class WatermarkListener(StreamingQueryListener):
+    """Announces, per batch progress, the range between the previous and the current watermark."""
+
+    def __init__(self, args: argparse.Namespace, state: CoverageState, announcer: Announcer, done: threading.Event):
+        self.args = args
+        self.state = state
+        self.announcer = announcer
+        self.done = done
+        self.stop_at = parse_watermark(args.stop_at_watermark) if args.stop_at_watermark else None
+
+    def onQueryStarted(self, event) -> None:
+        pass
+
+    def onQueryIdle(self, event) -> None:
+        pass
+
+    def onQueryTerminated(self, event) -> None:
+        self.done.set()
+
+    def onQueryProgress(self, event) -> None:
+        progress = event.progress
+        batch_id = progress.batchId
+        watermark_text = (progress.eventTime or {}).get("watermark")
+        state = self.state
+        with state.lock:
+            minutes = state.batches.pop(batch_id, None)
+            if minutes is None:  # an idle trigger's progress: no batch ran, nothing was written
+                return
+            asset, version = self.args.asset, self.args.version
+            end_before = state.announced_end
+            # Late rows: minutes below what is already announced were written again just now.
+            if end_before is not None:
+                for k, (start, end) in enumerate(minute_runs(minutes, end_before)):
+                    self._send(
+                        {
+                            "asset": asset,
+                            "start": iso(start),
+                            "end": iso(end),
+                            "version": f"{version}+late.b{batch_id}",
+                            "id": f"spark-{asset}-b{batch_id}-late{k}",
+                            "extra": {"batch_id": batch_id, "kind": "late_rows"},
+                        }
+                    )
+            watermark = parse_watermark(watermark_text) if watermark_text else 0.0
+            start = end_before if end_before is not None else state.first_minute
+            if start is not None and watermark > start:
+                self._send(
+                    {
+                        "asset": asset,
+                        "start": iso(start),
+                        "end": iso(watermark),
+                        "version": version,
+                        "id": f"spark-{asset}-b{batch_id}",
+                        "extra": {"batch_id": batch_id, "kind": "watermark", "watermark": watermark_text},
+                    }
+                )
+                state.announced_end = watermark
+            state.progressed.append(batch_id)
+            state.save()
+            if self.stop_at is not None and (state.announced_end or 0) >= self.stop_at:
+                self.done.set()
+
+    def _send(self, event: dict) -> None:
+        event["produced_at"] = iso(time.time())
+        self.announcer.send(event)
+        self.state.events.append(event)
+
+
+def main() -> None:
+    env = os.environ.get
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--input", required=True, help="folder of JSON files (event_time, order_id)")
+    parser.add_argument("--output", required=True, help="the file sink (JSON)")
+    parser.add_argument("--checkpoint", required=True)
+    parser.add_argument("--asset", required=True)
+    parser.add_argument("--version", default="v1", help="the job's code version, on every event")
+    parser.add_argument("--delay", default="5 minutes", help="withWatermark delay threshold")
+    parser.add_argument("--redis-url", default=env("REDIS_URL", "redis://127.0.0.1:6379"))
+    parser.add_argument("--queue", default=env("QUEUE_NAME", "asset-events"), help="queue.name")
+    parser.add_argument("--prefix", default=env("QUEUE_PREFIX", "bull"), help="queue.prefix")
+    parser.add_argument("--groups", type=int, default=int(env("QUEUE_GROUPS", "1")), help="queue.groups")
+    parser.add_argument("--trigger", default="1 second", help="processingTime trigger")
+    parser.add_argument("--stop-at-watermark", help="stop once the announced end reaches this instant (ISO)")
+    parser.add_argument("--timeout", type=float, default=None, help="stop after this many seconds")
+    args = parser.parse_args()
+
+    spark = (
+        SparkSession.builder.master(env("SPARK_MASTER", "local[2]"))
+        .appName(f"coverage-rollup-{args.asset}")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.ui.enabled", "false")
+        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.driver.bindAddress", "127.0.0.1")
+        .getOrCreate()
     )
+    os.makedirs(args.checkpoint, exist_ok=True)
+    state = CoverageState(os.path.join(args.checkpoint, "coverage-rollup.json"))
+    announcer = Announcer(args)
+    done = threading.Event()
+    spark.streams.addListener(WatermarkListener(args, state, announcer, done))
+
+    def write_batch(batch: DataFrame, batch_id: int) -> None:
+        batch.write.mode("append").json(args.output)
+        # The distinct minutes of the batch's rows (a few per batch), for the listener's late-row check.
+        rows = batch.select((F.col("event_time").cast("long") / MINUTE).cast("long").alias("m")).distinct().collect()
+        minutes = [r.m for r in rows if r.m is not None]
+        with state.lock:
+            if minutes and state.first_minute is None:
+                state.first_minute = float(min(minutes) * MINUTE)
+            state.batches[batch_id] = minutes
+
+    stream = (
+        spark.readStream.schema("event_time TIMESTAMP, order_id STRING")
+        .option("maxFilesPerTrigger", 1)
+        .json(args.input)
+        .withWatermark("event_time", args.delay)
+    )
+    query = (
+        stream.writeStream.foreachBatch(write_batch)
+        .option("checkpointLocation", os.path.join(args.checkpoint, "spark"))
+        .trigger(processingTime=args.trigger)
+        .start()
+    )
+    signal.signal(signal.SIGTERM, lambda *_: done.set())
+    try:
+        done.wait(args.timeout)
+    finally:
+        query.stop()
+        announcer.close()
+        spark.stop()
+    with state.lock:
+        print(json.dumps({"announced_end": state.announced_end, "events": state.events}), flush=True)
 
 
-# stream.writeStream.foreachBatch(announce).option("checkpointLocation", "/chk/orders").start()
+if __name__ == "__main__":
+    main()
