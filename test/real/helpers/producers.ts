@@ -27,11 +27,21 @@ export function runPython(
   env: NodeJS.ProcessEnv = {},
   timeoutMs = 120_000,
 ): Promise<ScriptResult> {
-  const python = venvBin(system, 'python');
+  return runProgram(venvBin(system, 'python'), name, args, env, timeoutMs);
+}
+
+/** The same for any program (`node examples/...`, `sh examples/...`). */
+export function runProgram(
+  program: string,
+  name: string,
+  args: readonly string[],
+  env: NodeJS.ProcessEnv = {},
+  timeoutMs = 120_000,
+): Promise<ScriptResult> {
   const started = Date.now();
   return new Promise((resolve, reject) => {
     execFile(
-      python,
+      program,
       [...args],
       {
         cwd: packageRoot(),

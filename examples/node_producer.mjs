@@ -1,0 +1,102 @@
+#!/usr/bin/env node
+/**
+ * Publish asset events to coverage-rollup from Node.js with BullMQ (6.x), on either queue backend.
+ *
+ *   npm install bullmq ioredis          # Redis
+ *   npm install bullmq pg               # BullMQ's PostgreSQL backend (the embedded default)
+ *   node examples/node_producer.mjs --asset warehouse.orders --start 2025-06-01T10:00:00Z
+ *   QUEUE_BACKEND=postgres DATABASE_URL=postgres://user@127.0.0.1:5432/coverage \
+ *     node examples/node_producer.mjs --asset warehouse.orders --start 2025-06-01T10:00:00Z
+ *
+ * The same options as examples/python_producer.py (README "Producers"): each defaults to the
+ * variable the daemon reads (QUEUE_BACKEND, REDIS_URL, DATABASE_URL) or to the daemon's default
+ * (`asset-events`, prefix `bull`, 1 group). Prints one JSON line: how many events went where.
+ */
+import { parseArgs } from 'node:util';
+import { createPostgresBackend, Queue, withBackend } from 'bullmq';
+
+const env = process.env;
+const { values } = parseArgs({
+  options: {
+    backend: { type: 'string', default: env.QUEUE_BACKEND ?? (env.REDIS_URL ? 'redis' : 'postgres') },
+    'redis-url': { type: 'string', default: env.REDIS_URL ?? 'redis://127.0.0.1:6379' },
+    'database-url': { type: 'string', default: env.DATABASE_URL ?? 'postgres://127.0.0.1:5432/coverage' },
+    queue: { type: 'string', default: env.QUEUE_NAME ?? 'asset-events' },
+    prefix: { type: 'string', default: env.QUEUE_PREFIX ?? 'bull' },
+    groups: { type: 'string', default: env.QUEUE_GROUPS ?? '1' },
+    asset: { type: 'string', multiple: true },
+    start: { type: 'string' },
+    slices: { type: 'string', default: '12' },
+    minutes: { type: 'string', default: '5' },
+    version: { type: 'string', default: 'v1' },
+  },
+});
+if (!values.asset?.length || !values.start) {
+  console.error(
+    'usage: node_producer.mjs --asset NAME [--asset NAME...] --start ISO [--slices 12 --minutes 5]',
+  );
+  process.exit(2);
+}
+const groups = Number(values.groups);
+
+/** FNV-1a, 32 bits, over the UTF-8 bytes of the asset name (the daemon's routing rule). */
+function fnv1a32(text) {
+  let hash = 0x811c9dc5;
+  for (const byte of new TextEncoder().encode(text)) hash = Math.imul(hash ^ byte, 0x01000193);
+  return hash >>> 0;
+}
+
+/** The prefix of the queue group that carries `asset` (README "Queue groups and Redis Cluster"). */
+const groupPrefix = (asset) =>
+  groups === 1 ? values.prefix : `{${values.prefix}-${fnv1a32(asset.trim()) % groups}}`;
+
+/** The PostgreSQL schema a prefix names (README "Which queue backend"). */
+function queueSchema(prefix) {
+  if (/^[A-Za-z_][A-Za-z0-9_]{0,62}$/.test(prefix)) return prefix;
+  const spelled = prefix.replace(/[^A-Za-z0-9_]/g, '_').replace(/^(?=[0-9])/, '_');
+  return `${spelled.slice(0, 54)}_${fnv1a32(prefix).toString(16).padStart(8, '0')}`;
+}
+
+const pg = withBackend(createPostgresBackend);
+const where = (prefix) => (values.backend === 'postgres' ? queueSchema(prefix) : prefix);
+const redis = values.backend === 'redis' ? new (await import('ioredis')).Redis(values['redis-url']) : null;
+function openQueue(prefix) {
+  if (values.backend === 'postgres') {
+    // BullMQ's PostgreSQL backend takes no prefix: the schema is its namespace.
+    return new pg.Queue(values.queue, {
+      // migrate: a producer that starts before the daemon creates the schema (BullMQ's Node client
+      // refuses an uninitialised one otherwise; BullMQ for Python migrates by itself).
+      connection: { connectionString: values['database-url'], schema: queueSchema(prefix), migrate: true },
+    });
+  }
+  return new Queue(values.queue, { connection: redis, prefix });
+}
+
+const iso = (ms) => new Date(ms).toISOString().replace('.000Z', 'Z');
+const queues = new Map();
+const sent = {};
+try {
+  const step = Number(values.minutes) * 60_000;
+  for (const asset of values.asset) {
+    const prefix = groupPrefix(asset);
+    if (!queues.has(prefix)) queues.set(prefix, openQueue(prefix));
+    for (let i = 0; i < Number(values.slices); i++) {
+      const start = Date.parse(values.start) + i * step;
+      await queues.get(prefix).add('event', {
+        asset,
+        start: iso(start),
+        end: iso(start + step),
+        version: values.version,
+        // A stable id per slice makes a redelivery harmless: the daemon ingests each id once.
+        id: `${asset}@${iso(start).replace(/[-:]/g, '')}#${values.version}`,
+        produced_at: iso(Date.now()),
+        extra: { producer: 'examples/node_producer.mjs' },
+      });
+      sent[where(prefix)] = (sent[where(prefix)] ?? 0) + 1;
+    }
+  }
+} finally {
+  await Promise.all([...queues.values()].map((q) => q.close()));
+  redis?.disconnect();
+}
+console.log(JSON.stringify({ backend: values.backend, queue: values.queue, sent }));
