@@ -12,8 +12,8 @@ daemon's default (`asset-events`, prefix `bull`, 1 group):
 
 - Redis (`queue.backend: redis`): the queue `asset-events` under the BullMQ prefix.
 - PostgreSQL (`queue.backend: postgres`, the embedded default): BullMQ's PostgreSQL backend in the
-  daemon's database, in the schema its prefix names (README "Which queue backend"). For the
-  embedded server, `coverage-rollup status` prints the database address.
+  daemon's database, in the schema its prefix names (README "Which queue backend"). The embedded
+  server's address is in the daemon's start log and in <data_dir>/server.json.
 - `queue.groups: N` > 1: an asset's events go to the queue of group fnv1a32(asset) mod N, under the
   prefix "{<prefix>-<group>}" (README "Queue groups and Redis Cluster").
 
