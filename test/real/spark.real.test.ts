@@ -27,8 +27,8 @@ import { SystemProcess, venvBin } from './helpers/system.js';
  * (`rerun: on_update`) triggers a webhook. Two files carry late rows: one before the hour is
  * complete (its minute is announced again with a new version, inside generation 1), one after the
  * hour triggered (a reprocessing event: generation 2, reason update). Every announced range is
- * non-empty, the watermark ranges follow each other without a gap or an overlap, and every row
- * (late ones included) is in the sink.
+ * non-empty, the watermark ranges follow each other without a gap or an overlap (across a restart
+ * of the job on its checkpoint too), and every row (late ones included) is in the sink.
  */
 
 const procs = processHarness();
@@ -104,19 +104,23 @@ describe('examples/spark_foreach_batch.py on Spark 4 local mode', () => {
       const running = await procs.spawn({ name: 'spark-daemon', config: raw });
       daemon = running;
       const began = Date.now();
-      job = new SystemProcess({
-        name: 'spark-foreach-batch',
-        command: venvBin('spark', 'python'),
-        args: [
-          exampleFile('spark_foreach_batch.py'),
-          ...['--input', input, '--output', output, '--checkpoint', checkpoint],
-          ...['--asset', ASSET, '--version', 'v1', '--delay', '5 minutes'],
-          ...['--redis-url', REDIS_URL, '--prefix', prefix],
-          ...['--stop-at-watermark', at(11, 20), '--timeout', '420'],
-        ],
-        env: { SPARK_MASTER: 'local[1]', PYSPARK_PYTHON: venvBin('spark', 'python') },
-        cwd: work,
-      });
+      const startJob = (name: string, stopAt: string) =>
+        new SystemProcess({
+          name,
+          command: venvBin('spark', 'python'),
+          args: [
+            exampleFile('spark_foreach_batch.py'),
+            ...['--input', input, '--output', output, '--checkpoint', checkpoint],
+            ...['--asset', ASSET, '--version', 'v1', '--delay', '5 minutes'],
+            ...['--redis-url', REDIS_URL, '--prefix', prefix],
+            ...['--stop-at-watermark', stopAt, '--timeout', '420'],
+          ],
+          env: { SPARK_MASTER: 'local[1]', PYSPARK_PYTHON: venvBin('spark', 'python') },
+          cwd: work,
+        });
+      const stopped = (p: SystemProcess) =>
+        waitFor(() => !p.running, { timeout: 120_000, interval: 250, what: `${p.name} to stop` });
+      job = startJob('spark-foreach-batch', at(11, 20));
       const state = (): JobState | null => {
         const path = join(checkpoint, 'coverage-rollup.json');
         return existsSync(path) ? (JSON.parse(readFileSync(path, 'utf8')) as JobState) : null;
@@ -130,8 +134,9 @@ describe('examples/spark_foreach_batch.py on Spark 4 local mode', () => {
         written += content.length;
         await waitFor(
           () => {
+            if (state()?.progressed.includes(batch)) return true;
             if (!job!.running) throw new Error(`the Spark job exited: see ${job!.logPath}`);
-            return state()?.progressed.includes(batch);
+            return false;
           },
           { timeout: 240_000, interval: 250, what: `the progress of micro-batch ${batch}` },
         );
@@ -158,10 +163,12 @@ describe('examples/spark_foreach_batch.py on Spark 4 local mode', () => {
       });
       const secondMs = Date.now() - began;
       await feed(5, rows([11, 30], [11, 40])); // announces [11:14:30, 11:24:30): the job stops
-      await Promise.race([
-        job.exited,
-        waitFor(() => !job!.running, { timeout: 120_000, interval: 250, what: 'the Spark job to stop' }),
-      ]);
+      await stopped(job);
+      // Started again on the same checkpoint: Spark resumes at batch 6 with the watermark it kept,
+      // the job at the end it had announced.
+      job = startJob('spark-foreach-batch-restarted', at(11, 30));
+      await feed(6, rows([11, 40], [11, 50])); // announces [11:24:30, 11:34:30)
+      await stopped(job);
 
       const events = state()!.events;
       const summary = events.map((e) => `${e.extra.kind} ${e.start} ${e.end} ${e.version} ${e.id}`);
@@ -173,6 +180,7 @@ describe('examples/spark_foreach_batch.py on Spark 4 local mode', () => {
         `late_rows ${at(10, 50)} ${at(10, 51)} v1+late.b4 spark-${ASSET}-b4-late0`,
         `watermark ${at(11, 4, 30)} ${at(11, 14, 30)} v1 spark-${ASSET}-b4`,
         `watermark ${at(11, 14, 30)} ${at(11, 24, 30)} v1 spark-${ASSET}-b5`,
+        `watermark ${at(11, 24, 30)} ${at(11, 34, 30)} v1 spark-${ASSET}-b6`,
       ]);
       for (const e of events) expect(Date.parse(e.end)).toBeGreaterThan(Date.parse(e.start));
       const marks = events.filter((e) => e.extra.kind === 'watermark');
@@ -197,14 +205,14 @@ describe('examples/spark_foreach_batch.py on Spark 4 local mode', () => {
       expect(hour).toMatchObject({ covered: true, ratio: 1 });
       const partial = await coverage(running.url!, ASSET, at(11, 0), at(12, 0));
       expect(partial.covered).toBe(false);
-      expect(partial.missing).toEqual([{ start: at(11, 24, 30), end: at(12, 0) }]);
+      expect(partial.missing).toEqual([{ start: at(11, 34, 30), end: at(12, 0) }]);
       expect(hourly()).toHaveLength(2);
       expect((await running.stop()).code).toBe(0);
       report(
-        `spark_foreach_batch.py (pyspark 4.1.1, local[1]): 6 micro-batches (${written} rows, 2 late) made ` +
+        `spark_foreach_batch.py (pyspark 4.1.1, local[1]): 7 micro-batches (${written} rows, 2 late; a restart before the last) made ` +
           `${marks.length} watermark announcements and ${events.length - marks.length} reprocessing events; ` +
           `${BEGIN}T10 triggered (generation 1, covered) ${firstMs} ms after the job started and reran ` +
-          `(generation 2, update) at ${secondMs} ms; ${at(11, 0)}..${at(11, 24, 30)} covered so far`,
+          `(generation 2, update) at ${secondMs} ms; ${at(11, 0)}..${at(11, 34, 30)} covered so far`,
       );
     } finally {
       await job?.stop();
