@@ -35,7 +35,7 @@ export function defineRollups(config: Config): RollupRuntime[] {
       if (rollup.domain === 'integer' && spec.repair !== undefined) {
         throw new RollupDefinitionError(
           'repair',
-          'repair requests are timed from a period\'s end: they need a time rollup (request integer ranges by hand with coverage-rollup repair)',
+          "repair requests are timed from a period's end: they need a time rollup (request integer ranges by hand with coverage-rollup repair)",
         );
       }
       return { rollup, config: spec };

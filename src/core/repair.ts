@@ -252,7 +252,11 @@ export type FollowStep =
  * current ranges (learnt from the index, never from the producer). Repaired wins over everything:
  * once covered, a request is repaired even if its periods were decided meanwhile.
  */
-export function followRequest(req: RequestFacts, remaining: readonly RepairRange[], nowMs: number): FollowStep {
+export function followRequest(
+  req: RequestFacts,
+  remaining: readonly RepairRange[],
+  nowMs: number,
+): FollowStep {
   const asked = normalize(req.ranges);
   const leftInside = remaining.flatMap((r) =>
     intersect([r], asked).map((i) => ({ ...i, kind: r.kind, requiredVersion: r.requiredVersion })),
@@ -261,7 +265,8 @@ export function followRequest(req: RequestFacts, remaining: readonly RepairRange
   if (req.unwaited) return { kind: 'final', state: 'cancelled' };
   const partial = req.state === 'partial' || measure(leftInside) < measure(asked);
   const state = partial ? 'partial' : 'open';
-  if (nowMs < req.nextAt) return { kind: 'active', state, resend: false, ranges: req.ranges, nextAt: req.nextAt };
+  if (nowMs < req.nextAt)
+    return { kind: 'active', state, resend: false, ranges: req.ranges, nextAt: req.nextAt };
   if (req.attempt >= req.attempts) return { kind: 'final', state: 'abandoned' };
   return { kind: 'active', state, resend: true, ranges: leftInside, nextAt: nowMs + req.everyMs };
 }

@@ -4,9 +4,9 @@
  * made, an attempt made, a state changed) run in the caller's transaction, which the scheduler
  * fences by its lease token.
  */
-import type { Interval } from '../core/types.js';
+
 import type { RepairKind, RepairPayload, RepairRange, RepairState } from '../core/repair.js';
-import type { Domain, Segment, SegmentState } from '../core/types.js';
+import type { Domain, Interval, Segment, SegmentState } from '../core/types.js';
 import type { Db, Tx } from './db.js';
 
 /** Ranges as stored in `ranges` (jsonb). */
@@ -125,7 +125,12 @@ export async function makeRequests(
   const ids = rows.map((r) => r.id);
   await insertAttempts(
     tx,
-    made.map((m, i) => ({ id: ids[i]!, attempt: 1, payload: payloadOf(m, ids[i]!), leaseToken: m.leaseToken })),
+    made.map((m, i) => ({
+      id: ids[i]!,
+      attempt: 1,
+      payload: payloadOf(m, ids[i]!),
+      leaseToken: m.leaseToken,
+    })),
     now,
   );
   return ids;
@@ -141,7 +146,12 @@ async function insertAttempts(
     insert into repair_attempts (request_id, attempt, idempotency_key, payload, lease_token, created_at, due_at)
     select u.id, u.attempt, u.payload->>'idempotency_key', u.payload, u.lease_token, ${now}, ${now}
     from jsonb_to_recordset(${tx.json(
-      attempts.map((a) => ({ id: a.id, attempt: a.attempt, payload: a.payload, lease_token: a.leaseToken })) as never,
+      attempts.map((a) => ({
+        id: a.id,
+        attempt: a.attempt,
+        payload: a.payload,
+        lease_token: a.leaseToken,
+      })) as never,
     )}) as u(id int8, attempt int, payload jsonb, lease_token int8)
     on conflict do nothing`;
 }
@@ -272,7 +282,13 @@ export async function requestsToFollow(db: Db, now: Date, limit: number): Promis
       next_at: Date;
       last_seq: number;
       waiters: Array<{ rollup_id: string; lo: number; state: string | null }> | null;
-      segments: Array<{ lo: number; hi: number; state: SegmentState; version: string | null; rv: string | null }> | null;
+      segments: Array<{
+        lo: number;
+        hi: number;
+        state: SegmentState;
+        version: string | null;
+        rv: string | null;
+      }> | null;
     }[]
   >`
     select r.id, r.asset, r.domain, r.rollup_id, r.period, r.state, r.ranges, r.ranges_total, r.missing_total,
@@ -375,7 +391,9 @@ export async function applyFollow(tx: Tx, changes: readonly FollowChange[], now:
   await insertAttempts(
     tx,
     changes.flatMap((c) =>
-      c.resend ? [{ id: c.id, attempt: c.resend.attempt, payload: c.resend.payload, leaseToken: c.leaseToken }] : [],
+      c.resend
+        ? [{ id: c.id, attempt: c.resend.attempt, payload: c.resend.payload, leaseToken: c.leaseToken }]
+        : [],
     ),
     now,
   );
@@ -440,7 +458,8 @@ const rowOf = (r: RawRepairRow): RepairRow => ({
   nextAt: r.next_at,
   finishedAt: r.finished_at,
   targetType: r.target_type,
-  delivery: r.deliveries === null ? null : { deliveredAt: r.delivered_at, deliveries: r.deliveries, error: r.error },
+  delivery:
+    r.deliveries === null ? null : { deliveredAt: r.delivered_at, deliveries: r.deliveries, error: r.error },
   waiting: r.waiting ?? [],
 });
 
@@ -481,7 +500,12 @@ function selectRepairs(db: Db, f: RepairFilter, limit: number) {
 /** Requests newest first, filtered by state and asset, after the id `before` (the cursor). */
 export async function listRepairs(
   db: Db,
-  filter: { state?: RepairState | undefined; asset?: string | undefined; before: number | null; limit: number },
+  filter: {
+    state?: RepairState | undefined;
+    asset?: string | undefined;
+    before: number | null;
+    limit: number;
+  },
 ): Promise<RepairRow[]> {
   return (await selectRepairs(db, filter, filter.limit)).map(rowOf);
 }
@@ -501,7 +525,12 @@ export async function countRepairs(
 }
 
 /** Requests a period made or waits on, newest first (the period detail). */
-export async function repairsOfPeriod(db: Db, rollupId: string, lo: number, limit = 50): Promise<RepairRow[]> {
+export async function repairsOfPeriod(
+  db: Db,
+  rollupId: string,
+  lo: number,
+  limit = 50,
+): Promise<RepairRow[]> {
   return (await selectRepairs(db, { period: { rollupId, lo } }, limit)).map(rowOf);
 }
 

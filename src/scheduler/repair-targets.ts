@@ -95,7 +95,12 @@ export class RepairTargets {
   }
 }
 
-function queueRepairTarget(queues: QueueConnection, name: string, prefix: string, timeoutMs: number): RepairTarget {
+function queueRepairTarget(
+  queues: QueueConnection,
+  name: string,
+  prefix: string,
+  timeoutMs: number,
+): RepairTarget {
   const queue = queues.queue(name, prefix);
   return {
     async deliver(payload) {
@@ -103,7 +108,10 @@ function queueRepairTarget(queues: QueueConnection, name: string, prefix: string
       added.catch(() => {});
       let timer: NodeJS.Timeout | undefined;
       const late = new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new Error(`no answer from the queue within ${timeoutMs} ms`)), timeoutMs);
+        timer = setTimeout(
+          () => reject(new Error(`no answer from the queue within ${timeoutMs} ms`)),
+          timeoutMs,
+        );
       });
       try {
         await Promise.race([added, late]);
@@ -137,7 +145,8 @@ function airflowRepairTarget(config: Extract<ResolvedTarget, { type: 'airflow' }
       : config.client_id !== undefined && config.client_secret !== undefined
         ? { client_id: config.client_id, client_secret: config.client_secret }
         : undefined;
-  const tokens = credentials && new AirflowTokens(`${base}/auth/token`, credentials, config.timeout, Date.now);
+  const tokens =
+    credentials && new AirflowTokens(`${base}/auth/token`, credentials, config.timeout, Date.now);
   type Response = { status: number; text: string } | { error: string };
   const authorized = async (used: string[], send: (auth: Record<string, string>) => Promise<Response>) => {
     if (!tokens) return send(config.token ? { Authorization: `Bearer ${config.token}` } : {});
@@ -163,14 +172,19 @@ function airflowRepairTarget(config: Extract<ResolvedTarget, { type: 'airflow' }
         note: `coverage-rollup repair of ${payload.asset}, attempt ${payload.attempt}`,
       };
       const headers = { 'Idempotency-Key': payload.idempotency_key };
-      const sent = await authorized(used, (auth) => postJson(endpoint, body, { ...auth, ...headers }, config.timeout));
+      const sent = await authorized(used, (auth) =>
+        postJson(endpoint, body, { ...auth, ...headers }, config.timeout),
+      );
       let result: DeliveryResult;
       if ('error' in sent) result = { ok: false, retry: true, error: sent.error };
       else if (sent.status === 409) {
         const found = await authorized(used, (auth) =>
           getJson(`${endpoint}/${encodeURIComponent(runId)}`, auth, config.timeout),
         );
-        result = 'error' in found ? { ok: false, retry: true, error: found.error } : resultOfStatus(found.status, found.text);
+        result =
+          'error' in found
+            ? { ok: false, retry: true, error: found.error }
+            : resultOfStatus(found.status, found.text);
       } else result = resultOfStatus(sent.status, sent.text);
       return result.ok ? result : { ...result, error: scrubSecrets(result.error, used) };
     },

@@ -15,14 +15,14 @@ import { formatPoint } from '../core/bounds.js';
 import type { Period } from '../core/calendar.js';
 import { piecesOf } from '../core/coverage.js';
 import { normalize } from '../core/intervals.js';
-import { derivedState, passedBefore } from '../core/periods.js';
+import { derivedState, nextPassAt, passedBefore } from '../core/periods.js';
 import type { PeriodState } from '../core/policy.js';
 import {
   type CandidatePeriod,
   followRequest,
+  planRepairs,
   type RepairPayload,
   type RepairRange,
-  planRepairs,
   rangesOfPieces,
   repairOwed,
   repairPayload,
@@ -92,7 +92,10 @@ export class Repairs {
   private cursor = 0;
 
   constructor(private readonly options: RepairOptions) {
-    const live = options.rollups.flatMap((r) => [r.config.target, ...(r.config.repair ? [r.config.repair.target] : [])]);
+    const live = options.rollups.flatMap((r) => [
+      r.config.target,
+      ...(r.config.repair ? [r.config.repair.target] : []),
+    ]);
     this.targets = new RepairTargets(options.queues, options.queuePrefix, live);
     this.repairing = options.rollups.filter((r) => r.config.repair && r.rollup.domain === 'time');
     this.byId = new Map(options.rollups.map((r) => [r.rollup.id, r]));
@@ -143,7 +146,8 @@ export class Repairs {
       walked.push({ id: runtime.rollup.id, backlog: found.backlog });
     }
     const budget = this.options.budget ?? REPAIR_BUDGET;
-    const made = candidates.length === 0 ? { made: 0, deferred: 0 } : await this.make(token, candidates, now, budget);
+    const made =
+      candidates.length === 0 ? { made: 0, deferred: 0 } : await this.make(token, candidates, now, budget);
     const scanMs = this.options.scanMs ?? 15_000;
     for (const w of walked) {
       const scan = this.scans.get(w.id)!;
@@ -151,7 +155,11 @@ export class Repairs {
       if (made.deferred > 0) scan.nextAt = 0;
       else {
         scan.backlog = w.backlog;
-        scan.nextAt = w.backlog === null ? nowMs + scanMs : 0;
+        // Again when the next period passes `after`, and every scanMs at least (holes of older
+        // periods: a replay requirement turns a triggered period rerun_pending at any time).
+        const { rollup, config } = this.byId.get(w.id)!;
+        const nextOwed = nextPassAt(rollup, nowMs, config.repair!.after);
+        scan.nextAt = w.backlog === null ? Math.min(nowMs + scanMs, nextOwed) : 0;
       }
     }
     return { made: made.made, busy: made.deferred > 0 || walked.some((w) => w.backlog !== null) };
@@ -169,7 +177,8 @@ export class Repairs {
     const deadline = rollup.policy.deadlineMs;
     // Periods starting before `end` ended `after` ago; those before `floor` passed their deadline.
     const end = passedBefore(rollup, nowMs, repair.after);
-    const floor = deadline === undefined ? rollup.begin : Math.max(rollup.begin, passedBefore(rollup, nowMs, deadline));
+    const floor =
+      deadline === undefined ? rollup.begin : Math.max(rollup.begin, passedBefore(rollup, nowMs, deadline));
     if (end <= floor) return { candidates: [], backlog: null };
     const newest = chunkBefore(rollup, end, floor);
     const scan = this.scans.get(rollup.id)!;
@@ -182,7 +191,8 @@ export class Repairs {
     for (const period of periods) {
       const ranges = new Map<string, RepairRange[]>();
       for (const asset of rollup.upstream) {
-        const segments = upstreams.get(asset)?.segments.filter((s) => s.end > period.start && s.start < period.end) ?? [];
+        const segments =
+          upstreams.get(asset)?.segments.filter((s) => s.end > period.start && s.start < period.end) ?? [];
         const owed = rangesOfPieces(piecesOf(period, segments));
         if (owed.length > 0) ranges.set(asset, owed);
       }
@@ -195,7 +205,8 @@ export class Repairs {
     );
     const candidates: CandidatePeriod[] = [];
     for (const { period, ranges } of withRanges) {
-      const state = (stored.get(period.start) as PeriodState | undefined) ?? derivedState(rollup, period, nowMs);
+      const state =
+        (stored.get(period.start) as PeriodState | undefined) ?? derivedState(rollup, period, nowMs);
       const endMs = Math.floor(period.end / 1000);
       if (!repairOwed({ afterMs: repair.after }, deadline, { endMs, state }, nowMs)) continue;
       candidates.push({ rollupId: rollup.id, lo: period.start, hi: period.end, key: period.key, ranges });
@@ -217,7 +228,12 @@ export class Repairs {
       await fence.verify(tx, token);
       await lockRepairAssets(tx, assets);
       const held = await heldRequests(tx, assets, within);
-      const plan = planRepairs(candidates, held, (id) => this.byId.get(id)?.config.repair?.limit ?? 100, budget);
+      const plan = planRepairs(
+        candidates,
+        held,
+        (id) => this.byId.get(id)?.config.repair?.limit ?? 100,
+        budget,
+      );
       const made: MadeRequest[] = plan.made.map((m) => {
         const { rollup, config } = this.byId.get(m.rollupId)!;
         const repair = config.repair!;
@@ -226,7 +242,11 @@ export class Repairs {
           domain: rollup.domain,
           rollupId: m.rollupId,
           periodLo: m.lo,
-          period: { start: rollup.calendar.formatPoint(m.lo), end: rollup.calendar.formatPoint(m.hi), key: m.key },
+          period: {
+            start: rollup.calendar.formatPoint(m.lo),
+            end: rollup.calendar.formatPoint(m.hi),
+            key: m.key,
+          },
           ranges: m.ranges,
           rangesTotal: m.rangesTotal,
           missingTotal: m.missingTotal,
@@ -291,7 +311,16 @@ export class Repairs {
         nowMs,
       );
       if (step.kind === 'final')
-        return { row, id: row.id, state: step.state, seenSeq: row.lastSeq, leftWaiters: left, resend: null, nextAt: null, leaseToken: token };
+        return {
+          row,
+          id: row.id,
+          state: step.state,
+          seenSeq: row.lastSeq,
+          leftWaiters: left,
+          resend: null,
+          nextAt: null,
+          leaseToken: token,
+        };
       const resend = step.resend
         ? {
             attempt: row.attempt + 1,
@@ -318,8 +347,18 @@ export class Repairs {
     for (const c of changes) {
       if (c.state === c.row.state && c.resend === null) continue;
       changed++;
-      const ctx = { repair_id: c.id, asset: c.row.asset, rollup: c.row.rollupId, state: c.state, lease_token: token };
-      if (c.resend) log.info({ ...ctx, attempt: c.resend.attempt, ranges: c.resend.ranges.length }, 'repair requested again');
+      const ctx = {
+        repair_id: c.id,
+        asset: c.row.asset,
+        rollup: c.row.rollupId,
+        state: c.state,
+        lease_token: token,
+      };
+      if (c.resend)
+        log.info(
+          { ...ctx, attempt: c.resend.attempt, ranges: c.resend.ranges.length },
+          'repair requested again',
+        );
       else if (c.state === 'repaired') {
         metrics.repairSeconds.observe((nowMs - c.row.requestedAt.getTime()) / 1000);
         log.info(ctx, 'repaired');
@@ -334,7 +373,8 @@ export class Repairs {
   private decided(w: { rollupId: string; lo: number; state: string | null }, nowMs: number): boolean {
     const runtime = this.byId.get(w.rollupId);
     if (!runtime) return true;
-    const state = w.state ?? derivedState(runtime.rollup, runtime.rollup.calendar.periodContaining(w.lo), nowMs);
+    const state =
+      w.state ?? derivedState(runtime.rollup, runtime.rollup.calendar.periodContaining(w.lo), nowMs);
     return state === 'triggered' || state === 'missed';
   }
 
@@ -365,9 +405,17 @@ export class Repairs {
         } else if (result.retry) {
           const retryMs = Math.round(backoffMs(row.deliveries, 500, 60_000)) + 100;
           await recordAttemptDelivery(sql, ref, { ok: false, error: result.error, retryMs }, new Date());
-          log.warn({ ...ctx, error: result.error, retry_in_ms: retryMs }, 'repair request delivery failed; will retry');
+          log.warn(
+            { ...ctx, error: result.error, retry_in_ms: retryMs },
+            'repair request delivery failed; will retry',
+          );
         } else {
-          await recordAttemptDelivery(sql, ref, { ok: false, error: result.error, retryMs: null }, new Date());
+          await recordAttemptDelivery(
+            sql,
+            ref,
+            { ok: false, error: result.error, retryMs: null },
+            new Date(),
+          );
           metrics.repairAttempts.inc({ target: target.type, result: 'refused' });
           log.error({ ...ctx, error: result.error }, 'repair request refused by the target');
         }

@@ -212,7 +212,9 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
       spec: {
         ...r.config,
         target: redactTarget(r.config.target),
-        ...(r.config.repair ? { repair: { ...r.config.repair, target: redactTarget(r.config.repair.target) } } : {}),
+        ...(r.config.repair
+          ? { repair: { ...r.config.repair, target: redactTarget(r.config.repair.target) } }
+          : {}),
       },
     }));
     await syncRollups(sql, specs, log);

@@ -27,7 +27,11 @@ const points = (set: readonly Interval[]): Set<number> => {
 /** A point's kind in a set of ranges ("missing", "replay_required@v"), or undefined. */
 const kindAt = (ranges: readonly RepairRange[], p: number): string | undefined => {
   const r = ranges.find((x) => x.start <= p && p < x.end);
-  return r === undefined ? undefined : r.kind === 'missing' ? 'missing' : `replay_required@${r.requiredVersion}`;
+  return r === undefined
+    ? undefined
+    : r.kind === 'missing'
+      ? 'missing'
+      : `replay_required@${r.requiredVersion}`;
 };
 const pointKinds = (ranges: readonly RepairRange[]): Map<number, string> => {
   const out = new Map<number, string>();
@@ -96,7 +100,8 @@ describe('rangesOfPieces', () => {
         for (let i = 1; i < ranges.length; i++) {
           const [a, b] = [ranges[i - 1]!, ranges[i]!];
           expect(a.end <= b.start).toBe(true);
-          if (a.end === b.start) expect(a.kind !== b.kind || a.requiredVersion !== b.requiredVersion).toBe(true);
+          if (a.end === b.start)
+            expect(a.kind !== b.kind || a.requiredVersion !== b.requiredVersion).toBe(true);
         }
       }),
     );
@@ -121,8 +126,11 @@ describe('withoutHeld', () => {
 describe('repairOwed', () => {
   const T = Date.parse('2026-06-01T12:00:00Z');
   it('is owed only to unsatisfied periods past `after` whose deadline has not passed', () => {
-    const at = (endMs: number, state: 'waiting' | 'rerun_pending' | 'triggered' | 'settling' | 'missed', deadline?: number) =>
-      repairOwed({ afterMs: 30 * 60_000 }, deadline, { endMs, state }, T);
+    const at = (
+      endMs: number,
+      state: 'waiting' | 'rerun_pending' | 'triggered' | 'settling' | 'missed',
+      deadline?: number,
+    ) => repairOwed({ afterMs: 30 * 60_000 }, deadline, { endMs, state }, T);
     expect(at(T - 30 * 60_000, 'waiting')).toBe(true);
     expect(at(T - 30 * 60_000 + 1, 'waiting')).toBe(false);
     expect(at(T - 3_600_000, 'rerun_pending')).toBe(true);
@@ -134,7 +142,12 @@ describe('repairOwed', () => {
 
 /** Periods of two calendars over the grid: rollup "a" of width 4, rollup "b" of width 12. */
 const periodsOf = (rollupId: string, width: number) =>
-  Array.from({ length: N / width }, (_, i) => ({ rollupId, lo: i * width, hi: (i + 1) * width, key: `${rollupId}${i}` }));
+  Array.from({ length: N / width }, (_, i) => ({
+    rollupId,
+    lo: i * width,
+    hi: (i + 1) * width,
+    key: `${rollupId}${i}`,
+  }));
 const ALL_PERIODS = [...periodsOf('a', 4), ...periodsOf('b', 12)];
 const ASSETS = ['x', 'y'];
 
@@ -144,7 +157,11 @@ const arbScenario = fc.record({
   // Which periods are owed (the rest are satisfied or not yet due).
   owed: fc.array(fc.boolean(), { minLength: ALL_PERIODS.length, maxLength: ALL_PERIODS.length }),
   held: fc.array(
-    fc.record({ asset: fc.constantFrom(...ASSETS), span: fc.array(arbInterval, { maxLength: 2 }), active: fc.boolean() }),
+    fc.record({
+      asset: fc.constantFrom(...ASSETS),
+      span: fc.array(arbInterval, { maxLength: 2 }),
+      active: fc.boolean(),
+    }),
     { maxLength: 4 },
   ),
   budget: fc.integer({ min: 0, max: 12 }),
@@ -216,12 +233,19 @@ describe('planRepairs', () => {
             .map((c) => `${c.rollupId}@${c.lo}`),
         );
         plan.made.forEach((m, i) => {
-          expect(plan.waiters).toContainEqual({ request: { made: i }, rollupId: m.rollupId, lo: m.lo, key: m.key });
+          expect(plan.waiters).toContainEqual({
+            request: { made: i },
+            rollupId: m.rollupId,
+            lo: m.lo,
+            key: m.key,
+          });
         });
         for (const c of candidates) {
           if (deferredPeriods.has(`${c.rollupId}@${c.lo}`)) continue;
           for (const h of held) {
-            const meets = [...pointKinds(c.ranges.get(h.asset) ?? []).keys()].some((p) => points(h.span).has(p));
+            const meets = [...pointKinds(c.ranges.get(h.asset) ?? []).keys()].some((p) =>
+              points(h.span).has(p),
+            );
             const waits = plan.waiters.some(
               (w) => 'id' in w.request && w.request.id === h.id && w.rollupId === c.rollupId && w.lo === c.lo,
             );
@@ -290,11 +314,7 @@ describe('followRequest', () => {
               req.ranges,
               [...complete].map((p) => ({ start: p, end: p + 1 })),
             );
-            const out = followRequest(
-              { ...req, attempts, everyMs, unwaited: step.decided },
-              remaining,
-              now,
-            );
+            const out = followRequest({ ...req, attempts, everyMs, unwaited: step.decided }, remaining, now);
             // The model, point by point.
             const left = new Map([...model.asked].filter(([p]) => !complete.has(p)));
             let want: { state: RepairState; resend: boolean };
@@ -318,7 +338,12 @@ describe('followRequest', () => {
               // A new attempt carries exactly what is still not complete, kinds kept.
               expect(pointKinds(out.ranges)).toEqual(left);
               model = { state: want.state, asked: left, attempt: model.attempt + 1, nextAt: now + everyMs };
-              req = { state: out.state, ranges: [...out.ranges], attempt: req.attempt + 1, nextAt: out.nextAt };
+              req = {
+                state: out.state,
+                ranges: [...out.ranges],
+                attempt: req.attempt + 1,
+                nextAt: out.nextAt,
+              };
             } else {
               expect(out.nextAt).toBe(req.nextAt);
               model = { ...model, state: want.state };
@@ -375,7 +400,12 @@ describe('keys and payload', () => {
     expect(payload.type).toBe('repair');
     expect(payload.idempotency_key).toBe('repair-7~a2');
     expect(payload.ranges).toEqual([
-      { start: '1970-01-01T00:00:00.000Z', end: '1970-01-01T00:05:00.000Z', kind: 'missing', required_version: null },
+      {
+        start: '1970-01-01T00:00:00.000Z',
+        end: '1970-01-01T00:05:00.000Z',
+        kind: 'missing',
+        required_version: null,
+      },
     ]);
     expect(payload.missing_total).toBe(300);
   });

@@ -193,11 +193,14 @@ export function checkSecretEnv(config: Config, env: NodeJS.ProcessEnv): void {
   const missing = config.rollups.flatMap((spec) =>
     [
       ...envReferences(spec.target).map((ref) => ({ ...ref, at: 'target' })),
-      ...(spec.repair ? envReferences(spec.repair.target).map((ref) => ({ ...ref, at: 'repair.target' })) : []),
+      ...(spec.repair
+        ? envReferences(spec.repair.target).map((ref) => ({ ...ref, at: 'repair.target' }))
+        : []),
     ]
       .filter(({ name }) => env[name] === undefined || env[name] === '')
       .map(
-        ({ at, field, name }) => `  rollups[${spec.id}].${at}.${field}: environment variable ${name} is not set`,
+        ({ at, field, name }) =>
+          `  rollups[${spec.id}].${at}.${field}: environment variable ${name} is not set`,
       ),
   );
   if (missing.length > 0) throw new ConfigError(`invalid configuration:\n${missing.join('\n')}`);
