@@ -334,3 +334,18 @@ export function repairPayload(input: {
     requested_at: input.requestedAt.toISOString(),
   };
 }
+
+/**
+ * A request made by hand (`coverage-rollup repair`): the not-complete ranges of the window that no
+ * open request already asks for, at most `limit` of them. An abandoned request does not hold its
+ * range here: asking by hand is asking again. Null when there is nothing left to ask for.
+ */
+export function manualRequest(
+  owed: readonly RepairRange[],
+  openSpans: readonly Interval[],
+  limit: number,
+): { ranges: RepairRange[]; rangesTotal: number; missingTotal: number } | null {
+  const rest = withoutHeld(owed, openSpans);
+  if (rest.length === 0) return null;
+  return { ranges: rest.slice(0, Math.max(1, limit)), rangesTotal: rest.length, missingTotal: measure(rest) };
+}

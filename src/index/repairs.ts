@@ -539,3 +539,31 @@ export async function repairById(db: Db, id: number): Promise<RepairRow | null> 
   const [row] = await selectRepairs(db, { id }, 1);
   return row ? rowOf(row) : null;
 }
+
+/** The segments of an asset overlapping a window (a request made by hand), at most `limit`. */
+export async function assetSegmentsIn(
+  db: Db,
+  asset: string,
+  window: Interval,
+  limit: number,
+): Promise<Segment[]> {
+  const rows = await db<
+    { lo: number; hi: number; state: SegmentState; version: string | null; rv: string | null }[]
+  >`
+    select lower(s.span) as lo, upper(s.span) as hi, s.state, s.version, s.required_version as rv
+    from assets a join segments s on s.asset_id = a.id
+    where a.name = ${asset} and s.span && int8range(${window.start}, ${window.end})
+    order by lower(s.span) limit ${limit}`;
+  return rows.map((r) => ({
+    start: r.lo,
+    end: r.hi,
+    state: r.state,
+    version: r.version,
+    requiredVersion: r.rv,
+  }));
+}
+
+/** Wakes the lease holder (a request made by hand is delivered by it at once). */
+export async function wakeScheduler(db: Db, channel: string): Promise<void> {
+  await db`select pg_notify(${channel}, '')`;
+}
