@@ -208,14 +208,19 @@ export async function dueAttempts(db: Db, now: Date, limit: number): Promise<Due
   }));
 }
 
-/** When the next attempt's delivery is due, if any (the scheduler's wake-up). */
-export async function nextRepairWake(db: Db): Promise<Date | null> {
-  const [row] = await db<{ at: Date | null }[]>`
-    select least(
-      (select min(due_at) from repair_attempts where due_at is not null),
-      (select min(next_at) from repair_requests where state in ('open', 'partial'))
-    ) as at`;
-  return row?.at ?? null;
+/**
+ * Whether any request is open or partial, and when repair work is next due (an attempt's delivery
+ * or a request's next attempt): one probe of two partial indexes, so a pass with no requests pays
+ * one round trip for them.
+ */
+export async function repairWork(db: Db): Promise<{ active: boolean; wakeAt: Date | null }> {
+  const [row] = await db<{ active: boolean; at: Date | null }[]>`
+    select exists (select 1 from repair_requests where state in ('open', 'partial')) as active,
+      least(
+        (select min(due_at) from repair_attempts where due_at is not null),
+        (select min(next_at) from repair_requests where state in ('open', 'partial'))
+      ) as at`;
+  return { active: row?.active ?? false, wakeAt: row?.at ?? null };
 }
 
 /** A delivery's outcome: accepted, refused for good, or to be tried again after `retryMs`. */

@@ -40,8 +40,8 @@ import {
   lockRepairAssets,
   type MadeRequest,
   makeRequests,
-  nextRepairWake,
   recordAttemptDelivery,
+  repairWork,
   requestsToFollow,
   storedPeriodStates,
 } from '../index/repairs.js';
@@ -90,6 +90,8 @@ export class Repairs {
   private readonly byId: ReadonlyMap<string, RollupRuntime>;
   private scans = new Map<string, Scan>();
   private cursor = 0;
+  /** When an attempt or a delivery is next due, from the last step (epoch ms). */
+  private dueAt = 0;
 
   constructor(private readonly options: RepairOptions) {
     const live = options.rollups.flatMap((r) => [
@@ -109,20 +111,29 @@ export class Repairs {
   /** One pass's repair work; busy when more is owed now than this pass did. */
   async step(token: number, signal: AbortSignal, now: Date): Promise<{ work: boolean; busy: boolean }> {
     const scanned = signal.aborted ? { made: 0, busy: false } : await this.scan(token, now);
-    const followed = signal.aborted ? { changed: 0, more: false } : await this.follow(token, now);
-    const delivered = signal.aborted ? { delivered: 0, more: false } : await this.deliver(signal);
+    if (signal.aborted) return { work: scanned.made > 0, busy: scanned.busy };
+    // Nothing open and nothing to deliver (the common case without repair:): one probe, no more.
+    const pending = await repairWork(this.options.sql);
+    this.dueAt = pending.wakeAt?.getTime() ?? Number.POSITIVE_INFINITY;
+    if (!pending.active && pending.wakeAt === null) return { work: scanned.made > 0, busy: scanned.busy };
+    const followed = await this.follow(token, now);
+    const delivered = signal.aborted
+      ? { delivered: 0, tried: 0, more: false }
+      : await this.deliver(signal, now);
+    if (followed.changed > 0 || delivered.delivered > 0 || delivered.tried > 0) {
+      const after = await repairWork(this.options.sql);
+      this.dueAt = after.wakeAt?.getTime() ?? Number.POSITIVE_INFINITY;
+    }
     return {
       work: scanned.made > 0 || followed.changed > 0 || delivered.delivered > 0,
       busy: scanned.busy || followed.more || delivered.more,
     };
   }
 
-  /** When repair work is next due (epoch ms). */
-  async wakeAt(): Promise<number> {
-    let at = Number.POSITIVE_INFINITY;
+  /** When repair work is next due (epoch ms), as the last step left it. */
+  wakeAt(): number {
+    let at = this.dueAt;
     for (const s of this.scans.values()) at = Math.min(at, s.nextAt);
-    const due = await nextRepairWake(this.options.sql);
-    if (due) at = Math.min(at, due.getTime());
     return at;
   }
 
@@ -378,10 +389,12 @@ export class Repairs {
     return state === 'triggered' || state === 'missed';
   }
 
-  private async deliver(signal: AbortSignal): Promise<{ delivered: number; more: boolean }> {
+  private async deliver(
+    signal: AbortSignal,
+    now: Date,
+  ): Promise<{ delivered: number; tried: number; more: boolean }> {
     const { sql, log, metrics } = this.options;
-    const now = new Date();
-    const rows = await dueAttempts(sql, new Date(now.getTime() + 1), DELIVERY_BATCH);
+    const rows = await dueAttempts(sql, now, DELIVERY_BATCH);
     let next = 0;
     let delivered = 0;
     const worker = async () => {
@@ -422,7 +435,7 @@ export class Repairs {
       }
     };
     await Promise.all(Array.from({ length: Math.min(DELIVERY_CONCURRENCY, rows.length) }, worker));
-    return { delivered, more: rows.length === DELIVERY_BATCH };
+    return { delivered, tried: rows.length, more: rows.length === DELIVERY_BATCH };
   }
 }
 

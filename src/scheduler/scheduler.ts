@@ -290,7 +290,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
     const due = await schedulerWake(this.options.sql, [...this.byId.keys()]);
     if (due?.skipped) wakeAt = Math.min(wakeAt, now.getTime() + SKIPPED_RETRY_MS);
     for (const at of [due?.at, due?.delivery]) if (at) wakeAt = Math.min(wakeAt, at.getTime());
-    wakeAt = Math.min(wakeAt, this.marks.nextFullCheckAt(), await this.repairs.wakeAt());
+    wakeAt = Math.min(wakeAt, this.marks.nextFullCheckAt(), this.repairs.wakeAt());
     return Math.max(0, wakeAt - now.getTime());
   }
 
