@@ -29,10 +29,10 @@ const events = new Queue(process.env.EVENTS_QUEUE ?? 'asset-events', { connectio
 
 /** Rebuild [start, end) of the asset: replace with the real work. Returns the range it made complete. */
 async function produceSlice(asset, range, attempt) {
-  let { start, end } = range;
-  if (attempt <= PARTIAL_ATTEMPTS) end = half(start, end);
-  // ... recompute the asset's data for [start, end) and commit it ...
-  return { start, end };
+  const job = { asset, start: range.start, end: range.end };
+  if (attempt <= PARTIAL_ATTEMPTS) job.end = half(job.start, job.end);
+  // ... recompute job.asset's data for [job.start, job.end) and commit it ...
+  return { start: job.start, end: job.end };
 }
 
 /** The middle of a range: ISO timestamps (to the millisecond) or integers. */
