@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import { boundedScrape } from './bounded-scrape.js';
 import { defineRollups, type RollupRuntime } from './config/rollups.js';
 import type { Config } from './config.js';
 import { closeAll, shutdownBudget, within } from './daemon-shutdown.js';
@@ -12,6 +13,7 @@ import { connect, ensureDatabase, type Sql } from './index/db.js';
 import { MAINTENANCE_EVERY_MS, MaintenanceLoop } from './index/maintenance-loop.js';
 import { migrate } from './index/migrate.js';
 import { type ReadHandle, ReadReplica } from './index/read-replica.js';
+import { countRepairs } from './index/repairs.js';
 import { RetentionLoop } from './index/retention-loop.js';
 import { EventQueues } from './ingest/event-queues.js';
 import { queueConnection } from './ingest/queue-backend.js';
@@ -78,6 +80,7 @@ export async function startDaemon(config: Config, log: Logger): Promise<Daemon> 
     startCountersAtZero(metrics, config.rollups);
     if (rollups.length > 0) metrics.setPeriodSource(periodGaugeSource(sql, rollups, log));
     if (rollups.length > 0) metrics.setOpenRunSource(openRunGaugeSource(sql, log));
+    metrics.setRepairSource({ counts: boundedScrape(() => countRepairs(sql), log, 'repair gauges') });
     const queues = queueConnection(config);
     closers.unshift(() => queues.close());
     if (config.queue.backend === 'redis') {

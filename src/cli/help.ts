@@ -24,6 +24,9 @@ Commands:
   retry ROLLUP --period KEY  retry one period's failed, timed-out or lost run (a new attempt)
   retry ROLLUP --failed --start S --end E
                              retry every period of [S, E) whose run failed, timed out or was lost
+  repair ASSET --start S --end E [--target T] [--json]
+                             ask the producer for the not-complete ranges of [S, E) (a repair
+                             request by hand; the lease holder delivers and follows it)
   demo [--serve] [--chain] [--database NAME]  a one-minute tour on a fresh demo database (config/demo.yaml)
 
 Options:
@@ -155,6 +158,24 @@ Options:
 ${CONFIG_OPTION}
 Exit codes: 0 done (also when the window had nothing to retry), 1 the named period could not be
 retried (no run yet, or its run is open or succeeded), 2 usage or runtime error.
+`,
+  repair: `Usage: coverage-rollup repair ASSET --start S --end E [--target T] [--json] [--config FILE]
+
+Makes a repair request by hand (README "Repair requests"), no rollup needed: the ranges of
+[S, E) the index does not hold complete (missing, or replay_required with the version to rebuild
+at) that no open request already asks for, at most the limit of ranges. The lease holder delivers
+it as attempt 1 (idempotency key repair-<id>~a1), re-sends what is still missing at \`every\`, and
+marks it repaired once the index covers it, or abandoned after its attempts.
+
+Options:
+  --start S, --end E  the window, in the asset's form (ISO 8601, or integers)
+  --target T          where to send it, as YAML or JSON: "{type: queue, queue: backfills}",
+                      '{"type": "webhook", "url": "http://127.0.0.1:9000/repair"}'; secrets only as
+                      {env: NAME}. Default: the repair target of a rollup reading ASSET (with its
+                      every, attempts and limit), else of any rollup
+  --json              print {asset, requested: {id, idempotency_key, ranges, ranges_total} | null}
+${CONFIG_OPTION}
+Exit codes: 0 done (also when the window is covered or already requested), 2 usage or runtime error.
 `,
   demo: `Usage: coverage-rollup demo [--serve] [--chain] [--database NAME] [--config FILE]
 

@@ -6,6 +6,7 @@ import { runDemo } from './commands/demo.js';
 import { runEmit } from './commands/emit.js';
 import { runMigrate } from './commands/migrate.js';
 import { runPrune } from './commands/prune.js';
+import { runRepair } from './commands/repair.js';
 import { runRetry } from './commands/retry.js';
 import { releaseEmbedded } from './commands/shared.js';
 import { runStart } from './commands/start.js';
@@ -69,6 +70,8 @@ async function main(argv: string[]): Promise<number> {
       return runPrune(values);
     case 'retry':
       return runRetry(rest, values);
+    case 'repair':
+      return runRepair(rest, values);
     default:
       process.stderr.write(`coverage-rollup: unknown command "${command}"; see coverage-rollup --help\n`);
       return 2;

@@ -28,6 +28,7 @@ export const OPTIONS = {
   'dry-run': { type: 'boolean' },
   period: { type: 'string' },
   failed: { type: 'boolean' },
+  target: { type: 'string' },
 } as const satisfies NonNullable<ParseArgsConfig['options']>;
 
 type Option = keyof typeof OPTIONS;
@@ -44,6 +45,7 @@ export const COMMAND_OPTIONS: Readonly<Record<string, readonly Option[]>> = {
   status: ['json'],
   prune: ['dry-run', 'json'],
   retry: ['period', 'failed', 'start', 'end', 'json'],
+  repair: ['start', 'end', 'target', 'json'],
   demo: ['serve', 'chain', 'database'],
 };
 
@@ -102,6 +104,7 @@ const VALUE_NAMES: Partial<Record<Option, string>> = {
   interval: 'S/E',
   database: 'NAME',
   period: 'KEY',
+  target: 'T',
 };
 
 function flag(name: Option): string {

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { isoDuration, nonEmpty, zone } from './fields.js';
+import { repairSchema } from './repair-schema.js';
 import { targetSchema } from './targets.js';
 
 /** One entry of `rollups:`: its period grid, wait policy, runs and target. */
@@ -60,4 +61,6 @@ export const rollupSchema = z.strictObject({
   target: targetSchema,
   // The asset a succeeded run covers over its period, so other rollups can chain on it (SPEC §11).
   output: nonEmpty.optional(),
+  // Ask producers for the ranges that hold a period back (SPEC §15); off without it.
+  repair: repairSchema.optional(),
 });

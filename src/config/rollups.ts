@@ -38,6 +38,12 @@ export function defineRollups(config: Config): RollupRuntime[] {
           'an integer rollup has no period start to format: its partition is the bucket start',
         );
       }
+      if (rollup.domain === 'integer' && spec.repair !== undefined) {
+        throw new RollupDefinitionError(
+          'repair',
+          "repair requests are timed from a period's end: they need a time rollup (request integer ranges by hand with coverage-rollup repair)",
+        );
+      }
       return { rollup, config: spec };
     } catch (error) {
       return fail(i, error);

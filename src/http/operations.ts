@@ -4,6 +4,7 @@ import { assetCoverage, listAssets } from './schemas/assets.js';
 import { postEvents, postReplayRequirement } from './schemas/events.js';
 import { getGraph } from './schemas/graph.js';
 import { healthz, metrics, openapi, readyz } from './schemas/health.js';
+import { listRepairs } from './schemas/repairs.js';
 import { listPeriods, listRollups, periodDetail, triggerPeriod } from './schemas/rollups.js';
 import { postRunReport, retryPeriod } from './schemas/runs.js';
 
@@ -18,6 +19,7 @@ export const OPERATIONS: readonly Operation[] = [
   triggerPeriod,
   retryPeriod,
   postRunReport,
+  listRepairs,
   getGraph,
   healthz,
   readyz,

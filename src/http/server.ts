@@ -13,6 +13,7 @@ import { registerAssetRoutes } from './routes/assets.js';
 import { registerEventRoutes } from './routes/events.js';
 import { registerHealthRoutes } from './routes/health.js';
 import { registerOpenApiRoute } from './routes/openapi.js';
+import { registerRepairRoutes } from './routes/repairs.js';
 
 export type RouteRegistrar = (app: FastifyInstance, ctx: HttpContext) => void;
 
@@ -89,6 +90,7 @@ export function buildServer(ctx: HttpContext, extraRoutes: readonly RouteRegistr
     registerOpenApiRoute,
     registerAssetRoutes,
     registerEventRoutes,
+    registerRepairRoutes,
     ...extraRoutes,
   ]) {
     register(app, ctx);

@@ -12,6 +12,7 @@ import { evaluatePending } from './evaluate.js';
 import type { Fence } from './fence.js';
 import { type CheckIntervals, DEFAULT_CHECKS } from './follow-runs.js';
 import { MarkQueue } from './mark-queue.js';
+import { Repairs } from './repairs.js';
 import { syncRollups } from './rollup-store.js';
 import { RunPacing } from './run-pacing.js';
 import { emitSafely, type SchedulerEvents } from './scheduler-events.js';
@@ -39,6 +40,9 @@ export interface SchedulerOptions {
   readonly clock?: () => Promise<Date>;
   /** How often targets are asked about open and recently finished runs. */
   readonly runChecks?: CheckIntervals;
+  /** Repair requests (SPEC §15): how often each rollup looks for owed periods, and the budget per pass. */
+  readonly repairScanMs?: number;
+  readonly repairBudget?: number;
 }
 
 /** Small enough that a fresh period never waits long behind the transaction in flight. */
@@ -70,6 +74,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
   private readonly dispatch: DispatchContext;
   private readonly clock: () => Promise<Date>;
   private readonly pacing: RunPacing;
+  private readonly repairs: Repairs;
 
   constructor(private readonly options: SchedulerOptions) {
     super();
@@ -93,6 +98,11 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
       targetTypeOf: (id) => this.byId.get(id)?.config.target.type,
     };
     this.marks = new MarkQueue(options.rollups);
+    this.repairs = new Repairs({
+      ...options,
+      ...(options.repairScanMs === undefined ? {} : { scanMs: options.repairScanMs }),
+      ...(options.repairBudget === undefined ? {} : { budget: options.repairBudget }),
+    });
   }
 
   async start(): Promise<void> {
@@ -124,6 +134,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
     await this.loop;
     await this.unlisten?.().catch(() => {});
     await this.targets.close();
+    await this.repairs.close();
   }
 
   private async run(): Promise<void> {
@@ -172,10 +183,12 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
     if (owed === null) return 0; // lease lost mid-sweep
     work.done ||= owed.inserted > 0;
     const delivery = await this.deliverBacklog(token, signal);
-    const behind = marking.more || fresh.busy || owed.busy || delivery.busy;
+    const repairs = await this.repairs.step(token, signal, now);
+    work.done ||= repairs.work;
+    const behind = marking.more || fresh.busy || owed.busy || delivery.busy || repairs.busy;
     const runs = await this.followRuns(token, signal, behind);
-    work.done = marking.marked || fresh.evaluated > 0 || owed.inserted > 0 || runs.work;
-    const busy = marking.more || fresh.busy || owed.busy || delivery.busy || runs.more;
+    work.done = marking.marked || fresh.evaluated > 0 || owed.inserted > 0 || runs.work || repairs.work;
+    const busy = marking.more || fresh.busy || owed.busy || delivery.busy || repairs.busy || runs.more;
     const sleepMs = busy ? 0 : await this.untilNextWork(now);
     this.announce('pass', {
       token,
@@ -196,11 +209,18 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
     const { sql, rollups, log } = this.options;
     const specs = rollups.map((r) => ({
       rollup: r.rollup,
-      spec: { ...r.config, target: redactTarget(r.config.target) },
+      spec: {
+        ...r.config,
+        target: redactTarget(r.config.target),
+        ...(r.config.repair
+          ? { repair: { ...r.config.repair, target: redactTarget(r.config.repair.target) } }
+          : {}),
+      },
     }));
     await syncRollups(sql, specs, log);
     this.syncedToken = token;
     this.sweeps = new Map(rollups.map((r) => [r.rollup.id, new DeadlineSweep(r.rollup)]));
+    this.repairs.reset();
     this.marks.checkAll();
     log.info({ lease_token: token, rollups: rollups.length }, 'leading: evaluating everything pending');
   }
@@ -270,7 +290,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
     const due = await schedulerWake(this.options.sql, [...this.byId.keys()]);
     if (due?.skipped) wakeAt = Math.min(wakeAt, now.getTime() + SKIPPED_RETRY_MS);
     for (const at of [due?.at, due?.delivery]) if (at) wakeAt = Math.min(wakeAt, at.getTime());
-    wakeAt = Math.min(wakeAt, this.marks.nextFullCheckAt());
+    wakeAt = Math.min(wakeAt, this.marks.nextFullCheckAt(), this.repairs.wakeAt());
     return Math.max(0, wakeAt - now.getTime());
   }
 

@@ -33,6 +33,8 @@ const daemon = await startTestDaemon(
         every: 'hour',
         begin: day,
         target: { type: 'queue', queue: 'api-runs' },
+        // Yesterday's empty hours owe repair requests: GET /v1/repairs has some to answer.
+        repair: { after: 'PT1S', target: { type: 'queue', queue: 'api-repairs' } },
       },
     ],
   }),
@@ -327,6 +329,24 @@ describe('answers conform to the document', () => {
     await answer({ method: 'POST', path, url: url('api_hourly', 'yesterday'), headers: writer, status: 400 });
     await answer({ method: 'POST', path, url: url('nope', hour.start), headers: writer, status: 404 });
     await answer({ method: 'POST', path, url: url('api_hourly', hour.start), headers: reader, status: 403 });
+  });
+
+  it('GET /v1/repairs', async () => {
+    const path = '/v1/repairs';
+    await waitFor(async () => (await json('/v1/repairs?limit=1')).repairs?.length > 0, {
+      what: 'a repair request',
+    });
+    const page = await answer({ path, url: '/v1/repairs?limit=2&state=open', headers: reader, status: 200 });
+    expect(page.repairs[0]).toMatchObject({ asset: 'api.orders', rollup: 'api_hourly', state: 'open' });
+    await answer({
+      path,
+      url: `/v1/repairs?limit=2&cursor=${page.next_cursor}`,
+      headers: reader,
+      status: 200,
+    });
+    await answer({ path, url: '/v1/repairs?state=bogus', headers: reader, status: 400 });
+    await answer({ path, url: '/v1/repairs?cursor=bogus', headers: reader, status: 400 });
+    await answer({ path, url: path, status: 401 });
   });
 
   it('GET /v1/graph', async () => {

@@ -4,21 +4,26 @@
  */
 import type { FastifyInstance } from 'fastify';
 import type { RollupRuntime } from '../../config/rollups.js';
+import { periodOfKey } from '../../core/periods.js';
+import { repairsOfPeriod } from '../../index/repairs.js';
 import type { HttpContext } from '../context.js';
 import { HttpError } from '../errors.js';
 import { explainPeriod } from '../period-explain.js';
 import { route } from '../route.js';
 import { periodDetail } from '../schemas/rollups.js';
+import { repairJson } from './repairs.js';
 
 export function registerPeriodDetail(find: (id: string) => RollupRuntime) {
   return (app: FastifyInstance, ctx: HttpContext) => {
     route(app, ctx, periodDetail, async ({ params }) => {
       const { rollup } = find(params.id);
-      const answer = await explainPeriod(ctx.read().sql, rollup, params.key, ctx.now());
+      const { sql } = ctx.read();
+      const answer = await explainPeriod(sql, rollup, params.key, ctx.now());
       if (answer === null) {
         throw new HttpError(404, 'unknown_period', `rollup ${rollup.id} has no period ${params.key} (yet)`);
       }
-      return answer;
+      const lo = periodOfKey(rollup, params.key)!.start;
+      return { ...answer, repairs: (await repairsOfPeriod(sql, rollup.id, lo)).map(repairJson) };
     });
   };
 }

@@ -14,6 +14,7 @@ import {
   Span,
   Timestamp,
 } from './common.js';
+import { RepairJson } from './repairs.js';
 import { RunHistoryJson, RunJson, RunState } from './runs.js';
 
 export const DEFAULT_ROLLUPS = 100;
@@ -230,6 +231,9 @@ export const PeriodDetail = z.object({
   ),
   runs: z.array(RunHistoryJson).meta({
     description: 'every attempt of every generation, newest first (at most 100), each with its reports',
+  }),
+  repairs: z.array(RepairJson).meta({
+    description: 'repair requests this period made or waits on (SPEC §15), newest first (at most 50)',
   }),
 });
 

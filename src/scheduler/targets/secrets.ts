@@ -210,10 +210,16 @@ function canonical(value: unknown): string {
  */
 export function checkSecretEnv(config: Config, env: NodeJS.ProcessEnv): void {
   const missing = config.rollups.flatMap((spec) =>
-    envReferences(spec.target)
+    [
+      ...envReferences(spec.target).map((ref) => ({ ...ref, at: 'target' })),
+      ...(spec.repair
+        ? envReferences(spec.repair.target).map((ref) => ({ ...ref, at: 'repair.target' }))
+        : []),
+    ]
       .filter(({ name }) => env[name] === undefined || env[name] === '')
       .map(
-        ({ field, name }) => `  rollups[${spec.id}].target.${field}: environment variable ${name} is not set`,
+        ({ at, field, name }) =>
+          `  rollups[${spec.id}].${at}.${field}: environment variable ${name} is not set`,
       ),
   );
   if (missing.length > 0) throw new ConfigError(`invalid configuration:\n${missing.join('\n')}`);

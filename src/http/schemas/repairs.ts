@@ -1,0 +1,94 @@
+/** Repair requests (SPEC §15): `GET /v1/repairs` and the requests in the period detail. */
+import { z } from 'zod';
+import { REPAIR_STATES } from '../../core/repair.js';
+import { defineOperation } from '../operation.js';
+import { Bound, coded, pageCursor, pageLimit, Timestamp } from './common.js';
+
+export const RepairState = z.enum(REPAIR_STATES);
+
+export const RepairRangeJson = z.object({
+  start: Bound,
+  end: Bound,
+  kind: z.enum(['missing', 'replay_required']),
+  required_version: z
+    .string()
+    .nullable()
+    .meta({ description: 'the version to rebuild at (replay_required)' }),
+});
+
+export const RepairJson = z.object({
+  id: z.int(),
+  asset: z.string(),
+  state: RepairState.meta({
+    description:
+      'open, partial (some of it covered; the rest requested again), repaired (the index covers every range), abandoned (after its attempts) or cancelled (its periods were decided otherwise)',
+  }),
+  ranges: z.array(RepairRangeJson).meta({ description: 'what its current attempt asked for, oldest first' }),
+  ranges_total: z.int().meta({ description: 'ranges owed when it was made, before the limit' }),
+  missing_total: z
+    .number()
+    .meta({ description: 'how much they measured: seconds for time, values for integers' }),
+  rollup: z
+    .string()
+    .nullable()
+    .meta({ description: 'the rollup whose period made it; null when made by hand' }),
+  period: z.object({ start: Bound, end: Bound, key: z.string() }).nullable(),
+  waiting: z
+    .array(z.object({ rollup: z.string(), period: z.string() }))
+    .meta({ description: 'the periods waiting on it (any rollup over the same range)' }),
+  attempt: z.int(),
+  attempts: z.int().meta({ description: 'attempts before it is abandoned' }),
+  idempotency_key: z.string().meta({ description: "the current attempt's key: repair-<id>~a<attempt>" }),
+  target: z.string().meta({ description: 'the target type it is sent to' }),
+  requested_at: Timestamp,
+  next_at: Timestamp.nullable().meta({
+    description: 'while open or partial: when the next attempt (or the abandonment) is due',
+  }),
+  finished_at: Timestamp.nullable(),
+  delivery: z
+    .object({ delivered_at: Timestamp.nullable(), deliveries: z.int(), error: z.string().nullable() })
+    .nullable()
+    .meta({ description: "the current attempt's delivery" }),
+});
+
+export const DEFAULT_REPAIRS = 100;
+export const MAX_REPAIRS = 1000;
+
+export const RepairListQuery = z.object({
+  state: coded(
+    RepairState.optional().meta({ description: 'only requests in this state' }),
+    'invalid_state',
+    `state must be one of ${REPAIR_STATES.join(', ')}`,
+  ),
+  asset: coded(
+    z.string().optional().meta({ description: 'only requests for this asset' }),
+    'invalid_asset',
+    'asset must be given at most once',
+  ),
+  limit: pageLimit(DEFAULT_REPAIRS, MAX_REPAIRS),
+  cursor: pageCursor,
+});
+
+export const RepairList = z.object({
+  repairs: z.array(RepairJson).meta({ description: 'newest first' }),
+  counts: z
+    .object(
+      Object.fromEntries(REPAIR_STATES.map((s) => [s, z.int()])) as Record<
+        (typeof REPAIR_STATES)[number],
+        z.ZodInt
+      >,
+    )
+    .meta({ description: 'requests per state (of the asset, when given), on every page' }),
+  next_cursor: z.string().nullable().meta({ description: 'null on the last page' }),
+});
+
+export const listRepairs = defineOperation({
+  method: 'GET',
+  path: '/v1/repairs',
+  id: 'listRepairs',
+  summary: 'Repair requests (SPEC §15), newest first, by state and asset, a page at a time',
+  access: 'read',
+  query: RepairListQuery,
+  answers: { 200: { description: 'one page of repair requests', schema: RepairList } },
+  errors: { 400: 'invalid_state, invalid_asset, invalid_limit, invalid_cursor' },
+});
