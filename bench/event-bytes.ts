@@ -8,7 +8,13 @@
  *   npm run bench:event-bytes            # N = 200000
  *   BENCH_N=50000 npm run bench:event-bytes
  *   BENCH_IDS=0 npm run bench:event-bytes   # no producer ids: the key is the content's hash
+ *   BENCH_CONTENT=realistic npm run bench:event-bytes
+ *
+ * BENCH_CONTENT=realistic sends what producers send in practice: ids of 40 characters (a hex
+ * digest, as a job or commit id), `produced_at` with milliseconds (7 s after the slice ends, as
+ * bench:ingest does) and a short `extra` ({"job": "load_orders", "attempt": 1}).
  */
+import { createHash } from 'node:crypto';
 import { normalizeEvent } from '../src/core/events.js';
 import { commitEvents } from '../src/index/commit.js';
 import { createBenchDatabase, round } from './common.js';
@@ -17,6 +23,7 @@ const N = Number(process.env.BENCH_N ?? 200_000);
 const ASSETS = 50;
 const BATCH = 500;
 const IDS = process.env.BENCH_IDS !== '0';
+const REALISTIC = process.env.BENCH_CONTENT === 'realistic';
 const T0 = Date.UTC(2025, 0, 1);
 const FIVE_MINUTES = 5 * 60_000;
 
@@ -26,6 +33,11 @@ const rand = () => {
   return seed / 2 ** 31;
 };
 const next = new Array<number>(ASSETS).fill(0);
+
+/** A 40-character hex id, distinct per asset and slice. */
+function hex40(a: number, n: number): string {
+  return createHash('sha1').update(`${a}/${n}`).digest('hex');
+}
 
 function event() {
   const a = Math.floor(rand() * ASSETS);
@@ -37,7 +49,13 @@ function event() {
       start: new Date(start).toISOString().replace('.000Z', 'Z'),
       end: new Date(start + FIVE_MINUTES).toISOString().replace('.000Z', 'Z'),
       version: 'v1',
-      ...(IDS ? { id: `a${a}-${n}` } : {}),
+      ...(IDS ? { id: REALISTIC ? hex40(a, n) : `a${a}-${n}` } : {}),
+      ...(REALISTIC
+        ? {
+            produced_at: new Date(start + FIVE_MINUTES + 7_000).toISOString(),
+            extra: { job: 'load_orders', attempt: 1 },
+          }
+        : {}),
     },
     { maxPayloadBytes: 65_536 },
   );
@@ -63,15 +81,28 @@ try {
       sum(pg_total_relation_size(oid))::int8 as total, (select count(*) from events)::int8 as n
     from parts`;
   const r = row!;
+  // Where a row's bytes go: the stored size of each column, averaged (null is 0), and the row.
+  const [columns] = await db.sql<Record<string, number>[]>`
+    select round(avg(pg_column_size(e.*)), 1)::float8 as row,
+      round(avg(coalesce(pg_column_size(event_id), 0)), 1)::float8 as event_id,
+      round(avg(coalesce(pg_column_size(digest), 0)), 1)::float8 as digest,
+      round(avg(coalesce(pg_column_size(version), 0)), 1)::float8 as version,
+      round(avg(coalesce(pg_column_size(produced_at), 0)), 1)::float8 as produced_at,
+      round(avg(coalesce(pg_column_size(start_text), 0) + coalesce(pg_column_size(end_text), 0)), 1)::float8 as bound_texts,
+      round(avg(coalesce(pg_column_size(extra), 0)), 1)::float8 as extra
+    from events e`;
   process.stdout.write(
     `${JSON.stringify(
       {
         bench: 'event-bytes',
         events: r.n,
         producer_ids: IDS,
+        content: REALISTIC ? 'realistic' : 'plain',
         bytes_per_event: round(r.total / r.n, 1),
         heap_bytes_per_event: round(r.heap / r.n, 1),
         index_bytes_per_event: round(r.indexes / r.n, 1),
+        // pg_column_size: the row's is its tuple without the 4-byte line pointer and page space.
+        mean_stored_bytes: columns,
       },
       null,
       2,

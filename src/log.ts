@@ -43,3 +43,26 @@ export function redactUrl(url: string): string {
     return '[unparsable url]';
   }
 }
+
+/** Write errors that mean standard output is gone for good: a hung-up terminal, a closed pipe. */
+const OUTPUT_GONE = new Set(['EIO', 'EPIPE', 'ENXIO', 'EBADF']);
+
+/**
+ * The daemon's standard output as a log destination that outlives it. After a terminal or SSH
+ * session closes, every write to it fails with EIO: pino's own destination only tolerates EPIPE, so
+ * the error would end the daemon without its drain, and the flush pino runs at exit retries such a
+ * write forever (the process hangs). Once a write says the output is gone, logging becomes a no-op
+ * and the shutdown goes on unlogged (there is nobody left to read it).
+ */
+export function daemonStdout(): pino.DestinationStream {
+  const stream = pino.destination({ dest: 1, minLength: 0, sync: false });
+  const noop = () => {};
+  stream.on('error', (error: NodeJS.ErrnoException) => {
+    if (!OUTPUT_GONE.has(error.code ?? '')) throw error;
+    stream.write = () => true;
+    stream.flush = noop;
+    stream.flushSync = noop;
+    stream.end = noop;
+  });
+  return stream;
+}

@@ -66,8 +66,8 @@ creates the database when it is missing and the role may.
 
 Options:
 ${CONFIG_OPTION}
-Signals: SIGTERM or SIGINT drains in-flight work (bounded by shutdown_timeout), releases the lease
-and exits 0; a second signal exits 1 at once.
+Signals: SIGTERM, SIGINT or SIGHUP (a closed terminal) drains in-flight work (bounded by
+shutdown_timeout), releases the lease and exits 0; a second signal exits 1 at once.
 Exit codes: 0 after a clean shutdown, 1 on a fatal error, 2 for a bad config or an unreachable
 database at start.
 `,

@@ -7,7 +7,15 @@
  * `postgres` process outlives the test.
  */
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
-import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  existsSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -18,6 +26,7 @@ import { DAEMON_ENTRY } from '../helpers/process.js';
 import { waitFor } from '../helpers/wait.js';
 
 const PRELOAD = join(packageRoot(), 'test', 'helpers', 'closed-default-ports.mjs');
+const SESSION = join(packageRoot(), 'test', 'helpers', 'hangup-session.mjs');
 const dir = mkdtempSync(join(tmpdir(), 'coverage-rollup-embedded-'));
 chmodSync(dir, 0o755); // run as root, the server runs as an unprivileged user that must reach it
 const dataDir = join(dir, 'data');
@@ -47,8 +56,13 @@ Object.assign(env, {
 const everyLine: string[] = [];
 const children = new Set<ChildProcess>();
 
+/** Daemons started by a hang-up session (not children of this process) a failed test may leave. */
+const daemonPids = new Set<number>();
+
 afterAll(async () => {
-  for (const child of children) if (child.exitCode === null) child.kill('SIGKILL');
+  for (const child of children)
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  for (const pid of daemonPids) if (alive(pid)) process.kill(pid, 'SIGKILL');
   for (const pid of serverPids()) process.kill(pid, 'SIGQUIT');
   await waitFor(() => serverPids().length === 0, { what: 'the embedded server to stop' });
   rmSync(dir, { recursive: true, force: true });
@@ -170,4 +184,125 @@ describe('the embedded default, with no database or Redis configured', () => {
 
     expect(everyLine.filter((l) => l.includes('closed-default-ports'))).toEqual([]);
   }, 300_000); // three daemon starts (one with initdb) and a dozen CLI runs
+});
+
+/** Running, and not a zombie. */
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return !/^\d+ \(.*\) Z /.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+  } catch {
+    return false;
+  }
+}
+
+/** The session's record of how the daemon ended, once it is written whole. */
+function readResult(file: string): unknown {
+  try {
+    return JSON.parse(readFileSync(file, 'utf8'));
+  } catch {
+    return undefined;
+  }
+}
+
+interface Line {
+  readonly msg: string;
+  readonly pid?: number;
+  readonly signal?: string;
+}
+
+/** JSON log lines of `stream` (a pseudo-terminal's output ends lines with \r\n). */
+function collect(stream: NodeJS.ReadableStream, lines: Line[], output: string[]): void {
+  createInterface({ input: stream, crlfDelay: Number.POSITIVE_INFINITY }).on('line', (raw) => {
+    const text = raw.replace(/\r$/, '');
+    output.push(text);
+    try {
+      const parsed = JSON.parse(text) as Line;
+      if (typeof parsed?.msg === 'string') lines.push(parsed);
+    } catch {
+      // not a log line
+    }
+  });
+}
+
+/**
+ * A hang-up stops the daemon the way SIGTERM does (README Operations): a closed terminal or SSH
+ * session, or a killed tmux, sends SIGHUP to the foreground process group, and the daemon must
+ * drain, stop the embedded PostgreSQL it started (in its own session, so the group's SIGHUP never
+ * reaches it) and exit 0, not die of the signal and leave the server running. Two ways: SIGHUP to
+ * the daemon's process group with its output on pipes, and a real closed terminal (a
+ * pseudo-terminal from `script`, killed), after which every write to the terminal fails with EIO.
+ * In this file rather than one of its own: two files starting embedded servers side by side were
+ * seen to stall this file's first start (no output for 90 s, 2 runs in 14; cause not found).
+ */
+describe('SIGHUP with the embedded default', () => {
+  it('to the process group: drains, stops the embedded PostgreSQL and exits 0', async () => {
+    // Detached: the daemon leads a process group of its own, as a shell's foreground job does.
+    const child = spawn(process.execPath, [DAEMON_ENTRY, 'start'], {
+      env,
+      detached: true,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    children.add(child);
+    const lines: Line[] = [];
+    const output: string[] = [];
+    collect(child.stdout!, lines, output);
+    collect(child.stderr!, lines, output);
+    const exited = new Promise<{ code: number | null; signal: string | null }>((resolve) =>
+      child.once('exit', (code, signal) => resolve({ code, signal })),
+    );
+    await waitFor(() => lines.some((l) => l.msg === 'listening'), {
+      timeout: 90_000,
+      what: `the daemon to listen\n${output.join('\n')}`,
+    });
+    expect(serverPids().length).toBeGreaterThan(0);
+
+    process.kill(-child.pid!, 'SIGHUP');
+    expect(await exited).toEqual({ code: 0, signal: null });
+    const msgs = lines.map((l) => l.msg);
+    expect(lines.find((l) => l.msg === 'shutting down')).toMatchObject({ signal: 'SIGHUP' });
+    expect(msgs).toEqual(expect.arrayContaining(['embedded PostgreSQL stopped', 'stopped']));
+    expect(msgs.indexOf('shutting down')).toBeLessThan(msgs.indexOf('embedded PostgreSQL stopped'));
+    expect(msgs).not.toContain('second signal: exiting now');
+    expect(serverPids()).toEqual([]);
+    expect(existsSync(join(dataDir, 'daemon.pid'))).toBe(false);
+  }, 180_000);
+
+  it('from a closed terminal: exits 0 with the embedded PostgreSQL stopped, though its output is gone', async () => {
+    // `script` gives the session a pseudo-terminal; killing it closes the terminal's master side:
+    // the kernel hangs the terminal up and sends SIGHUP to the session leader (hangup-session.mjs,
+    // standing in for the login shell), which sends it on to the daemon. From then on every
+    // write to the terminal fails with EIO, and so would Node's own terminal reset at exit.
+    const result = join(dir, 'hangup-result.json');
+    const command = [process.execPath, SESSION, result, process.execPath, DAEMON_ENTRY, 'start']
+      .map((arg) => `'${arg}'`)
+      .join(' ');
+    const terminal = spawn('script', ['--quiet', '--flush', '--command', `exec ${command}`, '/dev/null'], {
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    children.add(terminal);
+    const lines: Line[] = [];
+    const output: string[] = [];
+    collect(terminal.stdout!, lines, output);
+    collect(terminal.stderr!, lines, output);
+    const listening = await waitFor(() => lines.find((l) => l.msg === 'listening'), {
+      timeout: 90_000,
+      what: `the daemon to listen on the terminal\n${output.join('\n')}`,
+    });
+    const daemonPid = listening.pid!;
+    daemonPids.add(daemonPid);
+    expect(serverPids().length).toBeGreaterThan(0);
+
+    terminal.kill('SIGKILL');
+    const ended = await waitFor(() => readResult(result), {
+      timeout: 60_000,
+      what: `the daemon (pid ${daemonPid}) to exit after the hang-up`,
+    });
+    // Not killed by SIGHUP, not SIGABRT from Node's terminal reset, not hung in a log flush.
+    expect(ended).toEqual({ code: 0, signal: null });
+    expect(alive(daemonPid)).toBe(false);
+    expect(serverPids()).toEqual([]);
+    expect(existsSync(join(dataDir, 'daemon.pid'))).toBe(false);
+  }, 180_000);
 });

@@ -114,4 +114,18 @@ describe('npm start', () => {
     expect(msgs).toEqual(expect.arrayContaining(['shutting down', 'stopped']));
     expect(msgs).not.toContain('second signal: exiting now');
   });
+
+  it('drains on a hang-up: SIGHUP to the whole process group ends npm, and the daemon stops cleanly', async () => {
+    const { npm, logs, exited, listening } = npmStart(true);
+    const { daemonPid } = await listening();
+    // As a closed terminal or SSH session delivers it. npm has no handler for SIGHUP and dies of
+    // it; the daemon got its own copy and drains rather than being orphaned or killed.
+    process.kill(-npm.pid!, 'SIGHUP');
+    await exited;
+    await waitFor(() => !alive(daemonPid), { timeout: 30_000, what: `daemon pid ${daemonPid} to exit` });
+    await waitFor(() => logs.some((l) => l.msg === 'stopped'), { what: 'the daemon to log its clean stop' });
+    const shutting = logs.find((l) => l.msg === 'shutting down') as { signal?: string } | undefined;
+    expect(shutting?.signal).toBe('SIGHUP');
+    expect(logs.map((l) => l.msg)).not.toContain('second signal: exiting now');
+  });
 });

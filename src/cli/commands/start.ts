@@ -1,6 +1,7 @@
 import { startDaemon } from '../../daemon.js';
 import { resolveDatabase } from '../../embedded/resolve.js';
-import { createLogger } from '../../log.js';
+import { createLogger, daemonStdout } from '../../log.js';
+import { closeHungUpTerminalAtExit } from '../terminal-hangup.js';
 import { configFrom, type GlobalOptions } from './shared.js';
 
 /**
@@ -11,7 +12,15 @@ import { configFrom, type GlobalOptions } from './shared.js';
 export const REPEAT_GRACE_MS = 1_000;
 
 /**
- * Runs until SIGTERM or SIGINT: the first drains and exits 0; a deliberate second one (more than
+ * The signals that stop the daemon gracefully. SIGHUP is what a closed terminal or SSH session, or
+ * a killed tmux, sends to the foreground process group: without a handler Node dies of it at once,
+ * skipping the drain and leaving the embedded PostgreSQL (in its own session) running. A daemon
+ * has no config to reload on SIGHUP (the config is read once at start), so it means stop.
+ */
+export const STOP_SIGNALS: readonly NodeJS.Signals[] = ['SIGTERM', 'SIGINT', 'SIGHUP'];
+
+/**
+ * Runs until SIGTERM, SIGINT or SIGHUP: the first drains and exits 0; a deliberate second one (more than
  * REPEAT_GRACE_MS later, or a third) forces exit 1. An unhandled error ends the process non-zero
  * rather than leave it half alive. Signals are handled from the start: one that arrives while the
  * daemon is still starting (its ingest worker and lease may already run) stops it as soon as it is
@@ -20,7 +29,8 @@ export const REPEAT_GRACE_MS = 1_000;
  */
 export async function runStart(values: GlobalOptions): Promise<number> {
   const loaded = configFrom(values);
-  const log = createLogger(loaded.log_level);
+  const log = createLogger(loaded.log_level, daemonStdout());
+  closeHungUpTerminalAtExit();
   let forceStopServer = () => {};
   const exitNow = (code: number) => {
     forceStopServer();
@@ -55,8 +65,7 @@ export async function runStart(values: GlobalOptions): Promise<number> {
     if (stop) stop(signal);
     else log.info({ signal }, 'signal while starting: shutting down once started');
   };
-  process.on('SIGTERM', onSignal);
-  process.on('SIGINT', onSignal);
+  for (const signal of STOP_SIGNALS) process.on(signal, onSignal);
 
   const resolved = await resolveDatabase(loaded, log, 'daemon');
   forceStopServer = resolved.forceStop;

@@ -23,6 +23,7 @@ const STATES: Record<Node['state'], readonly [string, string]> = {
 
 export const GRAPH_CSS = `
 .graph { overflow: auto; background: #fff; border: 1px solid var(--line); border-radius: 6px; padding: 8px; }
+svg.graph-svg { display: block; width: 100%; height: auto; }
 svg.graph-svg text { font-size: 12px; fill: #1f2933; }
 svg.graph-svg text.sub { font-size: 11px; fill: #5f6b7a; }
 svg.graph-svg rect.node { fill: #fff; stroke: #9aa3ae; stroke-width: 1; }
@@ -35,6 +36,8 @@ ${Object.entries(STATES)
   .join('\n')}
 `;
 
+/** The smallest the graph is drawn to fit the page (its 12 px labels at about 7 px). */
+const MIN_SCALE = 0.6;
 const MAX_LABEL = 27;
 const label = (text: string) => (text.length > MAX_LABEL ? `${text.slice(0, MAX_LABEL - 1)}…` : text);
 
@@ -78,7 +81,12 @@ export function renderGraph(graph: GraphJson): SafeHtml {
     const sub = detail(n);
     return html`<a href="${href}"><title>${n.kind} ${n.name}: ${sub}</title><g transform="translate(${x + pad} ${y + pad})"><rect class="node ${n.kind}" width="${NODE_WIDTH}" height="${NODE_HEIGHT}" rx="4"/><rect class="g-${n.state}" width="6" height="${NODE_HEIGHT}" rx="2"/><text x="12" y="14">${label(n.name)}</text><text class="sub" x="12" y="28">${label(sub)}</text></g></a>`;
   });
-  return html`<div class="graph"><svg class="graph-svg" xmlns="http://www.w3.org/2000/svg" width="${layout.width + 2 * pad}" height="${layout.height + 2 * pad}" role="img" aria-label="rollup graph">${edges}${nodes}</svg></div>`;
+  // Fit to the page: the drawing scales down to the box's width (never up, and not below
+  // MIN_SCALE, where labels would be too small to read: only a graph wider than that scrolls).
+  const width = layout.width + 2 * pad;
+  const height = layout.height + 2 * pad;
+  const fit = `max-width: ${width}px; min-width: ${Math.round(width * MIN_SCALE)}px`;
+  return html`<div class="graph"><svg class="graph-svg" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 ${width} ${height}" width="${width}" height="${height}" style="${fit}" role="img" aria-label="rollup graph">${edges}${nodes}</svg></div>`;
 }
 
 export function graphLegend(): SafeHtml {
