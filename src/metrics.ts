@@ -1,4 +1,5 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import { createLeaseSessionMetrics } from './metrics-lease.js';
 import { createRunMetrics } from './metrics-runs.js';
 
 /** Every metric the daemon exports, on a registry of its own (one per daemon instance). */
@@ -201,6 +202,7 @@ export function createMetrics() {
       registry.registerMetric(this.replicaServingReads);
     },
     ...createRunMetrics(registry),
+    ...createLeaseSessionMetrics(registry),
   };
 }
 

@@ -39,6 +39,8 @@ export interface SchedulerOptions {
   readonly clock?: () => Promise<Date>;
   /** How often targets are asked about open and recently finished runs. */
   readonly runChecks?: CheckIntervals;
+  /** Looks at what a pass that runs long waits on (lock-watch.ts): watch() as it starts. */
+  readonly lockWatch?: { watch(): () => void };
 }
 
 /** Small enough that a fresh period never waits long behind the transaction in flight. */
@@ -150,9 +152,11 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
   private async pass(token: number, signal: AbortSignal): Promise<number> {
     const started = performance.now();
     const work = { done: false };
+    const unwatch = this.options.lockWatch?.watch();
     try {
       return await this.passWork(token, signal, work);
     } finally {
+      unwatch?.();
       const seconds = (performance.now() - started) / 1000;
       this.options.metrics.schedulerPassSeconds.observe({ work: work.done ? 'busy' : 'idle' }, seconds);
     }
