@@ -66,7 +66,13 @@ async function scenario(): Promise<Scenario> {
     proxy.heal();
     await proxy.close();
   });
-  return { db, prefix, producer: testProducer(queues), downstream: testQueue('downstream', prefix, queues) };
+  return {
+    db,
+    prefix,
+    producer: testProducer(queues),
+    downstream: testQueue('downstream', prefix, queues),
+    proxy,
+  };
 }
 
 // Sequential: concurrent clones of one template contend for its lock.
