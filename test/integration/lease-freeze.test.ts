@@ -41,7 +41,17 @@ const FAST_LEASE = { ttl: 'PT1S', renew_every: 'PT0.3S', retry_every: 'PT0.2S' }
 const TTL_MS = 1000;
 /** "TTL + a few seconds" (issue 35): the bound on cut-to-decision. */
 const TRIGGER_LIMIT_MS = TTL_MS + 4000;
-const CURSOR_LOCK = /from\s+rollup_cursors[\s\S]*for\s+update/i;
+/** The marking transaction's row lock on the rollup's cursors (index/cursors.ts openCursors). */
+const CURSOR_LOCK = {
+  js: /from\s+rollup_cursors[\s\S]*for\s+update/i,
+  sql: String.raw`from\s+rollup_cursors.*for\s+update`,
+};
+/** The evaluation's claim of dirty periods, FOR UPDATE SKIP LOCKED (index/periods/writes.ts). */
+const CLAIM = {
+  js: /from\s+periods\s+where\s+\(dirty or manual_requested\)[\s\S]*skip\s+locked/i,
+  sql: String.raw`from\s+periods\s+where\s+\(dirty or manual_requested\).*skip\s+locked`,
+};
+type Statement = typeof CURSOR_LOCK;
 
 interface Scenario {
   readonly db: TestDatabase;
@@ -49,9 +59,11 @@ interface Scenario {
   readonly producer: Queue;
   readonly downstream: Queue;
   readonly proxy: BlackholeProxy;
+  /** The statement of A's at whose Sync the proxy cuts. */
+  readonly statement: Statement;
 }
 
-async function scenario(): Promise<Scenario> {
+async function scenario(statement: Statement): Promise<Scenario> {
   const db = await createTestDatabase();
   const prefix = createTestPrefix();
   const queues = parseConfig(
@@ -60,7 +72,7 @@ async function scenario(): Promise<Scenario> {
   const u = new URL(db.url);
   const proxy = await BlackholeProxy.start(
     { host: u.hostname, port: Number(u.port || 5432) },
-    { watch: syncAfterStatement(CURSOR_LOCK) },
+    { watch: syncAfterStatement(statement.js) },
   );
   afterAll(async () => {
     proxy.heal();
@@ -72,13 +84,15 @@ async function scenario(): Promise<Scenario> {
     producer: testProducer(queues),
     downstream: testQueue('downstream', prefix, queues),
     proxy,
+    statement,
   };
 }
 
 // Sequential: concurrent clones of one template contend for its lock.
-const pipelined = await scenario();
-const executing = await scenario();
-const watched = await scenario();
+const pipelined = await scenario(CURSOR_LOCK);
+const executing = await scenario(CURSOR_LOCK);
+const claimed = await scenario(CLAIM);
+const watched = await scenario(CURSOR_LOCK);
 
 function daemonConfig(s: Scenario, databaseUrl: string): Record<string, unknown> {
   return {
@@ -157,14 +171,14 @@ interface Backend {
   in_transaction: boolean;
 }
 
-/** A's backend running (or having run) the cursor lock, as PostgreSQL sees it. */
-async function cursorLocker(sql: Sql, instance: string): Promise<Backend | undefined> {
+/** A's backend running (or having run) `statement`, as PostgreSQL sees it. */
+async function backendOf(sql: Sql, instance: string, statement: Statement): Promise<Backend | undefined> {
   const [row] = await sql<Backend[]>`
     select pid, state, concat_ws(':', wait_event_type, wait_event) as wait,
       xact_start is not null as in_transaction
     from pg_stat_activity
     where datname = current_database() and split_part(application_name, '@', 2) = ${instance}
-      and query ~* 'from\\s+rollup_cursors' and query ~* 'for\\s+update'`;
+      and query ~* ${statement.sql}`;
   return row;
 }
 
@@ -225,10 +239,10 @@ async function expectTakeover(
     // A's backend, as PostgreSQL sees it once cut off: in its transaction, not idle.
     const stuck = await waitFor(
       async () => {
-        const row = await cursorLocker(s.db.sql, instanceA);
+        const row = await backendOf(s.db.sql, instanceA, s.statement);
         return row && expectedWait.test(row.wait ?? '') ? row : undefined;
       },
-      { what: `A's backend of the cursor lock waiting on ${expectedWait}` },
+      { what: `A's backend of the cut statement waiting on ${expectedWait}` },
     );
     expect(stuck).toMatchObject({ state: 'active', in_transaction: true });
 
@@ -275,8 +289,10 @@ async function expectTakeover(
     s.proxy.heal();
     if (!released) await release?.();
   }
-  expect(await a.stop()).toEqual({ code: 0, signal: null });
-  expect(await b.stop()).toEqual({ code: 0, signal: null });
+  expect(await Promise.all([a.stop(), b.stop()])).toEqual([
+    { code: 0, signal: null },
+    { code: 0, signal: null },
+  ]);
 }
 
 describe('a leader frozen while it holds the rows the next pass needs', () => {
@@ -288,6 +304,11 @@ describe('a leader frozen while it holds the rows the next pass needs', () => {
   it('mid-statement (its cursor lock still waiting when cut off): the standby ends its session and triggers within TTL + 4 s', async () => {
     const s = executing;
     await expectTakeover(s, 'mid-statement', await freezeLeader(s, 'statement', true), /^Lock:/);
+  });
+
+  it('mid-pipeline holding the period (claimed FOR UPDATE SKIP LOCKED, so the standby waits on nothing): it ends the session and triggers within TTL + 4 s', async () => {
+    const s = claimed;
+    await expectTakeover(s, 'mid-evaluation', await freezeLeader(s, 'claim', false), /^Client:ClientRead$/);
   });
 
   it('a pass that waits on a lock says on what: the blocking session in the log and the metrics', async () => {
@@ -316,7 +337,7 @@ describe('a leader frozen while it holds the rows the next pass needs', () => {
           }),
         ]);
         expect(typeof blockers[0]!.query_start).toBe('string');
-        expect((line.waiting as { query: string }).query).toMatch(CURSOR_LOCK);
+        expect((line.waiting as { query: string }).query).toMatch(CURSOR_LOCK.js);
         expect(await metric(b, 'coverage_rollup_scheduler_lock_waits_total{blocker="other_client"}')).toBe(1);
         expect(await metric(b, 'coverage_rollup_scheduler_lock_wait_seconds')).toBeGreaterThan(0);
         // Not the former holder's (there is none): left alone, as any other client's session.
