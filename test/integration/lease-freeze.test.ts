@@ -206,9 +206,13 @@ afterAll(() => {
 
 /**
  * A (through the proxy) leads, B stands by; a first event is evaluated; then the proxy is armed
- * and the event that completes period r/0 is sent: A's marking of it is cut at its cursor lock.
+ * and the event that completes period r/0 is sent: A's marking of it is cut at its cursor lock
+ * ('pipeline'), or at it while it waits on the test's lock on the cursors ('statement'). For
+ * 'claim', A's marking of r/0 waits on the test's lock while the proxy is armed, so the next
+ * claim A sends, once the test lets the marking through, is the one that locks r/0 (a claim of
+ * an earlier pass could otherwise be cut, holding nothing).
  */
-async function freezeLeader(s: Scenario, name: string, holdCursors: boolean) {
+async function freezeLeader(s: Scenario, name: string, mode: 'pipeline' | 'statement' | 'claim') {
   const a = await procs.spawn({ name: `${name}-a`, config: daemonConfig(s, s.proxy.proxiedUrl(s.db.url)) });
   const acquiredA = await a.waitForLog(ACQUIRED, { what: 'A to lead' });
   const tokenA = tokenOf(acquiredA);
@@ -218,14 +222,37 @@ async function freezeLeader(s: Scenario, name: string, holdCursors: boolean) {
   await waitFor(async () => (await readyz(b)).scheduler.role === 'standby', { what: 'B standby' });
   await send(s, [10, 15]);
   await waitingPeriod(s.db.sql, 10);
-  const release = holdCursors
-    ? await holdLock(s.db.sql, (tx) => tx`select 1 from rollup_cursors where rollup_id = 'r' for update`)
-    : undefined;
+  const lockCursors = () =>
+    holdLock(s.db.sql, (tx) => tx`select 1 from rollup_cursors where rollup_id = 'r' for update`);
+  if (mode === 'claim') {
+    const letMark = await lockCursors();
+    await send(s, [0, 10]);
+    await waitFor(
+      async () => /^Lock:/.test((await backendOf(s.db.sql, instanceA, CURSOR_LOCK))?.wait ?? ''),
+      { what: "A's marking of r/0 waiting on the test's lock" },
+    );
+    const cut = s.proxy.cutAtWatched();
+    await letMark();
+    await cut;
+    const cutAt = Date.now();
+    // r/0 is dirty and locked (by A's claim): a claim of the test's skips it.
+    await waitFor(
+      async () => {
+        const [row] = await s.db.sql`select dirty from periods where rollup_id = 'r' and lo = 0`;
+        const free = await s.db.sql.begin(
+          (tx) => tx`select lo from periods where rollup_id = 'r' and lo = 0 for update skip locked`,
+        );
+        return row?.dirty === true && free.length === 0;
+      },
+      { what: "period r/0 dirty and locked by A's claim" },
+    );
+    return { a, b, tokenA, instanceA, cutAt, release: undefined };
+  }
+  const release = mode === 'statement' ? await lockCursors() : undefined;
   const cut = s.proxy.cutAtWatched();
   await send(s, [0, 10]);
   await cut;
-  const cutAt = Date.now();
-  return { a, b, tokenA, instanceA, cutAt, release };
+  return { a, b, tokenA, instanceA, cutAt: Date.now(), release };
 }
 
 async function expectTakeover(
@@ -298,17 +325,22 @@ async function expectTakeover(
 describe('a leader frozen while it holds the rows the next pass needs', () => {
   it('mid-pipeline (its cursor lock ran, the Sync held): the standby ends its session and triggers within TTL + 4 s', async () => {
     const s = pipelined;
-    await expectTakeover(s, 'mid-pipeline', await freezeLeader(s, 'pipeline', false), /^Client:ClientRead$/);
+    await expectTakeover(
+      s,
+      'mid-pipeline',
+      await freezeLeader(s, 'pipeline', 'pipeline'),
+      /^Client:ClientRead$/,
+    );
   });
 
   it('mid-statement (its cursor lock still waiting when cut off): the standby ends its session and triggers within TTL + 4 s', async () => {
     const s = executing;
-    await expectTakeover(s, 'mid-statement', await freezeLeader(s, 'statement', true), /^Lock:/);
+    await expectTakeover(s, 'mid-statement', await freezeLeader(s, 'statement', 'statement'), /^Lock:/);
   });
 
   it('mid-pipeline holding the period (claimed FOR UPDATE SKIP LOCKED, so the standby waits on nothing): it ends the session and triggers within TTL + 4 s', async () => {
     const s = claimed;
-    await expectTakeover(s, 'mid-evaluation', await freezeLeader(s, 'claim', false), /^Client:ClientRead$/);
+    await expectTakeover(s, 'mid-evaluation', await freezeLeader(s, 'claim', 'claim'), /^Client:ClientRead$/);
   });
 
   it('a pass that waits on a lock says on what: the blocking session in the log and the metrics', async () => {
