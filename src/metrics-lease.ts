@@ -19,8 +19,8 @@ export function createLeaseSessionMetrics(registry: Registry) {
     }),
     schedulerLockWaits: new Counter({
       name: 'coverage_rollup_scheduler_lock_waits_total',
-      help: 'Lock waits of a lease holder pass seen (each waiting statement and blocking session once), by who blocks: former_holder, other_instance, this_instance, other_client',
-      labelNames: ['blocker'] as const,
+      help: 'Locks of other sessions a lease holder pass met, each waiting statement and blocking session once (wait=blocked) or each session holding locks on periods a pass skipped (wait=skipped), by who holds them: former_holder, other_instance, this_instance, other_client',
+      labelNames: ['blocker', 'wait'] as const,
       registers,
     }),
     formerHolderSessionsEnded: new Counter({
@@ -30,7 +30,8 @@ export function createLeaseSessionMetrics(registry: Registry) {
       registers,
     }),
   };
-  for (const blocker of LOCK_BLOCKERS) metrics.schedulerLockWaits.inc({ blocker }, 0);
+  for (const blocker of LOCK_BLOCKERS)
+    for (const wait of ['blocked', 'skipped'] as const) metrics.schedulerLockWaits.inc({ blocker, wait }, 0);
   for (const result of ['ended', 'refused'] as const) metrics.formerHolderSessionsEnded.inc({ result }, 0);
   return metrics;
 }

@@ -1,3 +1,4 @@
+import { performance } from 'node:perf_hooks';
 import type { Sql } from '../index/db.js';
 import { SESSION_PREFIX } from '../index/instance.js';
 import type { Logger } from '../log.js';
@@ -41,6 +42,9 @@ interface WaitRow extends SessionInfo {
 export class LockWatch {
   /** waiting pid, its statement's start and blocking pid, of waits already logged. */
   private readonly seen = new Set<string>();
+  /** pid and transaction start of sessions already logged as holding skipped periods. */
+  private readonly holders = new Set<string>();
+  private lastSkippedLook = Number.NEGATIVE_INFINITY;
 
   constructor(private readonly o: LockWatchOptions) {}
 
@@ -61,6 +65,68 @@ export class LockWatch {
       clearTimeout(timer);
       this.o.metrics.schedulerLockWaitSeconds.set(0);
     };
+  }
+
+  /**
+   * A pass found periods due that its claims skipped (FOR UPDATE SKIP LOCKED: nothing waits, so
+   * look() sees nothing): names the other sessions holding locks on periods for longer than
+   * everyMs, the likely holders (pg_locks shows the table, not the row), as often as everyMs.
+   */
+  skipped(): void {
+    const now = performance.now();
+    if (now - this.lastSkippedLook < this.o.everyMs) return;
+    this.lastSkippedLook = now;
+    void this.lookAtSkipped().catch((error) =>
+      this.o.log.debug({ err: error }, 'could not look at who holds the skipped periods'),
+    );
+  }
+
+  private async lookAtSkipped(): Promise<void> {
+    const { sql, application, timeoutMs, everyMs, log, metrics } = this.o;
+    const rows = await bounded(
+      timeoutMs,
+      sql<SessionInfo[]>`
+        select distinct on (a.pid) a.pid, a.application_name, a.state, a.wait_event_type,
+          a.wait_event, a.xact_start, a.query_start, left(a.query, 200) as query
+        from pg_locks l join pg_stat_activity a on a.pid = l.pid
+        where l.database = (select oid from pg_database where datname = current_database())
+          and l.relation = 'periods'::regclass and l.granted
+          and a.pid <> pg_backend_pid() and a.application_name <> ${application}
+          and a.xact_start <= clock_timestamp() - ${everyMs}::float8 * interval '1 millisecond'
+        order by a.pid`,
+    );
+    const former = this.o.formerInstance();
+    const fresh = rows.filter((r) => !this.holders.has(holderKey(r)));
+    this.holders.clear();
+    for (const r of rows) this.holders.add(holderKey(r));
+    if (fresh.length > 0) {
+      const sessions = fresh.map((r) => ({ ...describeSession(r), blocker: this.kind(r, former) }));
+      for (const x of sessions) metrics.schedulerLockWaits.inc({ blocker: x.blocker, wait: 'skipped' });
+      log.warn({ sessions }, 'scheduler pass skipped periods locked by another session');
+    }
+    await this.endFormer(rows, former, 'that held periods a scheduler pass skipped');
+  }
+
+  /** Ends the former holder's sessions among `sessions`: they hold what the leader needs. */
+  private async endFormer(sessions: readonly SessionInfo[], former: string | null, why: string) {
+    if (former === null) return;
+    const { sql, timeoutMs, log } = this.o;
+    const theirs = [...new Map(sessions.map((r) => [r.pid, r])).values()].filter(
+      (r) => this.kind(r, former) === 'former_holder',
+    );
+    if (theirs.length === 0) return;
+    const result = await terminate(sql, theirs, timeoutMs);
+    if (result.ended.length > 0)
+      log.warn(
+        { former_instance: former, sessions: result.ended.map((x) => describeSession(x)) },
+        `ended sessions of the former lease holder ${why}`,
+      );
+    if (result.refused.length > 0)
+      log.error(
+        { former_instance: former, sessions: result.refused.map((x) => describeSession(x)) },
+        `permission denied to end the former lease holder's sessions ${why}: run every instance as the same role, or grant pg_signal_backend to this one`,
+      );
+    if (result.ended.length > 0 || result.refused.length > 0) this.o.onSessionsEnded?.(result);
   }
 
   private async look(): Promise<void> {
@@ -92,7 +158,7 @@ export class LockWatch {
     for (const [pid, waits] of groupByWaiting(fresh)) {
       const first = waits[0]!;
       const blockers = waits.map((w) => ({ ...describeSession(w), blocker: this.kind(w, former) }));
-      for (const b of blockers) metrics.schedulerLockWaits.inc({ blocker: b.blocker });
+      for (const b of blockers) metrics.schedulerLockWaits.inc({ blocker: b.blocker, wait: 'blocked' });
       log.warn(
         {
           waiting: { pid, query: first.waiting_query, waiting_ms: Math.round(first.waiting_ms) },
@@ -101,21 +167,7 @@ export class LockWatch {
         'scheduler pass waits on a lock',
       );
     }
-    if (former === null) return;
-    const theirs = uniqueByPid(rows.filter((r) => this.kind(r, former) === 'former_holder'));
-    if (theirs.length === 0) return;
-    const result = await terminate(sql, theirs, timeoutMs);
-    if (result.ended.length > 0)
-      log.warn(
-        { former_instance: former, sessions: result.ended.map((s) => describeSession(s)) },
-        'ended sessions of the former lease holder that blocked a scheduler pass',
-      );
-    if (result.refused.length > 0)
-      log.error(
-        { former_instance: former, sessions: result.refused.map((s) => describeSession(s)) },
-        "permission denied to end the former lease holder's sessions that block a scheduler pass: run every instance as the same role, or grant pg_signal_backend to this one",
-      );
-    if (result.ended.length > 0 || result.refused.length > 0) this.o.onSessionsEnded?.(result);
+    await this.endFormer(rows, former, 'that blocked a scheduler pass');
   }
 
   private kind(s: SessionInfo, former: string | null): LockBlocker {
@@ -128,13 +180,10 @@ export class LockWatch {
 }
 
 const key = (r: WaitRow) => `${r.waiting_pid}:${r.waiting_since?.getTime()}:${r.pid}`;
+const holderKey = (r: SessionInfo) => `${r.pid}:${r.xact_start?.getTime()}`;
 
 function groupByWaiting(rows: readonly WaitRow[]): Map<number, WaitRow[]> {
   const by = new Map<number, WaitRow[]>();
   for (const r of rows) by.set(r.waiting_pid, [...(by.get(r.waiting_pid) ?? []), r]);
   return by;
-}
-
-function uniqueByPid(rows: readonly WaitRow[]): WaitRow[] {
-  return [...new Map(rows.map((r) => [r.pid, r])).values()];
 }

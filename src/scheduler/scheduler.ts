@@ -39,8 +39,11 @@ export interface SchedulerOptions {
   readonly clock?: () => Promise<Date>;
   /** How often targets are asked about open and recently finished runs. */
   readonly runChecks?: CheckIntervals;
-  /** Looks at what a pass that runs long waits on (lock-watch.ts): watch() as it starts. */
-  readonly lockWatch?: { watch(): () => void };
+  /**
+   * Looks at what a pass that runs long waits on (lock-watch.ts): watch() as it starts;
+   * skipped() when due periods were skipped, locked by another session.
+   */
+  readonly lockWatch?: { watch(): () => void; skipped(): void };
 }
 
 /** Small enough that a fresh period never waits long behind the transaction in flight. */
@@ -272,7 +275,10 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
     for (const sweep of this.sweeps.values()) wakeAt = Math.min(wakeAt, sweep.wakeAt);
     // Periods still pending here were locked by someone else (skipped): look again shortly.
     const due = await schedulerWake(this.options.sql, [...this.byId.keys()]);
-    if (due?.skipped) wakeAt = Math.min(wakeAt, now.getTime() + SKIPPED_RETRY_MS);
+    if (due?.skipped) {
+      wakeAt = Math.min(wakeAt, now.getTime() + SKIPPED_RETRY_MS);
+      this.options.lockWatch?.skipped();
+    }
     for (const at of [due?.at, due?.delivery]) if (at) wakeAt = Math.min(wakeAt, at.getTime());
     wakeAt = Math.min(wakeAt, this.marks.nextFullCheckAt());
     return Math.max(0, wakeAt - now.getTime());

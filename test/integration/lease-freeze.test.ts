@@ -37,6 +37,7 @@ const ACQUIRED = 'acquired the scheduler lease';
 const LOST = 'lost the scheduler lease; stopped triggering';
 const ENDED = 'ended sessions of the former lease holder stuck in a transaction';
 const WAITS = 'scheduler pass waits on a lock';
+const SKIPPED = 'scheduler pass skipped periods locked by another session';
 const FAST_LEASE = { ttl: 'PT1S', renew_every: 'PT0.3S', retry_every: 'PT0.2S' };
 const TTL_MS = 1000;
 /** "TTL + a few seconds" (issue 35): the bound on cut-to-decision. */
@@ -187,10 +188,21 @@ async function alive(sql: Sql, pid: number): Promise<boolean> {
   return row !== undefined;
 }
 
-async function metric(p: DaemonProcess, name: string): Promise<number | undefined> {
+/** The sample of `name` with (at least) these labels, from the daemon's /metrics. */
+async function metric(
+  p: DaemonProcess,
+  name: string,
+  labels: Record<string, string> = {},
+): Promise<number | undefined> {
   const text = await (await fetch(`${p.url}/metrics`)).text();
-  const line = text.split('\n').find((l) => l.startsWith(`${name} `));
-  return line === undefined ? undefined : Number(line.slice(name.length + 1));
+  const pairs = Object.entries(labels).map(([k, v]) => `${k}="${v}"`);
+  const line = text
+    .split('\n')
+    .find(
+      (l) =>
+        (l.startsWith(`${name} `) || l.startsWith(`${name}{`)) && pairs.every((pair) => l.includes(pair)),
+    );
+  return line === undefined ? undefined : Number(line.slice(line.lastIndexOf(' ') + 1));
 }
 
 async function readyz(p: DaemonProcess): Promise<{ scheduler: Record<string, unknown> }> {
@@ -300,7 +312,7 @@ async function expectTakeover(
     expect(endedPids).toContain(stuck.pid);
     expect(await alive(s.db.sql, stuck.pid)).toBe(false);
     expect(
-      await metric(b, 'coverage_rollup_lease_former_holder_sessions_ended_total{result="ended"}'),
+      await metric(b, 'coverage_rollup_lease_former_holder_sessions_ended_total', { result: 'ended' }),
     ).toBeGreaterThanOrEqual(1);
 
     // A stepped down by its own clock while cut off; healed, it triggers nothing and stands by.
@@ -343,7 +355,7 @@ describe('a leader frozen while it holds the rows the next pass needs', () => {
     await expectTakeover(s, 'mid-evaluation', await freezeLeader(s, 'claim', 'claim'), /^Client:ClientRead$/);
   });
 
-  it('a pass that waits on a lock says on what: the blocking session in the log and the metrics', async () => {
+  it('a pass that waits on a lock, or skips locked periods, says on what: the session in the log and the metrics', async () => {
     const s = watched;
     const b = await procs.spawn({ name: 'watch-b', config: daemonConfig(s, s.db.url) });
     await b.waitForLog('leading: evaluating everything pending');
@@ -370,7 +382,12 @@ describe('a leader frozen while it holds the rows the next pass needs', () => {
         ]);
         expect(typeof blockers[0]!.query_start).toBe('string');
         expect((line.waiting as { query: string }).query).toMatch(CURSOR_LOCK.js);
-        expect(await metric(b, 'coverage_rollup_scheduler_lock_waits_total{blocker="other_client"}')).toBe(1);
+        expect(
+          await metric(b, 'coverage_rollup_scheduler_lock_waits_total', {
+            blocker: 'other_client',
+            wait: 'blocked',
+          }),
+        ).toBe(1);
         expect(await metric(b, 'coverage_rollup_scheduler_lock_wait_seconds')).toBeGreaterThan(0);
         // Not the former holder's (there is none): left alone, as any other client's session.
         expect(await alive(s.db.sql, pid)).toBe(true);
@@ -384,6 +401,31 @@ describe('a leader frozen while it holds the rows the next pass needs', () => {
         what: 'the lock wait gauge back at 0',
       });
       expect(b.logs(WAITS)).toHaveLength(1);
+
+      // A period locked FOR KEY SHARE: marking it passes, the claim (FOR UPDATE SKIP LOCKED) skips it.
+      const releaseRow = await holdLock(
+        blocker,
+        (tx) => tx`select 1 from periods where rollup_id = 'r' and lo = 10 for key share`,
+      );
+      try {
+        await send(s, [15, 20]);
+        const line = await b.waitForLog(SKIPPED, { timeout: 10_000 });
+        expect(line.sessions).toEqual([
+          expect.objectContaining({ pid, application_name: 'lease-freeze-blocker', blocker: 'other_client' }),
+        ]);
+        expect(
+          await metric(b, 'coverage_rollup_scheduler_lock_waits_total', {
+            blocker: 'other_client',
+            wait: 'skipped',
+          }),
+        ).toBe(1);
+        expect(await triggers(s.db.sql)).toHaveLength(1);
+      } finally {
+        await releaseRow();
+      }
+      await waitFor(async () => (await triggers(s.db.sql)).some((r) => r.idempotency_key === 'r@10#1'), {
+        what: 'r@10#1 decided once the period is free',
+      });
     } finally {
       await blocker.end({ timeout: 1 });
     }
