@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 
 /**
- * This process's instance id: in its scheduler lease holder id (`host:pid:instance`) and in the
+ * This process's instance id: in its scheduler lease holder id (`host:pid:random@instance`) and in the
  * `application_name` of every session it opens (`coverage-rollup-ingest@1f2e3d4c`), so a new lease
  * holder can tell, in pg_stat_activity, which sessions belong to the instance it took over from
  * (src/scheduler/former-holder.ts), and an operator can tell which instance a session belongs to.
@@ -20,7 +20,7 @@ export function sessionName(base: string, instance: string = INSTANCE_ID): strin
   return `${base.slice(0, Math.max(0, MAX_APPLICATION_NAME - suffix.length))}${suffix}`;
 }
 
-/** The instance id in a lease holder id: what follows its last colon (all of it without one). */
+/** The instance id in a lease holder id (`host:pid:random@instance`): all of it without an `@`. */
 export function instanceOfHolder(holder: string): string {
-  return holder.slice(holder.lastIndexOf(':') + 1);
+  return holder.slice(holder.lastIndexOf('@') + 1);
 }

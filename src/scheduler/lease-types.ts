@@ -12,7 +12,7 @@ export interface SchedulerLeaseOptions {
   readonly renewEveryMs: number;
   readonly retryEveryMs: number;
   readonly holderId?: string;
-  /** Default: this process's (index/instance.ts); the default holder id ends with it. */
+  /** Default: this process's (index/instance.ts); the default holder id ends with `@` and it. */
   readonly instanceId?: string;
   /** Told of the former holder's sessions ended (or refused) after a takeover (former-holder.ts). */
   readonly onSessionsEnded?: (result: EndedSessions) => void;

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import type { Sql, Tx } from '../index/db.js';
@@ -68,7 +69,9 @@ export class SchedulerLease implements Fence {
     this.timeoutMs = o.statementTimeoutMs ?? Math.min(o.renewEveryMs, o.ttlMs / 3);
     this.marginMs = o.safetyMarginMs ?? o.ttlMs / 5;
     this.instance = o.instanceId ?? INSTANCE_ID;
-    this.holder = o.holderId ?? `${hostname()}:${process.pid}:${this.instance}`;
+    // Random per lease: two leases of one process (tests) are two holders of one instance.
+    this.holder =
+      o.holderId ?? `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}@${this.instance}`;
     this.onSessionsEnded = o.onSessionsEnded;
     this.log = o.log.child({ lease: o.name });
     this.now = o.now ?? (() => performance.now());
