@@ -21,6 +21,11 @@ export interface EndedSessions {
   readonly ended: readonly SessionInfo[];
   /** pg_terminate_backend was refused: another role's session, without pg_signal_backend. */
   readonly refused: readonly SessionInfo[];
+  /**
+   * The former instance's sessions whose state this role may not see (another role's, without
+   * pg_read_all_stats): whether they are stuck cannot be told, so they are left alone.
+   */
+  readonly hidden?: number;
 }
 
 /**
@@ -41,20 +46,22 @@ export async function endFormerHolderSessions(
   stuckMs: number,
   timeoutMs: number,
 ): Promise<EndedSessions> {
-  const stuck = await bounded(
+  const rows = await bounded(
     timeoutMs,
-    sql<SessionInfo[]>`
+    sql<(SessionInfo & { hidden: boolean })[]>`
       select pid, application_name, state, wait_event_type, wait_event, xact_start, query_start,
-        left(query, 200) as query
+        left(query, 200) as query, query = '<insufficient privilege>' as hidden
       from pg_stat_activity
       where datname = current_database() and pid <> pg_backend_pid()
         and split_part(application_name, '@', 2) = ${instance}
-        and xact_start is not null
-        and wait_event_type in ('Client', 'Lock')
-        and state_change <= clock_timestamp() - ${stuckMs}::float8 * interval '1 millisecond'
+        and (query = '<insufficient privilege>' or (xact_start is not null
+          and wait_event_type in ('Client', 'Lock')
+          and state_change <= clock_timestamp() - ${stuckMs}::float8 * interval '1 millisecond'))
       order by xact_start`,
   );
-  return terminate(sql, stuck, timeoutMs);
+  const hidden = rows.filter((r) => r.hidden).length;
+  const stuck = rows.filter((r) => !r.hidden).map(({ hidden: _, ...r }) => r);
+  return { ...(await terminate(sql, stuck, timeoutMs)), hidden };
 }
 
 /** pg_terminate_backend for each, one statement each so that one refusal does not stop the rest. */

@@ -59,6 +59,7 @@ export class SchedulerLease implements Fence {
   /** Sessions whose termination was refused, logged once each. */
   private readonly refusedPids = new Set<number>();
   private sweeping: Promise<void> | undefined;
+  private hiddenLogged = false;
 
   constructor(o: SchedulerLeaseOptions) {
     this.sql = o.sql;
@@ -230,6 +231,7 @@ export class SchedulerLease implements Fence {
     const takeover = previous !== null && previous !== this.holder && formerInstance !== this.instance;
     this.former = takeover ? formerInstance : null;
     this.refusedPids.clear();
+    this.hiddenLogged = false;
     this.log.info(
       { fencingToken: token, holder: this.holder, ...(takeover ? { previous_holder: previous } : {}) },
       'acquired the scheduler lease',
@@ -274,6 +276,13 @@ export class SchedulerLease implements Fence {
         { former_instance: former, sessions: refused.map((s) => describeSession(s)) },
         "permission denied to end the former lease holder's sessions stuck in a transaction: run every instance as the same role, or grant pg_signal_backend to this one (superusers' sessions only a superuser may end); until they end, passes may wait on what they hold",
       );
+    if (result.hidden && !this.hiddenLogged) {
+      this.hiddenLogged = true;
+      this.log.error(
+        { former_instance: former, sessions: result.hidden },
+        "cannot see the state of the former lease holder's sessions (another role's): run every instance as the same role, or grant pg_read_all_stats and pg_signal_backend to this one; sessions it left stuck in a transaction are not ended",
+      );
+    }
     if (result.ended.length > 0 || result.refused.length > 0) this.onSessionsEnded?.(result);
   }
 
