@@ -283,7 +283,8 @@ export class SchedulerLease implements Fence {
         "cannot see the state of the former lease holder's sessions (another role's): run every instance as the same role, or grant pg_read_all_stats and pg_signal_backend to this one; sessions it left stuck in a transaction are not ended",
       );
     }
-    if (result.ended.length > 0 || result.refused.length > 0) this.onSessionsEnded?.(result);
+    // Counted once each: a refused session is found again at every renewal.
+    if (result.ended.length > 0 || refused.length > 0) this.onSessionsEnded?.({ ...result, refused });
   }
 
   private async renew(held: Held): Promise<void> {

@@ -45,6 +45,8 @@ export class LockWatch {
   /** pid and transaction start of sessions already logged as holding skipped periods. */
   private readonly holders = new Set<string>();
   private lastSkippedLook = Number.NEGATIVE_INFINITY;
+  /** Former-holder sessions PostgreSQL refused to end. */
+  private readonly refused = new Set<number>();
 
   constructor(private readonly o: LockWatchOptions) {}
 
@@ -112,10 +114,11 @@ export class LockWatch {
     if (former === null) return;
     const { sql, timeoutMs, log } = this.o;
     const theirs = [...new Map(sessions.map((r) => [r.pid, r])).values()].filter(
-      (r) => this.kind(r, former) === 'former_holder',
+      (r) => this.kind(r, former) === 'former_holder' && !this.refused.has(r.pid),
     );
     if (theirs.length === 0) return;
     const result = await terminate(sql, theirs, timeoutMs);
+    for (const x of result.refused) this.refused.add(x.pid); // not asked (nor logged) again
     if (result.ended.length > 0)
       log.warn(
         { former_instance: former, sessions: result.ended.map((x) => describeSession(x)) },
