@@ -290,7 +290,11 @@ async function expectTakeover(
     expect(tokenB).toBeGreaterThan(tokenA);
     expect(acquired.previous_holder).toBe(a.logs(ACQUIRED)[0]!.holder);
     if (release) {
-      await release(); // A's statement was still waiting on the test's lock: it may run now
+      // Once B's takeover sweep is done (B logs `leading` after it), A's statement, still waiting
+      // on the test's lock, may run: released earlier, it could be caught running for the
+      // instant between the lock and its wait for the Sync, and be ended a look later instead.
+      await b.waitForLog('leading: evaluating everything pending', { from: b.lines.indexOf(acquired) });
+      await release();
       released = true;
     }
     const [decided] = await waitFor(
