@@ -10,6 +10,7 @@ import { registerStatusPage } from './http/routes/status-page.js';
 import { buildServer } from './http/server.js';
 import { type DeclaredAsset, registerDeclaredAssets } from './index/assets.js';
 import { connect, ensureDatabase, type Sql } from './index/db.js';
+import { INSTANCE_ID, SESSION_PREFIX, sessionName } from './index/instance.js';
 import { MAINTENANCE_EVERY_MS, MaintenanceLoop } from './index/maintenance-loop.js';
 import { migrate } from './index/migrate.js';
 import { type ReadHandle, ReadReplica } from './index/read-replica.js';
@@ -23,7 +24,9 @@ import { connectIngest, type IngestWorker, startIngestWorker } from './ingest/wo
 import { type Logger, redactUrl } from './log.js';
 import { createMetrics, type Metrics } from './metrics.js';
 import { startCountersAtZero } from './metrics-zero.js';
+import type { EndedSessions } from './scheduler/former-holder.js';
 import { SchedulerLease } from './scheduler/lease.js';
+import { LockWatch } from './scheduler/lock-watch.js';
 import { periodGaugeSource } from './scheduler/period-gauges.js';
 import { openRunGaugeSource } from './scheduler/run-gauges.js';
 import { Scheduler } from './scheduler/scheduler.js';
@@ -128,13 +131,31 @@ export async function startDaemon(config: Config, log: Logger): Promise<Daemon> 
         ...stale,
       });
       closers.push(() => leaseSql.end({ timeout: 5 }));
+      // The former holder's sessions this instance ended after a takeover (former-holder.ts).
+      const countEnded = ({ ended, refused }: EndedSessions) => {
+        metrics.formerHolderSessionsEnded.inc({ result: 'ended' }, ended.length);
+        metrics.formerHolderSessionsEnded.inc({ result: 'refused' }, refused.length);
+      };
       const lease = new SchedulerLease({
         sql: leaseSql,
         name: config.lease.name,
         ttlMs: config.lease.ttl,
         renewEveryMs: config.lease.renew_every,
         retryEveryMs: config.lease.retry_every,
+        instanceId: INSTANCE_ID,
         log: log.child({ component: 'lease' }),
+        onSessionsEnded: countEnded,
+      });
+      const lockWatch = new LockWatch({
+        sql: leaseSql,
+        application: sessionName(SESSION_PREFIX, INSTANCE_ID),
+        instance: INSTANCE_ID,
+        formerInstance: () => lease.formerInstance(),
+        everyMs: Math.min(1000, config.lease.ttl / 4),
+        timeoutMs: Math.min(config.lease.renew_every, config.lease.ttl / 3),
+        log: log.child({ component: 'scheduler' }),
+        metrics,
+        onSessionsEnded: countEnded,
       });
       const scheduler = new Scheduler({
         sql,
@@ -146,6 +167,7 @@ export async function startDaemon(config: Config, log: Logger): Promise<Daemon> 
         metrics,
         dispatchConcurrency: config.scheduler.dispatch_concurrency,
         leaseTtlMs: config.lease.ttl,
+        lockWatch,
         runChecks: {
           openMs: config.scheduler.run_check_every,
           // A finished Airflow run is asked about again (a clear reopens it) ten times less often.

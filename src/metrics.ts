@@ -1,4 +1,5 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import { createLeaseSessionMetrics } from './metrics-lease.js';
 import { createRepairMetrics } from './metrics-repairs.js';
 import { createRunMetrics } from './metrics-runs.js';
 
@@ -203,6 +204,7 @@ export function createMetrics() {
     },
     ...createRunMetrics(registry),
     ...createRepairMetrics(registry),
+    ...createLeaseSessionMetrics(registry),
   };
 }
 

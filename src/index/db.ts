@@ -1,5 +1,6 @@
 import postgres, { type Sql, type TransactionSql } from 'postgres';
 import { type Logger, redactUrl } from '../log.js';
+import { INSTANCE_ID, SESSION_PREFIX, sessionName } from './instance.js';
 import { freshConnectionChecks, StaleConnectionWatch } from './stale-connections.js';
 
 export type { Sql };
@@ -11,6 +12,12 @@ export type Db = Sql | TransactionSql;
 export interface ConnectOptions {
   readonly max?: number;
   readonly applicationName?: string;
+  /**
+   * Appended to application_name as `@id` (src/index/instance.ts). Default: this process's
+   * instance id for the daemon's own names (those starting with `coverage-rollup`), none for
+   * others; null: none.
+   */
+  readonly instanceId?: string | null;
   /** Seconds to wait for a connection (postgres.js defaults to 30). */
   readonly connectTimeout?: number;
   /** The server ends a transaction left idle this long (idle_in_transaction_session_timeout). */
@@ -32,7 +39,8 @@ export function connect(
   url: string,
   {
     max = 10,
-    applicationName = 'coverage-rollup',
+    applicationName = SESSION_PREFIX,
+    instanceId = applicationName.startsWith(SESSION_PREFIX) ? INSTANCE_ID : null,
     connectTimeout,
     idleInTransactionTimeoutMs,
     readOnly = false,
@@ -54,7 +62,7 @@ export function connect(
     ...(connectTimeout === undefined ? {} : { connect_timeout: connectTimeout }),
     onnotice: () => {},
     connection: {
-      application_name: applicationName,
+      application_name: instanceId === null ? applicationName : sessionName(applicationName, instanceId),
       // Every statement here reads a handful of rows through an index. On tables never analyzed
       // the planner's cost estimates can pass jit_above_cost by orders of magnitude, and compiling
       // then costs up to a second per statement (seen: the freshness read of 2,000 assets).

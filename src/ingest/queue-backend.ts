@@ -18,6 +18,7 @@ import {
 } from 'bullmq';
 import type { Config, QueueBackendKind } from '../config.js';
 import { connect, type Sql } from '../index/db.js';
+import { sessionName } from '../index/instance.js';
 import { queueSchema } from './queue-schema.js';
 import { deleteKeysWithPrefix, oneShotConnection, type RedisClient, redisConnection } from './redis.js';
 
@@ -121,7 +122,7 @@ function postgresQueues(url: string, options: QueueConnectionOptions): QueueConn
     schema: queueSchema(prefix),
     migrate: true,
     max,
-    application_name: 'coverage-rollup-queue',
+    application_name: sessionName('coverage-rollup-queue'),
     ...(options.oneShot ? { connectionTimeoutMillis: 5_000 } : {}),
   });
   return {

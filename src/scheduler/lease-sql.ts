@@ -13,10 +13,12 @@ const ttl = (sql: Sql, ttlMs: number) => sql`clock_timestamp() + ${ttlMs}::float
 /**
  * Takes the row when it is free, expired, or already this holder's. Every acquisition bumps the
  * token, a reacquisition by the same holder too: it may have lost the lease in between. Returns
- * the new token, or no row while another holder's lease is live.
+ * the new token and the holder the row named before (null for a new row), or no row while
+ * another holder's lease is live.
  */
 export function acquireLease(sql: Sql, name: string, holder: string, ttlMs: number) {
-  return sql<{ token: number }[]>`
+  return sql<{ token: number; previous: string | null }[]>`
+    with before as (select holder from scheduler_leases where name = ${name})
     insert into scheduler_leases as l (name, holder, token, acquired_at, renewed_at, expires_at)
     values (${name}, ${holder}, 1, clock_timestamp(), clock_timestamp(), ${ttl(sql, ttlMs)})
     on conflict (name) do update
@@ -26,7 +28,7 @@ export function acquireLease(sql: Sql, name: string, holder: string, ttlMs: numb
           renewed_at = clock_timestamp(),
           expires_at = ${ttl(sql, ttlMs)}
       where l.expires_at is null or l.expires_at <= clock_timestamp() or l.holder = excluded.holder
-    returning token`;
+    returning token, (select holder from before) as previous`;
 }
 
 /** Extends a live lease this holder has under this token; no row when it is gone or expired. */

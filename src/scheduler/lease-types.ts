@@ -1,5 +1,6 @@
 import type { Sql } from '../index/db.js';
 import type { Logger } from '../log.js';
+import type { EndedSessions } from './former-holder.js';
 
 /** What a SchedulerLease is built from and what its status() reports. */
 
@@ -11,6 +12,10 @@ export interface SchedulerLeaseOptions {
   readonly renewEveryMs: number;
   readonly retryEveryMs: number;
   readonly holderId?: string;
+  /** Default: this process's (index/instance.ts); the default holder id ends with `@` and it. */
+  readonly instanceId?: string;
+  /** Told of the former holder's sessions ended (or refused) after a takeover (former-holder.ts). */
+  readonly onSessionsEnded?: (result: EndedSessions) => void;
   readonly log: Logger;
   /** Monotonic milliseconds (default performance.now); tests jump it to simulate a paused process. */
   readonly now?: () => number;

@@ -2,8 +2,10 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import type { Sql, Tx } from '../index/db.js';
+import { INSTANCE_ID, instanceOfHolder } from '../index/instance.js';
 import type { Logger } from '../log.js';
 import { type Fence, LeaseLostError } from './fence.js';
+import { describeSession, type EndedSessions, endFormerHolderSessions } from './former-holder.js';
 import {
   acquireLease,
   bounded,
@@ -30,6 +32,8 @@ interface Held {
  */
 export class SchedulerLease implements Fence {
   readonly holder: string;
+  /** The instance id in this holder id and in this process's session names (index/instance.ts). */
+  readonly instance: string;
   private readonly sql: Sql;
   private readonly name: string;
   private readonly ttlMs: number;
@@ -49,6 +53,13 @@ export class SchedulerLease implements Fence {
   private readonly counts = { acquisitions: 0, renewals: 0, renewalFailures: 0, losses: 0 };
   private readonly acquiredListeners = new Set<(token: number) => void>();
   private readonly lostListeners = new Set<(reason: string) => void>();
+  private readonly onSessionsEnded: ((result: EndedSessions) => void) | undefined;
+  /** The instance the held lease was taken from, while its sessions are watched (former-holder.ts). */
+  private former: string | null = null;
+  /** Sessions whose termination was refused, logged once each. */
+  private readonly refusedPids = new Set<number>();
+  private sweeping: Promise<void> | undefined;
+  private hiddenLogged = false;
 
   constructor(o: SchedulerLeaseOptions) {
     this.sql = o.sql;
@@ -58,7 +69,11 @@ export class SchedulerLease implements Fence {
     this.retryEveryMs = o.retryEveryMs;
     this.timeoutMs = o.statementTimeoutMs ?? Math.min(o.renewEveryMs, o.ttlMs / 3);
     this.marginMs = o.safetyMarginMs ?? o.ttlMs / 5;
-    this.holder = o.holderId ?? `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
+    this.instance = o.instanceId ?? INSTANCE_ID;
+    // Random per lease: two leases of one process (tests) are two holders of one instance.
+    this.holder =
+      o.holderId ?? `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}@${this.instance}`;
+    this.onSessionsEnded = o.onSessionsEnded;
     this.log = o.log.child({ lease: o.name });
     this.now = o.now ?? (() => performance.now());
     if (!(this.renewEveryMs > 0 && this.retryEveryMs > 0 && this.timeoutMs > 0 && this.marginMs >= 0))
@@ -80,6 +95,7 @@ export class SchedulerLease implements Fence {
     clearTimeout(this.timer);
     this.timer = undefined;
     await this.inflight;
+    await this.sweeping;
     const held = this.held;
     if (!held) return;
     this.stepDown(held, 'released', false);
@@ -127,6 +143,14 @@ export class SchedulerLease implements Fence {
     };
   }
 
+  /**
+   * The instance id of the holder this process took the held lease from (another instance's),
+   * else null: its sessions are the ones that may hold what this holder's passes wait on.
+   */
+  formerInstance(): string | null {
+    return this.held ? this.former : null;
+  }
+
   /** Called with the new token after each acquisition. Returns an unsubscribe function. */
   onAcquired(listener: (token: number) => void): () => void {
     this.acquiredListeners.add(listener);
@@ -167,8 +191,9 @@ export class SchedulerLease implements Fence {
   private async acquire(): Promise<void> {
     const sentAt = this.now();
     let token: number | undefined;
+    let previous: string | null = null;
     try {
-      [{ token } = { token: undefined }] = await bounded(
+      [{ token, previous } = { token: undefined, previous: null }] = await bounded(
         this.timeoutMs,
         acquireLease(this.sql, this.name, this.holder, this.ttlMs),
       );
@@ -202,8 +227,64 @@ export class SchedulerLease implements Fence {
     this.held = held;
     this.counts.acquisitions++;
     this.armDeadline(held);
-    this.log.info({ fencingToken: token, holder: this.holder }, 'acquired the scheduler lease');
+    const formerInstance = previous === null ? null : instanceOfHolder(previous);
+    const takeover = previous !== null && previous !== this.holder && formerInstance !== this.instance;
+    this.former = takeover ? formerInstance : null;
+    this.refusedPids.clear();
+    this.hiddenLogged = false;
+    this.log.info(
+      { fencingToken: token, holder: this.holder, ...(takeover ? { previous_holder: previous } : {}) },
+      'acquired the scheduler lease',
+    );
+    // Before the first pass: it would otherwise start by waiting on what those sessions hold.
+    if (takeover) await this.endFormerSessions(held);
+    if (this.held !== held) return;
     this.emit(this.acquiredListeners, token);
+  }
+
+  /**
+   * After a takeover, and after each renewal while the lease is held: ends the former holder's
+   * sessions stuck in a transaction (former-holder.ts). A session that only gets stuck later (it
+   * was still running a statement at the takeover) is found at a later renewal. Half the time the
+   * former holder had no renewal: at a takeover its stuck sessions have waited at least
+   * ttl - renew_every (its last renewal, then a whole ttl), while a working instance's state
+   * changes within milliseconds.
+   */
+  private async endFormerSessions(held: Held): Promise<void> {
+    const former = this.former;
+    if (former === null || this.held !== held) return;
+    const stuckMs = Math.max(0, (this.ttlMs - this.renewEveryMs) / 2);
+    let result: EndedSessions;
+    try {
+      result = await endFormerHolderSessions(this.sql, former, stuckMs, this.timeoutMs);
+    } catch (error) {
+      this.log.warn(
+        { err: error, former_instance: former },
+        "could not look for the former lease holder's sessions",
+      );
+      return;
+    }
+    if (result.ended.length > 0)
+      this.log.warn(
+        { former_instance: former, sessions: result.ended.map((s) => describeSession(s)) },
+        'ended sessions of the former lease holder stuck in a transaction',
+      );
+    const refused = result.refused.filter((s) => !this.refusedPids.has(s.pid));
+    for (const s of refused) this.refusedPids.add(s.pid);
+    if (refused.length > 0)
+      this.log.error(
+        { former_instance: former, sessions: refused.map((s) => describeSession(s)) },
+        "permission denied to end the former lease holder's sessions stuck in a transaction: run every instance as the same role, or grant pg_signal_backend to this one (superusers' sessions only a superuser may end); until they end, passes may wait on what they hold",
+      );
+    if (result.hidden && !this.hiddenLogged) {
+      this.hiddenLogged = true;
+      this.log.error(
+        { former_instance: former, sessions: result.hidden },
+        "cannot see the state of the former lease holder's sessions (another role's): run every instance as the same role, or grant pg_read_all_stats and pg_signal_backend to this one; sessions it left stuck in a transaction are not ended",
+      );
+    }
+    // Counted once each: a refused session is found again at every renewal.
+    if (result.ended.length > 0 || refused.length > 0) this.onSessionsEnded?.({ ...result, refused });
   }
 
   private async renew(held: Held): Promise<void> {
@@ -235,6 +316,11 @@ export class SchedulerLease implements Fence {
     held.sentAt = sentAt;
     held.deadline = deadline;
     this.armDeadline(held);
+    // In the background: a slow pg_stat_activity must not delay the next renewal.
+    if (this.former !== null && !this.sweeping)
+      this.sweeping = this.endFormerSessions(held).finally(() => {
+        this.sweeping = undefined;
+      });
   }
 
   /** Fires at the local deadline, however busy the rest of the process is with evaluation. */

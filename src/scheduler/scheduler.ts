@@ -43,6 +43,11 @@ export interface SchedulerOptions {
   /** Repair requests (SPEC §15): how often each rollup looks for owed periods, and the budget per pass. */
   readonly repairScanMs?: number;
   readonly repairBudget?: number;
+  /**
+   * Looks at what a pass that runs long waits on (lock-watch.ts): watch() as it starts;
+   * skipped() when due periods were skipped, locked by another session.
+   */
+  readonly lockWatch?: { watch(): () => void; skipped(): void };
 }
 
 /** Small enough that a fresh period never waits long behind the transaction in flight. */
@@ -161,9 +166,11 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
   private async pass(token: number, signal: AbortSignal): Promise<number> {
     const started = performance.now();
     const work = { done: false };
+    const unwatch = this.options.lockWatch?.watch();
     try {
       return await this.passWork(token, signal, work);
     } finally {
+      unwatch?.();
       const seconds = (performance.now() - started) / 1000;
       this.options.metrics.schedulerPassSeconds.observe({ work: work.done ? 'busy' : 'idle' }, seconds);
     }
@@ -288,7 +295,10 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
     for (const sweep of this.sweeps.values()) wakeAt = Math.min(wakeAt, sweep.wakeAt);
     // Periods still pending here were locked by someone else (skipped): look again shortly.
     const due = await schedulerWake(this.options.sql, [...this.byId.keys()]);
-    if (due?.skipped) wakeAt = Math.min(wakeAt, now.getTime() + SKIPPED_RETRY_MS);
+    if (due?.skipped) {
+      wakeAt = Math.min(wakeAt, now.getTime() + SKIPPED_RETRY_MS);
+      this.options.lockWatch?.skipped();
+    }
     for (const at of [due?.at, due?.delivery]) if (at) wakeAt = Math.min(wakeAt, at.getTime());
     wakeAt = Math.min(wakeAt, this.marks.nextFullCheckAt(), this.repairs.wakeAt());
     return Math.max(0, wakeAt - now.getTime());

@@ -216,7 +216,7 @@ async function runCase(kind: Kind, { db, redis, sink, aPg, aRedis, bPg, bRedis }
     select l.pid from pg_locks l join pg_stat_activity s on s.pid = l.pid
     where l.relation = 'scheduler_leases'::regclass and l.mode = 'RowShareLock' and l.granted
       and s.datname = current_database()
-      and s.state like 'idle in transaction%' and s.application_name = 'coverage-rollup'`;
+      and s.state like 'idle in transaction%' and split_part(s.application_name, '@', 1) = 'coverage-rollup'`;
 
   // When the server ended that session: B ends it once the lease expired, or its idle limit does.
   const inFlightEnded =

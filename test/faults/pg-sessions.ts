@@ -28,13 +28,13 @@ export function localPorts(pid: number): number[] {
   return ports;
 }
 
-/** How many of the process's sessions named `application` are inside a transaction now. */
+/** How many of the process's sessions named `application` (before the `@instance`) are inside a transaction now. */
 export async function sessionsInTransaction(sql: Sql, pid: number, application: string): Promise<number> {
   const ports = localPorts(pid);
   if (ports.length === 0) return 0;
   const [row] = await sql<{ n: number }[]>`
     select count(*)::int as n from pg_stat_activity
-    where datname = current_database() and application_name = ${application}
+    where datname = current_database() and split_part(application_name, '@', 1) = ${application}
       and xact_start is not null and client_port = any(${ports}::int[])`;
   return row?.n ?? 0;
 }

@@ -2,9 +2,11 @@ import { createServer, type Server, type Socket, connect as tcpConnect } from 'n
 
 /**
  * Sees every chunk a client sends, in order from its first byte (one watcher per connection, so
- * it can keep protocol state); true marks a chunk at which an armed cutAtWatched() cuts.
+ * it can keep protocol state); true marks a chunk at which an armed cutAtWatched() cuts, a number
+ * a byte offset inside it: the bytes before it are forwarded, the rest waits with the cut (so a
+ * cut can fall between two protocol messages sent in one write).
  */
-export type ChunkWatcher = (chunk: Buffer) => boolean;
+export type ChunkWatcher = (chunk: Buffer) => boolean | number;
 
 /**
  * A TCP proxy that can be cut like a network partition without resets: blackhole() stops
@@ -125,10 +127,13 @@ export class BlackholeProxy {
     const relay = (from: Socket, to: Socket, watched?: ChunkWatcher) => {
       from.on('data', (chunk: Buffer) => {
         const cut = this.armed;
-        if (watched?.(chunk) && cut) {
+        const mark = watched?.(chunk) ?? false;
+        if (mark !== false && cut) {
           this.armed = undefined;
+          const at = mark === true ? 0 : Math.max(0, Math.min(chunk.length, mark));
+          if (at > 0) to.write(chunk.subarray(0, at));
           this.blackhole();
-          this.held.push(() => to.write(chunk));
+          this.held.push(() => to.write(chunk.subarray(at)));
           cut();
           return;
         }

@@ -142,3 +142,59 @@ export function boundStatementReader(onBound: (s: BoundStatement) => void): (chu
     }
   };
 }
+
+/**
+ * A watcher that cuts a transaction mid-pipeline: at the Sync that follows the first Bind of a
+ * statement matching `pattern` (e.g. one that takes row locks), so the server runs that statement
+ * (or waits on a lock for it) and then waits for the rest of the pipeline. Such a backend shows
+ * as `active` in pg_stat_activity (ClientRead once the statement is done): neither
+ * idle_in_transaction_session_timeout nor statement_timeout ends it (PostgreSQL disables the
+ * statement timeout when an Execute completes, and arms the idle one only at a Sync).
+ */
+export function syncAfterStatement(pattern: RegExp): () => ChunkWatcher {
+  return () => {
+    let buffer = Buffer.alloc(0);
+    let started = false;
+    let matched = false;
+    const statements = new Map<string, string>();
+    const cString = (body: Buffer, at: number): [string, number] => {
+      const end = body.indexOf(0, at);
+      return [body.toString('utf8', at, end), end + 1];
+    };
+    return (chunk) => {
+      const carried = buffer.length;
+      buffer = Buffer.concat([buffer, chunk]);
+      let at = 0;
+      let cut: number | false = false;
+      for (;;) {
+        if (!started) {
+          if (buffer.length - at < 8) break;
+          const length = buffer.readInt32BE(at);
+          if (buffer.length - at < length) break;
+          const code = buffer.readInt32BE(at + 4);
+          started = code !== SSL_REQUEST && code !== GSS_REQUEST;
+          at += length;
+          continue;
+        }
+        if (buffer.length - at < 5) break;
+        const length = buffer.readInt32BE(at + 1);
+        if (buffer.length - at < 1 + length) break;
+        const type = String.fromCharCode(buffer[at]!);
+        const body = buffer.subarray(at + 5, at + 1 + length);
+        if (type === 'P') {
+          const [name, next] = cString(body, 0);
+          statements.set(name, cString(body, next)[0]);
+        } else if (type === 'B') {
+          const [, next] = cString(body, 0);
+          if (pattern.test(statements.get(cString(body, next)[0]) ?? '')) matched = true;
+        } else if (type === 'S' && matched) {
+          matched = false;
+          if (cut === false) cut = Math.max(0, at - carried);
+        }
+        at += 1 + length;
+      }
+      buffer = buffer.subarray(at);
+      return cut;
+    };
+  };
+}

@@ -536,7 +536,7 @@ describe('scheduler lease across real processes', () => {
       async () => {
         const [row] = await s.db.sql<{ n: number }[]>`
           select count(*) filter (where pg_terminate_backend(pid))::int as n from pg_stat_activity
-          where datname = current_database() and application_name = 'coverage-rollup-lease'`;
+          where datname = current_database() and split_part(application_name, '@', 1) = 'coverage-rollup-lease'`;
         terminated += row!.n;
         return a.logs(LOST).length > 0;
       },

@@ -197,11 +197,11 @@ describe.skipIf(!hasPostgresServer)('a PostgreSQL streaming replica for reads', 
 
   it('lets only the read-only pool connect to the replica; the lease and ingest use the primary', async () => {
     const clients = await replica<{ application_name: string }[]>`
-      select distinct application_name from pg_stat_activity
+      select distinct split_part(application_name, '@', 1) as application_name from pg_stat_activity
       where datname = current_database() and application_name <> 'test'`;
     expect(clients.map((c) => c.application_name)).toEqual(['coverage-rollup-read']);
     const onPrimary = await primary<{ application_name: string }[]>`
-      select distinct application_name from pg_stat_activity
+      select distinct split_part(application_name, '@', 1) as application_name from pg_stat_activity
       where datname = current_database() and application_name like 'coverage-rollup%'`;
     expect(onPrimary.map((c) => c.application_name).sort()).toEqual([
       'coverage-rollup',
