@@ -17,6 +17,9 @@ export interface HandleContext {
 /** Further errors of a handle within this long of its last line are counted, not logged. */
 export const ERROR_QUIET_MS = 60_000;
 
+/** Handles watched in this process, numbered so that their lines can be told apart. */
+let watched = 0;
+
 interface ErrorSource {
   on(event: 'error', listener: (error: Error) => void): unknown;
 }
@@ -33,6 +36,9 @@ export function connectionErrors(log: Logger | undefined): {
 } {
   return {
     watch(handle, context) {
+      // Tells apart two handles on one queue (the events queue has a producer for POST /v1/events
+      // and one for ingest's own reads).
+      const id = ++watched;
       let loggedAt = Number.NEGATIVE_INFINITY;
       let since = 0;
       handle.on('error', (error) => {
@@ -47,6 +53,7 @@ export function connectionErrors(log: Logger | undefined): {
             component: 'queue',
             backend: 'postgres',
             ...context,
+            handle: id,
             code: (error as { code?: unknown }).code,
             error: error.message,
             ...(since > 0 ? { errors_since_last_line: since } : {}),
