@@ -11,9 +11,10 @@ import { connectOnce } from '../../../src/index/db.js';
 import { queueConnection } from '../../../src/ingest/queue-backend.js';
 import { queueSchema } from '../../../src/ingest/queue-schema.js';
 import { createLogger } from '../../../src/log.js';
+import { atFileEnd } from '../../helpers/cleanup.js';
 import { testConfig, testProducer } from '../../helpers/daemon.js';
 import { createTestDatabase } from '../../helpers/db.js';
-import { ADMIN_URL } from '../../helpers/env.js';
+import { ADMIN_URL, databaseUrl, uniqueName } from '../../helpers/env.js';
 import { createTestPrefix } from '../../helpers/redis.js';
 import { waitFor } from '../../helpers/wait.js';
 
@@ -137,5 +138,49 @@ describe('PostgreSQL queue backend connections ended', () => {
     expect(new Set(handles).size).toBe(handles.length);
     const printed = consoleError.mock.calls.map((args) => String(args[0]));
     expect(printed.filter((p) => /terminating connection|Connection terminated/.test(p))).toEqual([]);
+  });
+
+  it('a reader that could not connect at first (a server still starting) reads the outcomes once it can', async () => {
+    // Its database does not exist yet: every connect of the reader's pool fails until it does.
+    const name = uniqueName('cr_test');
+    atFileEnd(async () => {
+      const dropper = connectOnce(ADMIN_URL);
+      await dropper`drop database if exists ${dropper(name)} with (force)`;
+      await dropper.end();
+    });
+    const later = { ...config, database_url: databaseUrl(name) };
+    const queues = queueConnection(later);
+    // One reader asked to start a minute back (its cursor's read fails first), one from the end
+    // (BullMQ's own start fails first: its pool cannot connect).
+    const readers = [
+      queues.queueEvents('late', prefix, { lastEventId: `${Date.now() - 60_000}-0` }),
+      queues.queueEvents('late', prefix),
+    ];
+    const failures = readers.map(() => [] as Error[]);
+    const completed = readers.map(() => [] as string[]);
+    readers.forEach((events, i) => {
+      events.on('error', (error) => failures[i]!.push(error));
+      events.on('completed', ({ jobId }) => completed[i]!.push(jobId));
+    });
+    try {
+      await waitFor(() => failures.every((f) => f.length > 0), { what: 'failed starts' });
+      await admin`create database ${admin(name)}`;
+      const producer = queues.queue('late', prefix);
+      const lateWorker = queues.worker('late', prefix, async () => 'ok', { removeOnComplete: { count: 0 } });
+      try {
+        await producer.add('job', {}, { jobId: 'late-1' });
+        await waitFor(() => completed.every((c) => c.includes('late-1')), {
+          what: 'the completion read by both',
+          timeout: 30_000,
+        });
+        expect(await producer.getJobState('late-1')).toBe('unknown'); // removed: the event told
+      } finally {
+        await lateWorker.close();
+        await producer.close();
+      }
+    } finally {
+      for (const events of readers) await events.close();
+      await queues.close();
+    }
   });
 });
