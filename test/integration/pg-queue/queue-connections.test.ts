@@ -165,6 +165,16 @@ describe('PostgreSQL queue backend connections ended', () => {
     try {
       await waitFor(() => failures.every((f) => f.length > 0), { what: 'failed starts' });
       await admin`create database ${admin(name)}`;
+      // Both reading: the one from the end reads what is added after it started, not before.
+      await waitFor(
+        async () =>
+          (
+            await admin<{ n: number }[]>`
+            select count(*)::int as n from pg_stat_activity
+            where datname = ${name} and application_name = 'late:qe' and query like '%LISTEN bullmq_events%'`
+          )[0]!.n === 2,
+        { what: 'both readers listening', timeout: 30_000 },
+      );
       const producer = queues.queue('late', prefix);
       const lateWorker = queues.worker('late', prefix, async () => 'ok', { removeOnComplete: { count: 0 } });
       try {
