@@ -84,7 +84,7 @@ export async function startDaemon(config: Config, log: Logger): Promise<Daemon> 
     if (rollups.length > 0) metrics.setPeriodSource(periodGaugeSource(sql, rollups, log));
     if (rollups.length > 0) metrics.setOpenRunSource(openRunGaugeSource(sql, log));
     metrics.setRepairSource({ counts: boundedScrape(() => countRepairs(sql), log, 'repair gauges') });
-    const queues = queueConnection(config);
+    const queues = queueConnection(config, { log });
     closers.unshift(() => queues.close());
     if (config.queue.backend === 'redis') {
       // Not awaited: a Redis still coming up must not hold the start; the warning follows when it answers.

@@ -8,11 +8,15 @@ import type { RunRef } from './runs.js';
 
 /**
  * After asking the target: when to ask again (ms from now), or null to stop following the run.
- * One statement for the whole batch, so a pass's checks cost one write.
+ * One statement for the whole batch, so a pass's checks cost one write. `seen` is the check_at the
+ * check read (runsToCheck): a run whose check_at changed since, woken by its job's completion
+ * event while the check was asking (checkSoon), keeps that wake-up. Written over, a check that had
+ * found a job removed on completion gone, just before its completion event arrived, recorded the
+ * run lost with no check left, and the event that would have made it succeeded changed nothing.
  */
 export async function setNextChecks(
   db: Db,
-  checks: ReadonlyArray<{ readonly run: RunRef; readonly afterMs: number | null }>,
+  checks: ReadonlyArray<{ readonly run: RunRef; readonly afterMs: number | null; readonly seen?: string }>,
 ): Promise<void> {
   if (checks.length === 0) return;
   const refs = checks.map((c) => c.run);
@@ -20,9 +24,11 @@ export async function setNextChecks(
     update runs r set check_at = clock_timestamp() + make_interval(secs => u.after_ms / 1000.0)
     from unnest(${refs.map((r) => r.rollupId)}::text[], ${refs.map((r) => r.lo)}::int8[],
       ${refs.map((r) => r.generation)}::int4[], ${refs.map((r) => r.attempt)}::int4[],
-      ${checks.map((c) => c.afterMs)}::float8[]) as u(rollup_id, lo, generation, attempt, after_ms)
+      ${checks.map((c) => c.afterMs)}::float8[], ${checks.map((c) => c.seen ?? null)}::int8[])
+      as u(rollup_id, lo, generation, attempt, after_ms, seen)
     where r.rollup_id = u.rollup_id and r.period_lo = u.lo and r.generation = u.generation
-      and r.attempt = u.attempt`;
+      and r.attempt = u.attempt
+      and (u.seen is null or (extract(epoch from r.check_at) * 1000000)::int8 is not distinct from u.seen)`;
 }
 
 /**

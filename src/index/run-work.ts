@@ -60,6 +60,8 @@ export interface FollowedRun {
   readonly finishedAt: Date | null;
   readonly target: TargetJson;
   readonly payload: TriggerPayload;
+  /** The run's check_at as this read saw it (µs since the epoch): see setNextChecks. */
+  readonly checkSeen: string;
 }
 
 // The due reads compare with statement_timestamp(), not clock_timestamp(): a volatile function
@@ -92,10 +94,11 @@ export async function runsToCheck(sql: Sql, limit: number, aheadMs = 0): Promise
       finished_at: Date | null;
       target: TargetJson;
       payload: TriggerPayload;
+      check_seen: string;
     })[]
   >`
     select r.rollup_id, r.period_lo, r.generation, r.attempt, r.run_id, r.state, r.started_at, r.finished_at,
-      t.target, t.payload
+      t.target, t.payload, (extract(epoch from r.check_at) * 1000000)::int8::text as check_seen
     from (
       select * from runs where check_at <= statement_timestamp() + make_interval(secs => ${aheadMs / 1000})
       order by check_at limit ${limit}
@@ -109,6 +112,7 @@ export async function runsToCheck(sql: Sql, limit: number, aheadMs = 0): Promise
     finishedAt: r.finished_at,
     target: r.target,
     payload: r.payload,
+    checkSeen: r.check_seen,
   }));
 }
 

@@ -19,6 +19,8 @@ import {
 import type { Config, QueueBackendKind } from '../config.js';
 import { connect, type Sql } from '../index/db.js';
 import { sessionName } from '../index/instance.js';
+import type { Logger } from '../log.js';
+import { connectionErrors, startEventReader } from './pg-queue-connections.js';
 import { queueSchema } from './queue-schema.js';
 import { deleteKeysWithPrefix, oneShotConnection, type RedisClient, redisConnection } from './redis.js';
 
@@ -53,6 +55,11 @@ export interface QueueConnection {
 export interface QueueConnectionOptions {
   /** For one-shot producers (`emit`): an unreachable store fails the command instead of waiting. */
   readonly oneShot?: boolean;
+  /**
+   * Where the PostgreSQL backend reports a handle's lost connections (one line per handle and
+   * outage, pg-queue-connections.ts); unset, they are handled without a word.
+   */
+  readonly log?: Logger;
 }
 
 export type QueueSettings = Pick<Config, 'redis_url' | 'database_url'> & {
@@ -106,13 +113,18 @@ const EVENTS_WAKE_BOUND_MS = 1000;
  * for workers and queue events), in the schema its prefix names (queue-schema.ts). BullMQ ignores
  * `prefix` there, so the schema is what keeps queue groups and test namespaces apart. Each handle
  * migrates its schema on first use (BullMQ's migrator, under its advisory lock; a no-op once current).
+ * Every handle's `error` events are handled here (a pool's idle connection ended by the server is
+ * one): logged once per outage with the handle's role, queue and schema, never a stack on stderr.
+ * The pools reconnect on their next query, the LISTEN connection on the next wait (BullMQ, and
+ * patches/bullmq+6.7.0.patch for a handle whose first connect failed).
  */
 function postgresQueues(url: string, options: QueueConnectionOptions): QueueConnection {
-  let admin: Sql | undefined; // for ping and deleteNamespace, opened on first use
+  let admin: Sql | undefined; // for ping, deleteNamespace and reader cursors, opened on first use
   const adminSql = () => {
     admin ??= connect(url, { max: 1, applicationName: 'coverage-rollup-queue-admin', connectTimeout: 5 });
     return admin;
   };
+  const errors = connectionErrors(options.log);
   const pool = (prefix: string, max: number, asyncCommit = false): PostgresPoolConfig => ({
     connectionString: withDefaultUser(url),
     // A worker's transitions (claim, complete, fail) need not wait for the WAL flush: one lost to
@@ -127,33 +139,36 @@ function postgresQueues(url: string, options: QueueConnectionOptions): QueueConn
   });
   return {
     backend: 'postgres',
-    queue: <D>(name: string, prefix: string) =>
-      new pg.Queue<D>(name, { connection: pool(prefix, 2) }) as unknown as Queue<D>,
-    worker: <D, R>(name: string, prefix: string, processor: Processor<D, R>, tuning: WorkerTuning = {}) =>
+    queue: <D>(name: string, prefix: string) => {
+      const queue = new pg.Queue<D>(name, { connection: pool(prefix, 2) }) as unknown as Queue<D>;
+      errors.watch(queue, { role: 'producer', queue: name, schema: queueSchema(prefix) });
+      return queue;
+    },
+    worker: <D, R>(name: string, prefix: string, processor: Processor<D, R>, tuning: WorkerTuning = {}) => {
       // The pool serves fetches, completions and lock renewals of `concurrency` jobs at once. Sizes
       // stay small: a daemon holds several handles, and a shared server's max_connections is 100.
-      new pg.Worker<D, R>(name, processor as never, {
+      const worker = new pg.Worker<D, R>(name, processor as never, {
         ...tuning,
         connection: pool(prefix, 8, true),
-      }) as unknown as Worker<D, R>,
+      }) as unknown as Worker<D, R>;
+      errors.watch(worker, { role: 'worker', queue: name, schema: queueSchema(prefix) });
+      return worker;
+    },
     queueEvents: (name, prefix, options = {}) => {
+      const schema = queueSchema(prefix);
       const events = new pg.QueueEvents(name, {
         connection: pool(prefix, 1),
         blockingTimeout: EVENTS_WAKE_BOUND_MS,
         autorun: false,
       }) as unknown as QueueEvents;
+      errors.watch(events, { role: 'events', queue: name, schema });
       // Event ids here are a sequence, not Redis' `ms-seq` stream ids: a reader asked to start at a
-      // time starts after the last event older than it (from the end if that cannot be read).
+      // time starts after the last event older than it (pg-queue-connections.ts).
       const since = options.lastEventId ? Number.parseInt(options.lastEventId, 10) : Number.NaN;
-      void (async () => {
-        if (Number.isFinite(since)) {
-          const cursor = await lastEventBefore(adminSql(), queueSchema(prefix), name, since).catch(
-            () => undefined,
-          );
-          if (cursor !== undefined) (events.opts as { lastEventId?: string }).lastEventId = cursor;
-        }
-        await events.run();
-      })().catch((error: unknown) => events.emit('error', error as Error));
+      startEventReader(
+        events,
+        Number.isFinite(since) ? () => lastEventBefore(adminSql(), schema, name, since) : undefined,
+      );
       return events;
     },
     async ping() {
@@ -169,16 +184,14 @@ function postgresQueues(url: string, options: QueueConnectionOptions): QueueConn
   };
 }
 
-/** The id of the queue's last event before `ms` (epoch ms), or '0'; undefined before BullMQ made the schema. */
-async function lastEventBefore(
-  sql: Sql,
-  schema: string,
-  queue: string,
-  ms: number,
-): Promise<string | undefined> {
+/**
+ * The id of the queue's last event before `ms` (epoch ms), or '0' when there is none: also before
+ * BullMQ made the event table, as every event is then newer than `ms`.
+ */
+async function lastEventBefore(sql: Sql, schema: string, queue: string, ms: number): Promise<string> {
   const [exists] = await sql<{ found: boolean }[]>`
     select to_regclass(quote_ident(${schema}) || '.event') is not null as found`;
-  if (!exists?.found) return undefined;
+  if (!exists?.found) return '0';
   const [row] = await sql<{ id: number }[]>`
     select id from ${sql(schema)}.event where queue = ${queue} and created_at_ms < ${ms}
     order by id desc limit 1`;

@@ -70,7 +70,7 @@ export function normalizeOptions(config: Config) {
 export function startIngestWorker(config: Config, sql: Sql, log: Logger, metrics: Metrics): IngestWorker {
   const { queue } = config;
   const options = normalizeOptions(config);
-  const connection = queueConnection(config);
+  const connection = queueConnection(config, { log });
   // Commit lanes: each asset always goes to the same lane, and each lane runs one transaction at
   // a time. Lanes never wait on each other's asset locks, so their commits overlap; within a lane
   // an asset's events commit in the order this worker took them.

@@ -110,7 +110,7 @@ async function check(ctx: FollowContext, signal: AbortSignal) {
   }
   let requests = 0;
   let left = false;
-  const next: Array<{ run: FollowedRun['run']; afterMs: number | null }> = [];
+  const next: Array<{ run: FollowedRun['run']; afterMs: number | null; seen: string }> = [];
   for (const unsorted of byTarget.values()) {
     // By period, so that one observation covers a narrow window (Airflow lists by logical date).
     const runs = unsorted.sort((a, b) => a.run.lo - b.run.lo || a.run.generation - b.run.generation);
@@ -131,7 +131,7 @@ async function check(ctx: FollowContext, signal: AbortSignal) {
           { target: stored.type, runs: chunk.length, error: answer.error },
           'could not ask the target about its runs',
         );
-        for (const r of chunk) next.push({ run: r.run, afterMs: ctx.checks.openMs });
+        for (const r of chunk) next.push({ run: r.run, afterMs: ctx.checks.openMs, seen: r.checkSeen });
         continue;
       }
       // A report of the state the run is in would change nothing, and polls record changes only.
@@ -147,6 +147,7 @@ async function check(ctx: FollowContext, signal: AbortSignal) {
         // A target that cannot be asked (a webhook) is not asked again: its runs report themselves.
         next.push({
           run: r.run,
+          seen: r.checkSeen,
           afterMs:
             answer === null
               ? null

@@ -1,3 +1,8 @@
+import { appendFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, relative } from 'node:path';
+import { expect } from 'vitest';
+
 /** Where the test suite finds PostgreSQL and Redis; override for other machines. */
 export const ADMIN_URL = process.env.TEST_ADMIN_URL ?? 'postgres://127.0.0.1:5432/postgres';
 export const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -16,8 +21,34 @@ export function databaseUrl(name: string): string {
   return url.toString();
 }
 
+/**
+ * Every name uniqueName gave out in this run, with the test file it was made for (one
+ * `name<TAB>file` line each), so the global teardown can say which file left a database or a
+ * queue prefix behind. Appends of one short line are atomic, so the workers share the file.
+ */
+export function namesFile(runId: string = RUN_ID): string {
+  return join(tmpdir(), `coverage-rollup-test-names-${runId}.tsv`);
+}
+
 export function uniqueName(prefix: string): string {
-  return `${prefix}_${RUN_ID}_${process.pid}_${Math.random().toString(36).slice(2, 10)}`;
+  const name = `${prefix}_${RUN_ID}_${process.pid}_${Math.random().toString(36).slice(2, 10)}`;
+  try {
+    appendFileSync(namesFile(), `${name}\t${testFile()}\n`);
+  } catch {
+    // The teardown then names the leftover without its file.
+  }
+  return name;
+}
+
+/** The test file running here (relative to the working directory), or 'global setup'. */
+function testFile(): string {
+  let path: string | undefined;
+  try {
+    path = expect.getState().testPath;
+  } catch {
+    path = undefined;
+  }
+  return path ? relative(process.cwd(), path) : 'global setup';
 }
 
 /**

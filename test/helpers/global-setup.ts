@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { existsSync, readdirSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { Redis } from 'ioredis';
@@ -8,7 +8,7 @@ import { connect, connectOnce } from '../../src/index/db.js';
 import { migrate } from '../../src/index/migrate.js';
 import { createLogger } from '../../src/log.js';
 import { packageRoot } from '../../src/paths.js';
-import { ADMIN_URL, databaseUrl, REDIS_URL, RUN_ID, uniqueName } from './env.js';
+import { ADMIN_URL, databaseUrl, namesFile, REDIS_URL, RUN_ID, uniqueName } from './env.js';
 import { deleteKeysContaining, keysContaining } from './redis-keys.js';
 
 declare module 'vitest' {
@@ -34,6 +34,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
       await failOnLeftovers(admin);
     } finally {
       await admin.end();
+      rmSync(namesFile(), { force: true });
     }
   };
 }
@@ -65,11 +66,13 @@ async function failOnLeftovers(admin: ReturnType<typeof connectOnce>): Promise<v
   for (const name of databases) await admin`drop database if exists ${admin(name)} with (force)`;
   for (const name of roles) await admin`drop role if exists ${admin(name)}`;
   const prefixes = [...new Set(keys.map((key) => key.split(':')[0] ?? key))].sort();
+  const madeBy = whoMade(readNames());
   const found = [
-    ...databases.map((name) => `database ${name}`),
-    ...roles.map((name) => `role ${name}`),
+    ...databases.map((name) => `database ${name}${madeBy(name)}`),
+    ...roles.map((name) => `role ${name}${madeBy(name)}`),
     ...prefixes.map(
-      (prefix) => `Redis keys under ${prefix} (${keys.filter((k) => k.startsWith(prefix)).length})`,
+      (prefix) =>
+        `Redis keys under ${prefix} (${keys.filter((k) => k.startsWith(prefix)).length})${madeBy(prefix)}`,
     ),
   ];
   if (found.length === 0) return;
@@ -80,6 +83,33 @@ async function failOnLeftovers(admin: ReturnType<typeof connectOnce>): Promise<v
   // vitest reports an error thrown here as "error during close" but still exits 0: set the code.
   process.exitCode = 1;
   throw new Error(message);
+}
+
+/** The names test/helpers/env.ts uniqueName gave out in this run, with the file each was made for. */
+function readNames(): Map<string, string> {
+  const names = new Map<string, string>();
+  let text = '';
+  try {
+    text = readFileSync(namesFile(), 'utf8');
+  } catch {
+    return names;
+  }
+  for (const line of text.split('\n')) {
+    const [name, file] = line.split('\t');
+    if (name && file) names.set(name, file);
+  }
+  return names;
+}
+
+/**
+ * ` (made by <file>)` for a leftover: a database or role is a name itself, a Redis key prefix
+ * contains one (queue groups hash-tag it: `{<prefix>-1}`). Empty when the name is not on record.
+ */
+export function whoMade(names: ReadonlyMap<string, string>): (leftover: string) => string {
+  return (leftover) => {
+    const file = names.get(leftover) ?? [...names].find(([name]) => leftover.includes(name))?.[1];
+    return file ? ` (made by ${file})` : '';
+  };
 }
 
 /**

@@ -7,12 +7,14 @@
 import { execFile } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
 import { BAD_INPUT_REASONS } from '../../src/core/errors.js';
+import { startDaemon } from '../../src/daemon.js';
+import { createLogger } from '../../src/log.js';
 import { MISNAMED_DEFAULTS } from '../../src/metrics.js';
 import { packageRoot } from '../../src/paths.js';
-import { startTestDaemon, testConfig } from '../helpers/daemon.js';
+import { testConfig } from '../helpers/daemon.js';
 import { createTestDatabase } from '../helpers/db.js';
 import { createTestPrefix } from '../helpers/redis.js';
 
@@ -33,10 +35,13 @@ function promtool(args: string[], stdin?: string): Promise<{ code: number; outpu
   });
 }
 
-describe.skipIf(!hasPromtool)('/metrics as Prometheus reads it', async () => {
-  const db = await createTestDatabase();
-  const daemon = await startTestDaemon(
-    testConfig(db, createTestPrefix(), {
+describe.skipIf(!hasPromtool)('/metrics as Prometheus reads it', () => {
+  // In a hook, not in the body: vitest runs a skipped suite's body (to list its tests) but none of
+  // its hooks, so a database and a daemon made there were left behind when promtool is missing.
+  let text = '';
+  beforeAll(async () => {
+    const db = await createTestDatabase();
+    const config = testConfig(db, createTestPrefix(), {
       rollups: [
         {
           id: 'prom_hourly',
@@ -47,9 +52,14 @@ describe.skipIf(!hasPromtool)('/metrics as Prometheus reads it', async () => {
           target: { type: 'queue', queue: 'prom-runs' },
         },
       ],
-    }),
-  );
-  const text = (await daemon.http.inject({ url: '/metrics' })).body;
+    });
+    const daemon = await startDaemon(config, createLogger(config.log_level));
+    try {
+      text = (await daemon.http.inject({ url: '/metrics' })).body;
+    } finally {
+      await daemon.stop();
+    }
+  });
 
   it('passes promtool check metrics with no warning at all', async () => {
     expect(await promtool(['check', 'metrics'], text)).toEqual({ code: 0, output: '' });
