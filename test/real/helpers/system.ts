@@ -36,6 +36,8 @@ export class SystemProcess {
   readonly pid: number;
   readonly logPath: string;
   readonly exited: Promise<void>;
+  /** The exit code once exited (null while running or when ended by a signal). */
+  exitCode: number | null = null;
   private readonly child: ChildProcess;
   private done = false;
 
@@ -55,7 +57,8 @@ export class SystemProcess {
     this.child.stdout?.pipe(log, { end: false });
     this.child.stderr?.pipe(log, { end: false });
     this.exited = new Promise((resolve) => {
-      this.child.once('exit', () => {
+      this.child.once('exit', (code) => {
+        this.exitCode = code;
         this.done = true;
         resolve();
       });
