@@ -12,9 +12,11 @@ import { parseTimeBound } from '../../src/core/bounds.js';
  * - every `/api/v2` request needs `Authorization: Bearer <jwt>`: 401 when missing, forged, signed
  *   with a rotated key (`rotateKey()`) or expired by the fake's own clock (`now`);
  * - `POST /api/v2/dags/{dag}/dagRuns` validates `TriggerDAGRunPostBody` (extra fields forbidden,
- *   `logical_date` required, aware datetimes, both or neither data interval bound, 422 otherwise)
+ *   `logical_date` required, aware datetimes (`run_after` may be naive), both or neither data interval bound, 422 otherwise)
  *   and answers 409 for a second run with the same dag_run_id or the same logical date;
  * - `GET .../dagRuns/{run_id}` answers the run or 404;
+ * - `GET /api/v2/dags/{dag}` answers `timetable_partitioned` (true for `partitionedDags`); a
+ *   `partition_key` for a DAG that is not partitioned is a 400, as Airflow 3.2+ answers it;
  * - `POST /api/v2/dags/~/dagRuns/list` is Airflow 3's batch list (`DAGRunsBatchBody`: only `~` as
  *   the DAG, extra fields forbidden, filters by dag_ids, states and logical_date range, pages of
  *   at most 100, `{dag_runs, total_entries}`); it cannot filter by run id, as the real one cannot.
@@ -26,8 +28,10 @@ export interface FakeAirflowOptions {
   readonly jwtExpirationTime?: number;
   readonly users?: Readonly<Record<string, string>>;
   readonly clients?: Readonly<Record<string, string>>;
-  /** The body fields the server knows; Airflow 3's TriggerDAGRunPostBody by default. */
+  /** The body fields the server knows; Airflow 3.2+'s TriggerDAGRunPostBody by default. */
   readonly fields?: readonly string[];
+  /** DAGs whose timetable is partitioned (`timetable_partitioned` in GET /api/v2/dags/{dag}). */
+  readonly partitionedDags?: readonly string[];
 }
 
 export type DagRunState = 'queued' | 'running' | 'success' | 'failed';
@@ -42,6 +46,7 @@ export interface AirflowRun {
   run_after?: string;
   conf?: unknown;
   note?: string;
+  partition_key?: string | null;
 }
 
 export interface AirflowRequest {
@@ -60,6 +65,7 @@ export const TRIGGER_FIELDS = [
   'run_after',
   'conf',
   'note',
+  'partition_key',
 ];
 
 export interface FakeAirflow {
@@ -105,6 +111,7 @@ export async function startFakeAirflow(options: FakeAirflowOptions = {}): Promis
   const users = options.users ?? {};
   const clients = options.clients ?? {};
   const fields = new Set(options.fields ?? TRIGGER_FIELDS);
+  const partitioned = new Set(options.partitionedDags ?? []);
   let key = randomBytes(32);
   const requests: AirflowRequest[] = [];
   const runs = new Map<string, AirflowRun[]>();
@@ -189,7 +196,8 @@ export async function startFakeAirflow(options: FakeAirflowOptions = {}): Promis
       if (!fields.has(field))
         return unprocessable(field, 'extra_forbidden', 'Extra inputs are not permitted');
     if (!('logical_date' in body)) return unprocessable('logical_date', 'missing', 'Field required');
-    for (const field of ['logical_date', 'data_interval_start', 'data_interval_end', 'run_after']) {
+    // run_after is a plain datetime in Airflow (naive accepted); the others must be aware.
+    for (const field of ['logical_date', 'data_interval_start', 'data_interval_end']) {
       const value = body[field];
       if (value !== undefined && value !== null && !(typeof value === 'string' && AWARE.test(value)))
         return unprocessable(field, 'timezone_aware', 'Input should have timezone info');
@@ -202,6 +210,8 @@ export async function startFakeAirflow(options: FakeAirflowOptions = {}): Promis
       );
     if (body.conf != null && (typeof body.conf !== 'object' || Array.isArray(body.conf)))
       return unprocessable('conf', 'dict_type', 'Input should be a valid dictionary');
+    if (body.partition_key != null && !partitioned.has(dag))
+      return [400, { detail: `Dag '${dag}' is not a partitioned Dag and does not accept a partition_key.` }];
     const failure = failures[dag]?.shift();
     if (failure !== undefined) return [failure, { detail: 'boom' }];
     const run = body as unknown as AirflowRun;
@@ -218,6 +228,12 @@ export async function startFakeAirflow(options: FakeAirflowOptions = {}): Promis
 
   function route(method: string, path: string, headers: IncomingHttpHeaders, body: Record<string, unknown>) {
     if (path === '/auth/token' && method === 'POST') return token(body);
+    const dagMatch = /^\/api\/v2\/dags\/([^/~]+)$/.exec(path);
+    if (dagMatch && method === 'GET') {
+      if (fake.refuseTokens || !authenticated(headers)) return [401, { detail: 'Invalid JWT token' }];
+      const dagId = decodeURIComponent(dagMatch[1]!);
+      return [200, { dag_id: dagId, is_paused: false, timetable_partitioned: partitioned.has(dagId) }];
+    }
     const match = /^\/api\/v2\/dags\/([^/]+)\/dagRuns(?:\/([^/]+))?$/.exec(path);
     if (!match) return [404, { detail: 'Not Found' }];
     if (fake.refuseTokens || !authenticated(headers)) return [401, { detail: 'Invalid JWT token' }];

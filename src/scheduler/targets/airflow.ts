@@ -48,10 +48,13 @@ export function logicalDate(payload: TriggerPayload): string {
 
 /**
  * Airflow 3's `TriggerDAGRunPostBody`, field for field: Airflow refuses any other field with 422.
- * `run_after` is the data interval's end, as for the runs Airflow schedules itself.
+ * `run_after` is the data interval's end, as for the runs Airflow schedules itself. A DAG whose
+ * timetable is partitioned (Airflow 3.2+) also gets the period key as `partition_key`; for any
+ * other DAG the field is left out, so Airflow 3.0 and 3.1 (which do not know it) accept the body.
  */
-export function triggerBody(payload: TriggerPayload) {
+export function triggerBody(payload: TriggerPayload, partitioned = false) {
   return {
+    ...(partitioned ? { partition_key: payload.period.key } : {}),
     dag_run_id: dagRunId(payload.idempotency_key, payload.attempt ?? 1),
     logical_date: logicalDate(payload),
     data_interval_start: payload.period.start,
@@ -83,6 +86,8 @@ export function airflowTarget(config: AirflowConfig, now: () => number = Date.no
         ? { client_id: config.client_id, client_secret: config.client_secret }
         : undefined;
   const tokens = credentials && new AirflowTokens(`${base}/auth/token`, credentials, config.timeout, now);
+  /** Whether the DAG's timetable is partitioned, asked once (`GET /api/v2/dags/{dag_id}`). */
+  let partitioned: boolean | undefined;
 
   return {
     async deliver(payload: TriggerPayload): Promise<DeliveryResult> {
@@ -153,8 +158,30 @@ export function airflowTarget(config: AirflowConfig, now: () => number = Date.no
     return out;
   }
 
+  async function dagPartitioned(used: string[]): Promise<boolean | DeliveryResult> {
+    if (partitioned !== undefined) return partitioned;
+    const response = await authorized(used, (auth) =>
+      getJson(`${base}/api/v2/dags/${encodeURIComponent(config.dag_id)}`, auth, config.timeout),
+    );
+    if ('error' in response) return { ok: false, retry: true, error: response.error };
+    if (response.status === 404) {
+      // Not parsed yet (a new DAG file) or removed: retried until Airflow knows it.
+      return { ok: false, retry: true, error: `HTTP 404: Airflow has no DAG ${config.dag_id} (yet)` };
+    }
+    if (response.status !== 200) return resultOfStatus(response.status, response.text);
+    try {
+      partitioned =
+        (JSON.parse(response.text) as { timetable_partitioned?: unknown }).timetable_partitioned === true;
+    } catch {
+      return { ok: false, retry: true, error: `GET the DAG ${config.dag_id}: the answer is not JSON` };
+    }
+    return partitioned;
+  }
+
   async function attempt(payload: TriggerPayload, used: string[]): Promise<DeliveryResult> {
-    const body = triggerBody(payload);
+    const isPartitioned = await dagPartitioned(used);
+    if (typeof isPartitioned !== 'boolean') return isPartitioned;
+    const body = triggerBody(payload, isPartitioned);
     // The dag_run_id already makes a redelivery a 409; the header lets a gateway in front dedupe too.
     const extra = { 'Idempotency-Key': payload.run_id ?? payload.idempotency_key };
     const response = await authorized(used, (auth) =>
@@ -162,6 +189,10 @@ export function airflowTarget(config: AirflowConfig, now: () => number = Date.no
     );
     if ('error' in response) return { ok: false, retry: true, error: response.error };
     if (response.status === 409) return existingRun(body.dag_run_id, body.logical_date, used);
+    if (response.status === 404) {
+      partitioned = undefined; // asked again next time: the DAG may come back changed
+      return { ok: false, retry: true, error: `HTTP 404: ${response.text.slice(0, 300)}` };
+    }
     return resultOfStatus(response.status, response.text);
   }
 

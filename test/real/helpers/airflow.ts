@@ -180,7 +180,13 @@ export async function startAirflow(options: AirflowOptions): Promise<RealAirflow
       '--workers',
       '1',
     ]);
-    const others = ['scheduler', 'dag-processor', 'triggerer'].map((c) => start(c, [c]));
+    // --skip-serve-logs: Airflow's log server binds every interface (host hard-coded) on a fixed port;
+    // the api-server reads the task logs from the shared AIRFLOW_HOME instead.
+    const others = [
+      start('scheduler', ['scheduler', '--skip-serve-logs']),
+      start('dag-processor', ['dag-processor']),
+      start('triggerer', ['triggerer', '--skip-serve-logs']),
+    ];
     await waitForHttp(`${url}/api/v2/monitor/health`, 180_000, apiServer);
     await waitFor(
       async () => {
