@@ -1,6 +1,26 @@
 /** The downstream targets a rollup triggers: queue, webhook, Airflow 3. */
+import { IANAZone } from 'luxon';
 import { z } from 'zod';
+import { unsupportedDirective } from '../scheduler/targets/partition-key.js';
 import { isoDuration, nonEmpty, secret, targetUrl } from './fields.js';
+
+/** A strftime format of the directives partition keys support (partition-key.ts). */
+const partitionFormat = z
+  .string()
+  .min(1)
+  .superRefine((format, ctx) => {
+    const bad = unsupportedDirective(format);
+    if (bad !== undefined)
+      ctx.addIssue({
+        code: 'custom',
+        message: `unsupported directive ${bad}: use %Y %y %m %d %H %M %S %j %G %V %u %%`,
+      });
+  });
+
+/** An IANA zone name luxon knows. */
+const ianaZone = z.string().refine((zone) => IANAZone.isValidZone(zone), {
+  message: 'not an IANA time zone (e.g. Europe/Berlin, UTC)',
+});
 
 const airflowTarget = z
   .strictObject({
@@ -13,6 +33,10 @@ const airflowTarget = z
     client_id: secret.optional(),
     client_secret: secret.optional(),
     timeout: isoDuration.default(10_000),
+    // No defaults: a default would change every stored airflow rollup's definition hash.
+    partitioned: z.boolean().optional(),
+    partition_key_format: partitionFormat.optional(),
+    partition_timezone: ianaZone.optional(),
   })
   .superRefine((t, ctx) => {
     const pairs = [

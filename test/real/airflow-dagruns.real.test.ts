@@ -50,8 +50,9 @@ beforeAll(async () => {
     dagFiles: [
       join(ROOT, 'examples', 'airflow', 'coverage_dagrun.py'),
       join(ROOT, 'test', 'real', 'airflow-dags', 'coverage_flaky.py'),
+      join(ROOT, 'test', 'real', 'airflow-dags', 'coverage_partitioned.py'),
     ],
-    dagIds: ['coverage_dagrun', 'coverage_flaky'],
+    dagIds: ['coverage_dagrun', 'coverage_flaky', 'coverage_partitioned'],
     jwtExpirationTime: JWT_LIFETIME,
     env: { CR_GATE_DIR: gates },
   });
@@ -88,6 +89,14 @@ beforeAll(async () => {
         begin: day,
         run,
         target: { type: 'airflow', url: airflow.url, dag_id: 'coverage_flaky', ...auth },
+      },
+      {
+        id: 'af_part',
+        upstream: ['part.in'],
+        every: 'hour',
+        begin: day,
+        run,
+        target: { type: 'airflow', url: airflow.url, dag_id: 'coverage_partitioned', ...auth },
       },
       {
         id: 'af_static',
@@ -177,6 +186,28 @@ describe('the airflow target against Airflow 3.3', () => {
       expect(instant(seen.data_interval_start)).toBe(instant(span(h).start));
       expect(instant(seen.data_interval_end)).toBe(instant(span(h).end));
     }
+  });
+
+  it('a partitioned DAG (3.2+) gets the period start as partition_key, validated and kept by Airflow', async () => {
+    await send('part.in', 4, 'v1');
+    await untilRun('af_part', 4, (r) => r.state === 'succeeded', 'succeeded');
+    const id = dagRunId(keyOf('af_part', 4));
+    const run = await dagRun('coverage_partitioned', id);
+    // The period start as CronPartitionTimetable's key_format (and the temporal mappers) read it.
+    const key = `${hourOf(4)}:00:00`;
+    expect(run).toMatchObject({ state: 'success', partition_key: key });
+    expect(instant(run.data_interval_start)).toBe(instant(span(4).start));
+    expect(await returned('coverage_partitioned', id, 'build')).toEqual({
+      partition_key: key,
+      ds: day,
+    });
+    // And Airflow refuses a partition_key for a DAG that is not partitioned, as the stand-in does.
+    const refused = await airflow.api('POST', '/api/v2/dags/coverage_dagrun/dagRuns', {
+      logical_date: null,
+      partition_key: key,
+    });
+    expect(refused.status, JSON.stringify(refused.body)).toBe(400);
+    expect(refused.body.detail).toMatch(/not a partitioned Dag/);
   });
 
   it('a rerun of a period (generation 2) is a dag run of its own with the same ds and data interval', async () => {
@@ -315,11 +346,11 @@ describe('the airflow target against Airflow 3.3', () => {
     );
     expect(refused).toMatchObject({ delivered_at: null, last_error: expect.stringMatching(/^HTTP 401/) });
     // Renewed before expiry, never after a 401: Airflow refused no request of the daemon's but the
-    // static token's (which goes to coverage_flaky and is never polled).
+    // static token's (which goes to coverage_flaky, GET of the DAG then POST, and is never polled).
     const log = await airflow.accessLog();
     expect(log.match(TOKEN_REQUEST)?.length).toBeGreaterThan(1);
     const refusedPaths = [...log.matchAll(/path=(\S+) query=\S* status_code=401/g)].map((m) => m[1]);
     expect(refusedPaths.length).toBeGreaterThan(0);
-    expect(refusedPaths.every((path) => path === '/api/v2/dags/coverage_flaky/dagRuns')).toBe(true);
+    expect(refusedPaths.every((path) => path?.startsWith('/api/v2/dags/coverage_flaky'))).toBe(true);
   });
 });

@@ -2,6 +2,7 @@ import { formatPoint, parseTimeBound } from '../../core/bounds.js';
 import { airflowRunReport, type RunReport } from '../../core/runs.js';
 import type { TriggerPayload } from '../../core/trigger.js';
 import { type AirflowCredentials, AirflowTokens } from './airflow-token.js';
+import { DEFAULT_PARTITION_FORMAT, partitionKey } from './partition-key.js';
 import { type ResolvedTarget, scrubSecrets } from './secrets.js';
 import {
   type DeliveryResult,
@@ -49,12 +50,12 @@ export function logicalDate(payload: TriggerPayload): string {
 /**
  * Airflow 3's `TriggerDAGRunPostBody`, field for field: Airflow refuses any other field with 422.
  * `run_after` is the data interval's end, as for the runs Airflow schedules itself. A DAG whose
- * timetable is partitioned (Airflow 3.2+) also gets the period key as `partition_key`; for any
+ * timetable is partitioned (Airflow 3.2+) also gets `partition_key` (partition-key.ts); for any
  * other DAG the field is left out, so Airflow 3.0 and 3.1 (which do not know it) accept the body.
  */
-export function triggerBody(payload: TriggerPayload, partitioned = false) {
+export function triggerBody(payload: TriggerPayload, partition?: string) {
   return {
-    ...(partitioned ? { partition_key: payload.period.key } : {}),
+    ...(partition === undefined ? {} : { partition_key: partition }),
     dag_run_id: dagRunId(payload.idempotency_key, payload.attempt ?? 1),
     logical_date: logicalDate(payload),
     data_interval_start: payload.period.start,
@@ -159,6 +160,7 @@ export function airflowTarget(config: AirflowConfig, now: () => number = Date.no
   }
 
   async function dagPartitioned(used: string[]): Promise<boolean | DeliveryResult> {
+    if (config.partitioned !== undefined) return config.partitioned;
     if (partitioned !== undefined) return partitioned;
     const response = await authorized(used, (auth) =>
       getJson(`${base}/api/v2/dags/${encodeURIComponent(config.dag_id)}`, auth, config.timeout),
@@ -181,7 +183,14 @@ export function airflowTarget(config: AirflowConfig, now: () => number = Date.no
   async function attempt(payload: TriggerPayload, used: string[]): Promise<DeliveryResult> {
     const isPartitioned = await dagPartitioned(used);
     if (typeof isPartitioned !== 'boolean') return isPartitioned;
-    const body = triggerBody(payload, isPartitioned);
+    const partition = isPartitioned
+      ? partitionKey(
+          String(payload.period.start),
+          config.partition_timezone ?? 'UTC',
+          config.partition_key_format ?? DEFAULT_PARTITION_FORMAT,
+        )
+      : undefined;
+    const body = triggerBody(payload, partition);
     // The dag_run_id already makes a redelivery a 409; the header lets a gateway in front dedupe too.
     const extra = { 'Idempotency-Key': payload.run_id ?? payload.idempotency_key };
     const response = await authorized(used, (auth) =>

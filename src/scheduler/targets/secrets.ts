@@ -37,6 +37,9 @@ export type TargetWith<S, I = S> =
       readonly client_id?: I | undefined;
       readonly client_secret?: S | undefined;
       readonly timeout: number;
+      readonly partitioned?: boolean | undefined;
+      readonly partition_key_format?: string | undefined;
+      readonly partition_timezone?: string | undefined;
     };
 
 /** As stored in `rollups.definition` and `triggers.target`: references and placeholders only. */
