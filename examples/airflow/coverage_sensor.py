@@ -35,12 +35,16 @@ def coverage_sensor():
         context = get_current_context()
         asset = context["params"]["asset"]
         start, end = context["data_interval_start"], context["data_interval_end"]
-        response = requests.get(
-            f"{COVERAGE_URL}/v1/assets/{requests.utils.quote(asset, safe='')}/coverage",
-            params={"start": start.isoformat(), "end": end.isoformat(), "limit": 20},
-            headers={"Authorization": f"Bearer {TOKEN}"} if TOKEN else {},
-            timeout=10,
-        )
+        try:
+            response = requests.get(
+                f"{COVERAGE_URL}/v1/assets/{requests.utils.quote(asset, safe='')}/coverage",
+                params={"start": start.isoformat(), "end": end.isoformat(), "limit": 20},
+                headers={"Authorization": f"Bearer {TOKEN}"} if TOKEN else {},
+                timeout=10,
+            )
+        except requests.RequestException as error:  # coverage-rollup unreachable: ask again next poke
+            print(f"coverage-rollup did not answer ({error}); asking again in {POKE_SECONDS} s")
+            return PokeReturnValue(is_done=False)
         if response.status_code == 404:  # no event for the asset yet: all of it is missing
             print(f"{asset} [{start.isoformat()}, {end.isoformat()}) not covered: nothing seen yet")
             return PokeReturnValue(is_done=False)

@@ -57,8 +57,8 @@ beforeAll(async () => {
 }, 600_000);
 
 afterAll(async () => {
+  await airflow?.stop(); // first: its scheduled run keeps asking the daemon
   const exit = await daemon?.stop(20_000);
-  await airflow?.stop();
   rmSync(dir, { recursive: true, force: true });
   for (const p of airflow?.processes ?? []) expect(p.running, p.name).toBe(false);
   if (exit) expect(exit).toEqual({ code: 0, signal: null });
