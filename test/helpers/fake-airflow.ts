@@ -30,6 +30,8 @@ export interface FakeAirflowOptions {
   readonly clients?: Readonly<Record<string, string>>;
   /** The body fields the server knows; Airflow 3.2+'s TriggerDAGRunPostBody by default. */
   readonly fields?: readonly string[];
+  /** `[api] maximum_page_limit`: pages asked larger are cut to it, silently (default 100). */
+  readonly maximumPageLimit?: number;
   /** DAGs whose timetable is partitioned (`timetable_partitioned` in GET /api/v2/dags/{dag}). */
   readonly partitionedDags?: readonly string[];
 }
@@ -180,7 +182,8 @@ export async function startFakeAirflow(options: FakeAirflowOptions = {}): Promis
       .filter((r) => instant(r.logical_date) >= gte && instant(r.logical_date) <= lte)
       .sort((a, b) => instant(a.logical_date) - instant(b.logical_date));
     const offset = Number(body.page_offset ?? 0);
-    const limit = Math.min(Number(body.page_limit ?? MAX_PAGE), MAX_PAGE);
+    const max = options.maximumPageLimit ?? MAX_PAGE;
+    const limit = Math.min(Number(body.page_limit ?? max), max);
     return [200, { dag_runs: all.slice(offset, offset + limit), total_entries: all.length }];
   }
 

@@ -216,6 +216,27 @@ describe('airflow target: the trigger body', () => {
     }
   });
 
+  it('observes every run when Airflow caps pages below 100 ([api] maximum_page_limit)', async () => {
+    const capped = await startFakeAirflow({
+      now,
+      users: { coverage: 'pa55-word-for-airflow' },
+      maximumPageLimit: 2,
+    });
+    try {
+      const target = airflowTarget({ ...config('dag_m', password), url: capped.url }, now);
+      const payloads = Array.from({ length: 5 }, () => payload());
+      for (const p of payloads) expect(await target.deliver(p)).toEqual({ ok: true });
+      const observed = await target.observe!(payloads.map((p) => ({ runId: p.idempotency_key, payload: p })));
+      expect(observed).toBeInstanceOf(Map);
+      const states = [...(observed as Map<string, { state?: string } | null>).values()].map((r) => r?.state);
+      // All five found on three pages of two: none taken for lost.
+      expect(states).toEqual(Array(5).fill('running'));
+      expect(capped.to('/api/v2/dags/~/dagRuns/list').map((r) => r.body.page_offset)).toEqual([0, 2, 4]);
+    } finally {
+      await capped.close();
+    }
+  });
+
   it('the fake refuses a field Airflow does not know with 422, as Airflow does', async () => {
     const jwt = fake.mint('coverage', 60);
     const response = await fetch(`${fake.url}/api/v2/dags/dag_j/dagRuns`, {

@@ -25,7 +25,7 @@ export function dagRunId(idempotencyKey: string, attempt = 1): string {
   return attempt > 1 ? `${base}_a${attempt}` : base;
 }
 
-/** Airflow's largest page by default ([api] maximum_page_limit). */
+/** Airflow's largest page by default ([api] maximum_page_limit; a lower limit only means more pages). */
 const LIST_LIMIT = 100;
 /** Pages one observation reads at most: its requests are bounded whatever Airflow holds. */
 export const OBSERVE_PAGES = 3;
@@ -122,11 +122,12 @@ export function airflowTarget(config: AirflowConfig, now: () => number = Date.no
     };
     const out = new Map<string, RunReport | null>();
     const used: string[] = [];
+    let offset = 0;
     for (let page = 0; page < OBSERVE_PAGES; page++) {
       const response = await authorized(used, (auth) =>
         postJson(
           `${base}/api/v2/dags/~/dagRuns/list`,
-          { ...body, page_offset: page * LIST_LIMIT },
+          { ...body, page_offset: offset },
           auth,
           config.timeout,
         ),
@@ -145,8 +146,12 @@ export function airflowTarget(config: AirflowConfig, now: () => number = Date.no
         const id = wanted.get(run.dag_run_id ?? '');
         if (id !== undefined) out.set(id, airflowRunReport(String(run.state)));
       }
-      const seen = page * LIST_LIMIT + listed.length;
-      const complete = listed.length < LIST_LIMIT || seen >= (answer.total_entries ?? seen);
+      // Airflow caps a page at its [api] maximum_page_limit without saying so: a short page is not
+      // the end, total_entries is; the next page starts where this one ended.
+      offset += listed.length;
+      const total = answer.total_entries;
+      const complete =
+        listed.length === 0 || (typeof total === 'number' ? offset >= total : listed.length < LIST_LIMIT);
       if (complete) {
         const gone = `DAG ${config.dag_id} has no such run any more`;
         for (const id of wanted.values())
