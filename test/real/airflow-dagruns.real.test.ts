@@ -54,11 +54,13 @@ beforeAll(async () => {
     ],
     dagIds: ['coverage_dagrun', 'coverage_flaky', 'coverage_partitioned'],
     jwtExpirationTime: JWT_LIFETIME,
+    // The daemon's user has the role the README asks for, no more.
+    users: { 'coverage-rollup': 'user' },
     env: { CR_GATE_DIR: gates },
   });
   const db = await createTestDatabase();
   const prefix = createTestPrefix();
-  const auth = { username: airflow.username, password: airflow.password };
+  const auth = { username: 'coverage-rollup', password: airflow.passwords['coverage-rollup']! };
   const run = { retries: 1, backoff: 'PT1S', timeout: 'PT10M' };
   const staticToken = await airflow.token();
   staticTokenAt = Date.now();
@@ -281,8 +283,8 @@ describe('the airflow target against Airflow 3.3', () => {
     const target = airflowTarget({
       url: airflow.url,
       dag_id: 'coverage_dagrun',
-      username: airflow.username,
-      password: airflow.password,
+      username: 'coverage-rollup',
+      password: airflow.passwords['coverage-rollup']!,
       timeout: 30_000,
     });
     const key = keyOf('direct', 5);

@@ -39,6 +39,8 @@ export interface AirflowOptions {
   readonly dagIds: readonly string[];
   /** `[api_auth] jwt_expiration_time`, seconds (Airflow's default is a day). */
   readonly jwtExpirationTime?: number;
+  /** More SimpleAuthManager users besides the suite's admin, by name: their role (`user`, `op`, ...). */
+  readonly users?: Readonly<Record<string, string>>;
   /** More `AIRFLOW__SECTION__KEY` settings. */
   readonly env?: Readonly<Record<string, string>>;
 }
@@ -47,6 +49,8 @@ export interface RealAirflow {
   readonly url: string;
   readonly username: string;
   readonly password: string;
+  /** The passwords of `users`, by name. */
+  readonly passwords: Readonly<Record<string, string>>;
   readonly home: string;
   readonly processes: readonly SystemProcess[];
   /** A JWT from `POST /auth/token`, fetched anew when half its life is gone. */
@@ -68,8 +72,15 @@ export async function startAirflow(options: AirflowOptions): Promise<RealAirflow
   mkdirSync(dags);
   for (const file of options.dagFiles) copyFileSync(file, join(dags, basename(file)));
   const password = randomBytes(12).toString('hex');
+  const others = Object.fromEntries(
+    Object.keys(options.users ?? {}).map((name) => [name, randomBytes(12).toString('hex')]),
+  );
   const passwords = join(home, 'passwords.json');
-  writeFileSync(passwords, JSON.stringify({ [AIRFLOW_USER]: password }));
+  writeFileSync(passwords, JSON.stringify({ ...others, [AIRFLOW_USER]: password }));
+  const userList = [
+    `${AIRFLOW_USER}:admin`,
+    ...Object.entries(options.users ?? {}).map(([name, role]) => `${name}:${role}`),
+  ].join(',');
 
   const dbName = uniqueName('cr_airflow');
   const admin = connectOnce(ADMIN_URL);
@@ -85,7 +96,7 @@ export async function startAirflow(options: AirflowOptions): Promise<RealAirflow
     AIRFLOW__CORE__LOAD_EXAMPLES: 'False',
     AIRFLOW__CORE__DAGS_FOLDER: dags,
     AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION: 'False',
-    AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS: `${AIRFLOW_USER}:admin`,
+    AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS: userList,
     AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE: passwords,
     AIRFLOW__CORE__EXECUTION_API_SERVER_URL: `${url}/execution/`,
     AIRFLOW__API__BASE_URL: url,
@@ -207,6 +218,7 @@ export async function startAirflow(options: AirflowOptions): Promise<RealAirflow
     url,
     username: AIRFLOW_USER,
     password,
+    passwords: others,
     home,
     processes,
     token,
