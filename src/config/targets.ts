@@ -59,6 +59,67 @@ const airflowTarget = z
     }
   });
 
+/** Airflow's credentials: one of token, username/password, client_id/client_secret. */
+function checkCredentials(
+  t: {
+    token?: unknown;
+    username?: unknown;
+    password?: unknown;
+    client_id?: unknown;
+    client_secret?: unknown;
+  },
+  ctx: z.RefinementCtx,
+): void {
+  const pairs = [
+    ['username', 'password'],
+    ['client_id', 'client_secret'],
+  ] as const;
+  for (const [a, b] of pairs) {
+    if ((t[a] === undefined) !== (t[b] === undefined)) {
+      const missing = t[a] === undefined ? a : b;
+      ctx.addIssue({ code: 'custom', path: [missing], message: `required with ${missing === a ? b : a}` });
+    }
+  }
+  const ways = [t.token, t.username, t.client_id].filter((v) => v !== undefined).length;
+  if (ways > 1) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['token'],
+      message: 'give one of token, username/password or client_id/client_secret',
+    });
+  }
+}
+
+/**
+ * `airflow_asset` (SPEC §14): decisions as partitioned asset events. `partition_timezone` defaults
+ * to the rollup's zone (filled in by the rollup schema).
+ */
+const airflowAssetTarget = z
+  .strictObject({
+    type: z.literal('airflow_asset'),
+    url: targetUrl,
+    asset: nonEmpty.optional(),
+    asset_uri: nonEmpty.optional(),
+    token: secret.optional(),
+    username: secret.optional(),
+    password: secret.optional(),
+    client_id: secret.optional(),
+    client_secret: secret.optional(),
+    timeout: isoDuration.default(10_000),
+    partition_key_format: partitionFormat.default('%Y-%m-%dT%H:%M:%S'),
+    partition_timezone: ianaZone.optional(),
+    follow_dag_id: nonEmpty.optional(),
+  })
+  .superRefine((t, ctx) => {
+    if ((t.asset === undefined) === (t.asset_uri === undefined))
+      ctx.addIssue({
+        code: 'custom',
+        path: ['asset'],
+        message: "give the asset's name (asset) or its URI (asset_uri), one of them",
+      });
+    checkCredentials(t, ctx);
+  });
+
 export const targetSchema = z.discriminatedUnion('type', [
   z.strictObject({
     type: z.literal('queue'),
@@ -74,4 +135,5 @@ export const targetSchema = z.discriminatedUnion('type', [
     timeout: isoDuration.default(10_000),
   }),
   airflowTarget,
+  airflowAssetTarget,
 ]);

@@ -2,6 +2,7 @@ import type { TargetConfig } from '../../config.js';
 import type { TriggerPayload } from '../../core/trigger.js';
 import type { QueueConnection } from '../../ingest/queue-backend.js';
 import { airflowTarget } from './airflow.js';
+import { airflowAssetTarget } from './airflow-asset.js';
 import { queueTarget } from './queue.js';
 import {
   type ResolvedTarget,
@@ -99,5 +100,7 @@ function build(
       return webhookTarget(config);
     case 'airflow':
       return airflowTarget(config);
+    case 'airflow_asset':
+      return airflowAssetTarget(config);
   }
 }
