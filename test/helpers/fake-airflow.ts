@@ -10,7 +10,8 @@ import { parseTimeBound } from '../../src/core/bounds.js';
  *   `{access_token}` with an HS256 JWT (`iat`, `exp` = iat + `[api_auth] jwt_expiration_time`),
  *   401 on wrong credentials and 422 on any other field;
  * - every `/api/v2` request needs `Authorization: Bearer <jwt>`: 401 when missing, forged, signed
- *   with a rotated key (`rotateKey()`) or expired by the fake's own clock (`now`);
+ *   with a rotated key (`rotateKey()`) or expired by the fake's own clock (`now`), `jwtLeeway`
+ *   (10 s, Airflow's `[api_auth] jwt_leeway`) after its `exp`;
  * - `POST /api/v2/dags/{dag}/dagRuns` validates `TriggerDAGRunPostBody` (extra fields forbidden,
  *   `logical_date` required, aware datetimes (`run_after` may be naive), both or neither data interval bound, 422 otherwise)
  *   and answers 409 for a second run with the same dag_run_id or the same logical date;
@@ -26,6 +27,8 @@ import { parseTimeBound } from '../../src/core/bounds.js';
 export interface FakeAirflowOptions {
   readonly now?: () => number;
   readonly jwtExpirationTime?: number;
+  /** `[api_auth] jwt_leeway`: seconds a token is still accepted past its `exp` (Airflow's default 10). */
+  readonly jwtLeeway?: number;
   readonly users?: Readonly<Record<string, string>>;
   readonly clients?: Readonly<Record<string, string>>;
   /** The body fields the server knows; Airflow 3.2+'s TriggerDAGRunPostBody by default. */
@@ -110,6 +113,7 @@ const AWARE = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2}
 export async function startFakeAirflow(options: FakeAirflowOptions = {}): Promise<FakeAirflow> {
   const now = options.now ?? Date.now;
   const lifetime = options.jwtExpirationTime ?? 86_400;
+  const leeway = options.jwtLeeway ?? 10;
   const users = options.users ?? {};
   const clients = options.clients ?? {};
   const fields = new Set(options.fields ?? TRIGGER_FIELDS);
@@ -135,7 +139,7 @@ export async function startFakeAirflow(options: FakeAirflowOptions = {}): Promis
     const given = Buffer.from(signature, 'base64url');
     if (given.length !== expected.length || !timingSafeEqual(given, expected)) return false;
     const { exp } = JSON.parse(Buffer.from(claims, 'base64url').toString()) as { exp: number };
-    return now() / 1000 < exp;
+    return now() / 1000 < exp + leeway;
   }
   const unprocessable = (loc: string, type: string, msg: string): [number, unknown] => [
     422,

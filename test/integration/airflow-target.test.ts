@@ -93,7 +93,7 @@ describe('airflow target: JWT from POST /auth/token', () => {
       [200, `Bearer ${second}`],
     ]);
     // Had it kept the first token past its expiry, Airflow would have refused it.
-    clock = renewAt + 60_000;
+    clock = renewAt + 71_000; // past exp and Airflow's 10 s leeway
     const stale = await fetch(`${fake.url}/api/v2/dags/dag_c/dagRuns/x`, {
       headers: { authorization: `Bearer ${first}` },
     });
@@ -153,7 +153,7 @@ describe('airflow target: JWT from POST /auth/token', () => {
     const token = fake.mint('static', 60);
     const target = airflowTarget(config('dag_h', { token }), now);
     expect(await target.deliver(payload())).toEqual({ ok: true });
-    clock += 61_000;
+    clock += 71_000; // past exp and Airflow's 10 s leeway
     const result = await target.deliver(payload());
     expect(result).toMatchObject({ ok: false, retry: true, error: expect.stringMatching(/^HTTP 401: /) });
     expect(tokenRequests()).toEqual([]);
