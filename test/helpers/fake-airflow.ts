@@ -21,6 +21,9 @@ import { parseTimeBound } from '../../src/core/bounds.js';
  * - `POST /api/v2/dags/~/dagRuns/list` is Airflow 3's batch list (`DAGRunsBatchBody`: only `~` as
  *   the DAG, extra fields forbidden, filters by dag_ids, states and logical_date range, pages of
  *   at most 100, `{dag_runs, total_entries}`); it cannot filter by run id, as the real one cannot.
+ * - `GET /api/v2/assets`, `GET|POST /api/v2/assets/events` (CreateAssetEventsBody: extra fields
+ *   forbidden, `extra` gains `from_rest_api: true`; the list filters by asset and timestamp, not
+ *   by extra), for the `assets` given; `runFromEvent` links a run as Airflow's scheduler would.
  * A new run is `queued`; `setState` moves it (queued, running, success, failed; back to queued is
  * what clearing it in Airflow does). `failures` are answered to dagRuns POSTs first, in order, per DAG.
  */
@@ -37,6 +40,20 @@ export interface FakeAirflowOptions {
   readonly maximumPageLimit?: number;
   /** DAGs whose timetable is partitioned (`timetable_partitioned` in GET /api/v2/dags/{dag}). */
   readonly partitionedDags?: readonly string[];
+  /** Assets by name (their URI is `uri:<name>`), with ids 1, 2, ... in this order. */
+  readonly assets?: readonly string[];
+}
+
+export interface AirflowAssetEvent {
+  id: number;
+  asset_id: number;
+  name: string;
+  uri: string;
+  extra: Record<string, unknown>;
+  partition_key: string | null;
+  timestamp: string;
+  source_map_index: number;
+  created_dagruns: Array<{ dag_id: string; run_id: string }>;
 }
 
 export type DagRunState = 'queued' | 'running' | 'success' | 'failed';
@@ -91,6 +108,10 @@ export interface FakeAirflow {
   setState(dag: string, runId: string, state: DagRunState): void;
   /** Deletes a dag run, as `DELETE .../dagRuns/{id}` would. */
   remove(dag: string, runId: string): void;
+  /** Asset events posted (`POST /api/v2/assets/events`), in order. */
+  readonly events: AirflowAssetEvent[];
+  /** What Airflow's scheduler does for an event: a queued run of `dag` that consumed it. */
+  runFromEvent(eventId: number, dag: string, runId: string): void;
   close(): Promise<void>;
 }
 
@@ -233,8 +254,60 @@ export async function startFakeAirflow(options: FakeAirflowOptions = {}): Promis
     return [200, created];
   }
 
+  const assetList = (options.assets ?? []).map((name, i) => ({ id: i + 1, name, uri: `uri:${name}` }));
+  const events: AirflowAssetEvent[] = [];
+  const EVENT_FIELDS = new Set(['asset_id', 'partition_key', 'extra', 'access_control']);
+
+  /** `GET /api/v2/assets` (name_pattern / uri_pattern: contains), events list and create. */
+  function assets(method: string, url: URL, body: Record<string, unknown>): [number, unknown] {
+    const q = url.searchParams;
+    const max = options.maximumPageLimit ?? MAX_PAGE;
+    const limit = Math.min(Number(q.get('limit') ?? 50), max);
+    const offset = Number(q.get('offset') ?? 0);
+    if (url.pathname === '/api/v2/assets' && method === 'GET') {
+      const name = q.get('name_pattern');
+      const uri = q.get('uri_pattern');
+      const found = assetList.filter(
+        (a) => (name === null || a.name.includes(name)) && (uri === null || a.uri.includes(uri)),
+      );
+      return [200, { assets: found.slice(offset, offset + limit), total_entries: found.length }];
+    }
+    if (method === 'GET') {
+      const id = q.get('asset_id');
+      const since = q.get('timestamp_gte');
+      const found = events
+        .filter((e) => id === null || e.asset_id === Number(id))
+        .filter((e) => since === null || Date.parse(e.timestamp) >= Date.parse(since))
+        .sort((a, b) => (q.get('order_by') === '-timestamp' ? b.id - a.id : a.id - b.id));
+      return [200, { asset_events: found.slice(offset, offset + limit), total_entries: found.length }];
+    }
+    for (const field of Object.keys(body))
+      if (!EVENT_FIELDS.has(field)) return unprocessable(field, 'extra_forbidden', 'Extra inputs are not permitted');
+    if (!Number.isInteger(body.asset_id)) return unprocessable('asset_id', 'int_type', 'Input should be a valid integer');
+    const asset = assetList.find((a) => a.id === body.asset_id);
+    if (!asset) return [404, { detail: `Asset with ID: \`${String(body.asset_id)}\` was not found` }];
+    const event: AirflowAssetEvent = {
+      id: events.length + 1,
+      asset_id: asset.id,
+      name: asset.name,
+      uri: asset.uri,
+      extra: { ...((body.extra as Record<string, unknown> | undefined) ?? {}), from_rest_api: true },
+      partition_key: (body.partition_key as string | undefined) ?? null,
+      timestamp: new Date(now()).toISOString(),
+      source_map_index: -1,
+      created_dagruns: [],
+    };
+    events.push(event);
+    return [200, event];
+  }
+
   function route(method: string, path: string, headers: IncomingHttpHeaders, body: Record<string, unknown>) {
     if (path === '/auth/token' && method === 'POST') return token(body);
+    const url = new URL(path, 'http://fake');
+    if (url.pathname === '/api/v2/assets' || url.pathname === '/api/v2/assets/events') {
+      if (fake.refuseTokens || !authenticated(headers)) return [401, { detail: 'Invalid JWT token' }];
+      return assets(method, url, body);
+    }
     const dagMatch = /^\/api\/v2\/dags\/([^/~]+)$/.exec(path);
     if (dagMatch && method === 'GET') {
       if (fake.refuseTokens || !authenticated(headers)) return [401, { detail: 'Invalid JWT token' }];
@@ -277,6 +350,15 @@ export async function startFakeAirflow(options: FakeAirflowOptions = {}): Promis
       key = randomBytes(32);
     },
     to: (path) => requests.filter((r) => r.path === path),
+    events,
+    runFromEvent: (eventId, dag, runId) => {
+      const event = events.find((e) => e.id === eventId);
+      if (!event) throw new Error(`fake airflow: no asset event ${eventId}`);
+      event.created_dagruns.push({ dag_id: dag, run_id: runId });
+      const list = runs.get(dag) ?? [];
+      list.push({ dag_run_id: runId, dag_id: dag, state: 'queued', logical_date: event.timestamp });
+      runs.set(dag, list);
+    },
     setState: (dag, runId, state) => {
       const run = runs.get(dag)?.find((r) => r.dag_run_id === runId);
       if (!run) throw new Error(`fake airflow: no run ${runId} in ${dag}`);

@@ -92,6 +92,8 @@ beforeAll(async () => {
   const configPath = join(dir, 'daemon.json');
   writeFileSync(configPath, JSON.stringify(withTestBackend(raw)));
   daemon = new DaemonProcess('asset-daemon', configPath);
+  // Not in processHarness (it ends processes after every test): killed should the worker exit first.
+  process.once('exit', () => daemon.running && daemon.signal('SIGKILL'));
   await daemon.waitForLog('listening', { timeout: 60_000, what: 'the daemon to listen' });
   const producer = testProducer(parseConfig(withTestBackend(raw)));
   send = (asset, start, end) => producer.add('e', { asset, start, end, version: 'v1' });

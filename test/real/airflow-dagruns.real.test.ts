@@ -114,6 +114,8 @@ beforeAll(async () => {
   const configPath = join(gates, 'daemon.json');
   writeFileSync(configPath, JSON.stringify(withTestBackend(raw)));
   daemon = new DaemonProcess('dagruns-daemon', configPath);
+  // Not in processHarness (it ends processes after every test): killed should the worker exit first.
+  process.once('exit', () => daemon.running && daemon.signal('SIGKILL'));
   await daemon.waitForLog('listening', { timeout: 60_000, what: 'the daemon to listen' });
   const producer = testProducer(parseConfig(withTestBackend(raw)));
   send = (asset, h, version) => producer.add('e', { asset, ...span(h), version });
