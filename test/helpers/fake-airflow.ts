@@ -282,8 +282,10 @@ export async function startFakeAirflow(options: FakeAirflowOptions = {}): Promis
       return [200, { asset_events: found.slice(offset, offset + limit), total_entries: found.length }];
     }
     for (const field of Object.keys(body))
-      if (!EVENT_FIELDS.has(field)) return unprocessable(field, 'extra_forbidden', 'Extra inputs are not permitted');
-    if (!Number.isInteger(body.asset_id)) return unprocessable('asset_id', 'int_type', 'Input should be a valid integer');
+      if (!EVENT_FIELDS.has(field))
+        return unprocessable(field, 'extra_forbidden', 'Extra inputs are not permitted');
+    if (!Number.isInteger(body.asset_id))
+      return unprocessable('asset_id', 'int_type', 'Input should be a valid integer');
     const asset = assetList.find((a) => a.id === body.asset_id);
     if (!asset) return [404, { detail: `Asset with ID: \`${String(body.asset_id)}\` was not found` }];
     const event: AirflowAssetEvent = {
