@@ -79,6 +79,24 @@ describe('airflow_asset target', () => {
     expect(fake.events.length).toBe(before + 2);
   });
 
+  it('finds a redelivered event past a page Airflow cut short ([api] maximum_page_limit)', async () => {
+    const capped = await startFakeAirflow({
+      users: { coverage: 'pa55-word-for-airflow' },
+      assets: ['orders_hourly'],
+      maximumPageLimit: 2,
+    });
+    try {
+      const target = airflowAssetTarget(config({ url: capped.url }));
+      const [first, ...rest] = [payload(), payload(), payload()];
+      for (const p of [first!, ...rest]) expect(await target.deliver(p)).toEqual({ ok: true });
+      // The first is the oldest: on the second page of two, newest first.
+      expect(await target.deliver(first!)).toEqual({ ok: true });
+      expect(capped.events).toHaveLength(3);
+    } finally {
+      await capped.close();
+    }
+  });
+
   it('an asset Airflow does not know (yet) is a retried error naming it', async () => {
     const result = await airflowAssetTarget(config({ asset: 'orders' })).deliver(payload());
     expect(result).toEqual({ ok: false, retry: true, error: 'Airflow has no asset orders (yet)' });

@@ -105,13 +105,14 @@ export function airflowAssetTarget(config: AirflowAssetConfig, now: () => number
     used: string[],
   ): Promise<{ event: Json | undefined } | { error: string }> {
     const since = new Date(Date.parse(payload.decided_at) - 1_000).toISOString();
+    let offset = 0;
     for (let page = 0; page < LOOKUP_PAGES; page++) {
       const query = new URLSearchParams({
         asset_id: String(id),
         timestamp_gte: since,
         order_by: '-timestamp',
         limit: String(PAGE),
-        offset: String(page * PAGE),
+        offset: String(offset),
       });
       const response = await authorized(used, (auth) =>
         getJson(`${base}/api/v2/assets/events?${query}`, auth, config.timeout),
@@ -123,8 +124,9 @@ export function airflowAssetTarget(config: AirflowAssetConfig, now: () => number
       const events = (answer?.asset_events ?? []) as Json[];
       const event = events.find((e) => (e.extra?.run_id ?? e.extra?.idempotency_key) === eventKey(payload));
       if (event) return { event };
-      if (events.length < PAGE || (page + 1) * PAGE >= Number(answer?.total_entries ?? 0))
-        return { event: undefined };
+      // A page cut short by [api] maximum_page_limit is not the end: total_entries is.
+      offset += events.length;
+      if (events.length === 0 || offset >= Number(answer?.total_entries ?? 0)) return { event: undefined };
     }
     return {
       error: `more than ${LOOKUP_PAGES * PAGE} events of ${what} since the decision: cannot tell whether it was sent`,
