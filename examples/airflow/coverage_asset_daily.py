@@ -5,6 +5,8 @@ have an asset event (`WaitForAll`, the default; `MinimumCount(-2)` would tolerat
 Tested with Airflow 3.3.2 by `npm run test:real` (test/real/airflow-asset.real.test.ts).
 """
 
+from datetime import timedelta
+
 from airflow.sdk import (
     Asset,
     DayWindow,
@@ -27,6 +29,7 @@ orders_daily_report = Asset("coverage_rollup.orders_daily_report")
         default_partition_mapper=RollupMapper(upstream_mapper=StartOfDayMapper(), window=DayWindow()),
     ),
     catchup=False,
+    default_args={"retries": 2, "retry_delay": timedelta(seconds=10)},
     tags=["coverage-rollup"],
 )
 def coverage_asset_daily():

@@ -7,6 +7,8 @@ scheduler creates one run per covered hour. Tested with Airflow 3.3.2 by `npm ru
 (test/real/airflow-asset.real.test.ts).
 """
 
+from datetime import timedelta
+
 from airflow.sdk import Asset, PartitionedAssetTimetable, StartOfHourMapper, dag, get_current_context, task
 
 orders_hourly = Asset("coverage_rollup.orders_hourly")
@@ -15,6 +17,7 @@ orders_hourly = Asset("coverage_rollup.orders_hourly")
 @dag(
     schedule=PartitionedAssetTimetable(assets=orders_hourly, default_partition_mapper=StartOfHourMapper()),
     catchup=False,
+    default_args={"retries": 2, "retry_delay": timedelta(seconds=10)},
     tags=["coverage-rollup"],
 )
 def coverage_asset_hourly():

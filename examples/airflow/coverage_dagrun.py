@@ -6,10 +6,17 @@ date, so a DAG that also scheduled itself would collide with these runs. Tested 
 by `npm run test:real` (test/real/airflow-dagruns.real.test.ts).
 """
 
+from datetime import timedelta
+
 from airflow.sdk import dag, get_current_context, task
 
 
-@dag(schedule=None, catchup=False, tags=["coverage-rollup"])
+@dag(
+    schedule=None,
+    catchup=False,
+    default_args={"retries": 2, "retry_delay": timedelta(seconds=10)},
+    tags=["coverage-rollup"],
+)
 def coverage_dagrun():
     @task
     def build() -> dict:

@@ -184,7 +184,7 @@ describe('the airflow_asset target against Airflow 3.3', () => {
     const built = await returned('coverage_asset_daily', daily[0]!.dag_run_id, 'build_day');
     expect(built.partition_key).toBe(day);
     expect(built.hours).toHaveLength(24);
-  });
+  }, 600_000);
 
   it('a redelivery finds its event and posts no second one', async () => {
     const [event] = (await events(HOURLY)).filter((e) => e.partition_key === `${day}T07:00:00`);

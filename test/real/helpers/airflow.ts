@@ -111,6 +111,10 @@ export async function startAirflow(options: AirflowOptions): Promise<RealAirflow
     AIRFLOW__SCHEDULER__SCHEDULER_IDLE_SLEEP_TIME: '0.5',
     AIRFLOW__TRIGGERER__CAPACITY: '50',
     AIRFLOW__LOGGING__BASE_LOG_FOLDER: join(home, 'logs'),
+    // On a loaded 2-core machine the api-server may answer a task's execution-API call after
+    // Airflow's 5 s default: the task then fails for no reason of its own.
+    AIRFLOW__WORKERS__EXECUTION_API_TIMEOUT: '60',
+    AIRFLOW__WORKERS__EXECUTION_API_RETRIES: '10',
     PYTHONUNBUFFERED: '1',
     ...options.env,
   };
