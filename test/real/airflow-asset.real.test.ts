@@ -63,7 +63,7 @@ beforeAll(async () => {
     queue: { prefix: createTestPrefix(), batch_wait: 'PT0.002S' },
     lease: { ttl: 'PT2S', renew_every: 'PT0.5S', retry_every: 'PT0.2S' },
     shutdown_timeout: 'PT10S',
-    scheduler: { run_check_every: 'PT1S' },
+    scheduler: { run_check_every: 'PT3S' },
     rollups: [
       {
         id: 'orders_hourly',
@@ -76,6 +76,7 @@ beforeAll(async () => {
           url: airflow.url,
           asset: HOURLY,
           follow_dag_id: 'coverage_asset_hourly',
+          timeout: 'PT60S',
           ...auth,
         },
       },
@@ -85,7 +86,7 @@ beforeAll(async () => {
         every: 'hour',
         begin: day,
         run: { retries: 0, timeout: 'PT15M' },
-        target: { type: 'airflow_asset', url: airflow.url, asset: REPORT, ...auth },
+        target: { type: 'airflow_asset', url: airflow.url, asset: REPORT, timeout: 'PT60S', ...auth },
       },
     ],
   };

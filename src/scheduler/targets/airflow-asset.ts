@@ -45,6 +45,8 @@ export function airflowAssetTarget(config: AirflowAssetConfig, now: () => number
         : undefined;
   const tokens = credentials && new AirflowTokens(`${base}/auth/token`, credentials, config.timeout, now);
   let assetId: number | undefined;
+  /** The followed DAG's run of each event once known (by the event's run id), bounded. */
+  const followed = new Map<string, string>();
   const what = config.asset !== undefined ? `asset ${config.asset}` : `asset URI ${config.asset_uri}`;
 
   const keyOf = (payload: TriggerPayload) =>
@@ -147,21 +149,27 @@ export function airflowAssetTarget(config: AirflowAssetConfig, now: () => number
     if (typeof id !== 'number') return { error: id.ok ? 'unreachable' : id.error };
     const out = new Map<string, RunReport | null>();
     for (const r of runs) {
-      const found = await findEvent(id, r.payload, used);
-      if ('error' in found) return { error: scrubSecrets(found.error, used) };
-      if (!found.event) {
-        out.set(r.runId, {
-          kind: 'target',
-          state: 'lost',
-          error: `Airflow has no asset event for ${eventKey(r.payload)}`,
-        });
-        continue;
-      }
-      const created = ((found.event.created_dagruns ?? []) as Json[]).filter((d) => d.dag_id === dagId);
-      const runId: string | undefined = created.at(-1)?.run_id;
+      let runId = followed.get(eventKey(r.payload));
       if (runId === undefined) {
-        out.set(r.runId, null); // not scheduled yet
-        continue;
+        const found = await findEvent(id, r.payload, used);
+        if ('error' in found) return { error: scrubSecrets(found.error, used) };
+        if (!found.event) {
+          out.set(r.runId, {
+            kind: 'target',
+            state: 'lost',
+            error: `Airflow has no asset event for ${eventKey(r.payload)}`,
+          });
+          continue;
+        }
+        const created = ((found.event.created_dagruns ?? []) as Json[]).filter((d) => d.dag_id === dagId);
+        runId = created.at(-1)?.run_id as string | undefined;
+        if (runId === undefined) {
+          out.set(r.runId, null); // not scheduled yet
+          continue;
+        }
+        // Later checks ask only for the run: one request per run, not two.
+        if (followed.size >= 10_000) followed.delete(followed.keys().next().value!);
+        followed.set(eventKey(r.payload), runId);
       }
       const run = await authorized(used, (auth) =>
         getJson(

@@ -115,6 +115,9 @@ export async function startAirflow(options: AirflowOptions): Promise<RealAirflow
     // Airflow's 5 s default: the task then fails for no reason of its own.
     AIRFLOW__WORKERS__EXECUTION_API_TIMEOUT: '60',
     AIRFLOW__WORKERS__EXECUTION_API_RETRIES: '10',
+    // The api-server's pool (5 + 10 by default) ran dry under the task workers and our polls.
+    AIRFLOW__DATABASE__SQL_ALCHEMY_POOL_SIZE: '10',
+    AIRFLOW__DATABASE__SQL_ALCHEMY_MAX_OVERFLOW: '20',
     PYTHONUNBUFFERED: '1',
     ...options.env,
   };
