@@ -36,31 +36,38 @@ const runSchema = z.strictObject({
     .default(6 * 3_600_000),
 });
 
-export const rollupSchema = z.strictObject({
-  id: z
-    .string()
-    .regex(
-      /^[A-Za-z0-9_.-]{1,100}$/,
-      'expected 1-100 letters, digits, "_", "." or "-" (it becomes part of job ids)',
-    ),
-  upstream: z.union([nonEmpty, z.array(nonEmpty).min(1)]).transform((u) => (Array.isArray(u) ? u : [u])),
-  every: z.union([nonEmpty, z.number().int().positive()], {
-    error: (issue) =>
-      issue.input === undefined
-        ? 'required: hour, day, week, month, quarter, year, minute, an ISO duration (PT15M) or an integer bucket size'
-        : undefined,
-  }),
-  timezone: zone.default('UTC'),
-  begin: z
-    .union([nonEmpty, z.number().int(), z.date()])
-    .transform((b) => (b instanceof Date ? b.toISOString() : b)),
-  origin: z.union([nonEmpty, z.number().int()]).optional(),
-  policy: policySchema.default(policySchema.parse({})),
-  rerun: z.enum(['never', 'on_replay', 'on_update']).default('on_replay'),
-  run: runSchema.default({ retries: 2, backoff: 60_000, timeout: 6 * 3_600_000 }),
-  target: targetSchema,
-  // The asset a succeeded run covers over its period, so other rollups can chain on it (SPEC §11).
-  output: nonEmpty.optional(),
-  // Ask producers for the ranges that hold a period back (SPEC §15); off without it.
-  repair: repairSchema.optional(),
-});
+export const rollupSchema = z
+  .strictObject({
+    id: z
+      .string()
+      .regex(
+        /^[A-Za-z0-9_.-]{1,100}$/,
+        'expected 1-100 letters, digits, "_", "." or "-" (it becomes part of job ids)',
+      ),
+    upstream: z.union([nonEmpty, z.array(nonEmpty).min(1)]).transform((u) => (Array.isArray(u) ? u : [u])),
+    every: z.union([nonEmpty, z.number().int().positive()], {
+      error: (issue) =>
+        issue.input === undefined
+          ? 'required: hour, day, week, month, quarter, year, minute, an ISO duration (PT15M) or an integer bucket size'
+          : undefined,
+    }),
+    timezone: zone.default('UTC'),
+    begin: z
+      .union([nonEmpty, z.number().int(), z.date()])
+      .transform((b) => (b instanceof Date ? b.toISOString() : b)),
+    origin: z.union([nonEmpty, z.number().int()]).optional(),
+    policy: policySchema.default(policySchema.parse({})),
+    rerun: z.enum(['never', 'on_replay', 'on_update']).default('on_replay'),
+    run: runSchema.default({ retries: 2, backoff: 60_000, timeout: 6 * 3_600_000 }),
+    target: targetSchema,
+    // The asset a succeeded run covers over its period, so other rollups can chain on it (SPEC §11).
+    output: nonEmpty.optional(),
+    // Ask producers for the ranges that hold a period back (SPEC §15); off without it.
+    repair: repairSchema.optional(),
+  })
+  // An airflow_asset key is wall-clock time in the rollup's zone unless the target names another.
+  .transform((r) =>
+    r.target.type === 'airflow_asset' && r.target.partition_timezone === undefined
+      ? { ...r, target: { ...r.target, partition_timezone: r.timezone } }
+      : r,
+  );

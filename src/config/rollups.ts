@@ -26,7 +26,10 @@ export function defineRollups(config: Config): RollupRuntime[] {
   const runtimes = config.rollups.map((spec, i) => {
     try {
       const rollup = defineRollup(spec);
-      if (rollup.domain === 'integer' && spec.target.type === 'airflow') {
+      if (
+        rollup.domain === 'integer' &&
+        (spec.target.type === 'airflow' || spec.target.type === 'airflow_asset')
+      ) {
         throw new RollupDefinitionError(
           'target',
           'an airflow target needs a time rollup (a data interval of instants)',

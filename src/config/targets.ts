@@ -1,6 +1,26 @@
-/** The downstream targets a rollup triggers: queue, webhook, Airflow 3, Dagster. */
+/** The downstream targets a rollup triggers: queue, webhook, Airflow 3 (dag runs and asset events), Dagster. */
+import { IANAZone } from 'luxon';
 import { z } from 'zod';
+import { unsupportedDirective } from '../scheduler/targets/partition-key.js';
 import { isoDuration, nonEmpty, secret, targetUrl } from './fields.js';
+
+/** A strftime format of the directives partition keys support (partition-key.ts). */
+const partitionFormat = z
+  .string()
+  .min(1)
+  .superRefine((format, ctx) => {
+    const bad = unsupportedDirective(format);
+    if (bad !== undefined)
+      ctx.addIssue({
+        code: 'custom',
+        message: `unsupported directive ${bad}: use %Y %y %m %d %H %M %S %j %G %V %u %%`,
+      });
+  });
+
+/** An IANA zone name luxon knows. */
+const ianaZone = z.string().refine((zone) => IANAZone.isValidZone(zone), {
+  message: 'not an IANA time zone (e.g. Europe/Berlin, UTC)',
+});
 
 const airflowTarget = z
   .strictObject({
@@ -13,6 +33,10 @@ const airflowTarget = z
     client_id: secret.optional(),
     client_secret: secret.optional(),
     timeout: isoDuration.default(10_000),
+    // No defaults: a default would change every stored airflow rollup's definition hash.
+    partitioned: z.boolean().optional(),
+    partition_key_format: partitionFormat.optional(),
+    partition_timezone: ianaZone.optional(),
   })
   .superRefine((t, ctx) => {
     const pairs = [
@@ -66,6 +90,67 @@ const dagsterTarget = z.strictObject({
   timeout: isoDuration.default(10_000),
 });
 
+/** Airflow's credentials: one of token, username/password, client_id/client_secret. */
+function checkCredentials(
+  t: {
+    token?: unknown;
+    username?: unknown;
+    password?: unknown;
+    client_id?: unknown;
+    client_secret?: unknown;
+  },
+  ctx: z.RefinementCtx,
+): void {
+  const pairs = [
+    ['username', 'password'],
+    ['client_id', 'client_secret'],
+  ] as const;
+  for (const [a, b] of pairs) {
+    if ((t[a] === undefined) !== (t[b] === undefined)) {
+      const missing = t[a] === undefined ? a : b;
+      ctx.addIssue({ code: 'custom', path: [missing], message: `required with ${missing === a ? b : a}` });
+    }
+  }
+  const ways = [t.token, t.username, t.client_id].filter((v) => v !== undefined).length;
+  if (ways > 1) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['token'],
+      message: 'give one of token, username/password or client_id/client_secret',
+    });
+  }
+}
+
+/**
+ * `airflow_asset` (SPEC §14): decisions as partitioned asset events. `partition_timezone` defaults
+ * to the rollup's zone (filled in by the rollup schema).
+ */
+const airflowAssetTarget = z
+  .strictObject({
+    type: z.literal('airflow_asset'),
+    url: targetUrl,
+    asset: nonEmpty.optional(),
+    asset_uri: nonEmpty.optional(),
+    token: secret.optional(),
+    username: secret.optional(),
+    password: secret.optional(),
+    client_id: secret.optional(),
+    client_secret: secret.optional(),
+    timeout: isoDuration.default(10_000),
+    partition_key_format: partitionFormat.default('%Y-%m-%dT%H:%M:%S'),
+    partition_timezone: ianaZone.optional(),
+    follow_dag_id: nonEmpty.optional(),
+  })
+  .superRefine((t, ctx) => {
+    if ((t.asset === undefined) === (t.asset_uri === undefined))
+      ctx.addIssue({
+        code: 'custom',
+        path: ['asset'],
+        message: "give the asset's name (asset) or its URI (asset_uri), one of them",
+      });
+    checkCredentials(t, ctx);
+  });
+
 export const targetSchema = z.discriminatedUnion('type', [
   z.strictObject({
     type: z.literal('queue'),
@@ -82,4 +167,5 @@ export const targetSchema = z.discriminatedUnion('type', [
   }),
   airflowTarget,
   dagsterTarget,
+  airflowAssetTarget,
 ]);

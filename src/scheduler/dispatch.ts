@@ -12,10 +12,11 @@ import type { StoredTarget } from './targets/secrets.js';
 
 const BATCH = 100;
 
-/** How soon after a delivery a target that can be asked (queue, airflow, dagster) is first asked about the run. */
+/** How soon after a delivery a target that can be asked (queue, airflow, airflow_asset, dagster) is first asked about the run. */
 export const FIRST_CHECK_MS: Readonly<Record<string, number | null>> = {
   queue: 0,
   airflow: 5000,
+  airflow_asset: 1000,
   webhook: null,
   // Dagster records a materialization before it answers the POST: asked at once, it says succeeded.
   dagster: 0,

@@ -180,7 +180,8 @@ async function apply(
 ): Promise<Map<FollowedRun, FollowedRun>> {
   const moved = new Map<FollowedRun, FollowedRun>();
   if (moves.length === 0) return moved;
-  const source = type === 'airflow' || type === 'dagster' ? type : 'queue';
+  const source =
+    type === 'airflow' || type === 'airflow_asset' ? 'airflow' : type === 'dagster' ? 'dagster' : 'queue';
   const ordered = [...moves].sort(
     (a, b) => a.r.run.rollupId.localeCompare(b.r.run.rollupId) || a.r.run.lo - b.r.run.lo,
   );

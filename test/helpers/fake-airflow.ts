@@ -10,24 +10,50 @@ import { parseTimeBound } from '../../src/core/bounds.js';
  *   `{access_token}` with an HS256 JWT (`iat`, `exp` = iat + `[api_auth] jwt_expiration_time`),
  *   401 on wrong credentials and 422 on any other field;
  * - every `/api/v2` request needs `Authorization: Bearer <jwt>`: 401 when missing, forged, signed
- *   with a rotated key (`rotateKey()`) or expired by the fake's own clock (`now`);
+ *   with a rotated key (`rotateKey()`) or expired by the fake's own clock (`now`), `jwtLeeway`
+ *   (10 s, Airflow's `[api_auth] jwt_leeway`) after its `exp`;
  * - `POST /api/v2/dags/{dag}/dagRuns` validates `TriggerDAGRunPostBody` (extra fields forbidden,
- *   `logical_date` required, aware datetimes, both or neither data interval bound, 422 otherwise)
+ *   `logical_date` required, aware datetimes (`run_after` may be naive), both or neither data interval bound, 422 otherwise)
  *   and answers 409 for a second run with the same dag_run_id or the same logical date;
  * - `GET .../dagRuns/{run_id}` answers the run or 404;
+ * - `GET /api/v2/dags/{dag}` answers `timetable_partitioned` (true for `partitionedDags`); a
+ *   `partition_key` for a DAG that is not partitioned is a 400, as Airflow 3.2+ answers it;
  * - `POST /api/v2/dags/~/dagRuns/list` is Airflow 3's batch list (`DAGRunsBatchBody`: only `~` as
  *   the DAG, extra fields forbidden, filters by dag_ids, states and logical_date range, pages of
  *   at most 100, `{dag_runs, total_entries}`); it cannot filter by run id, as the real one cannot.
+ * - `GET /api/v2/assets`, `GET|POST /api/v2/assets/events` (CreateAssetEventsBody: extra fields
+ *   forbidden, `extra` gains `from_rest_api: true`; the list filters by asset and timestamp, not
+ *   by extra), for the `assets` given; `runFromEvent` links a run as Airflow's scheduler would.
  * A new run is `queued`; `setState` moves it (queued, running, success, failed; back to queued is
  * what clearing it in Airflow does). `failures` are answered to dagRuns POSTs first, in order, per DAG.
  */
 export interface FakeAirflowOptions {
   readonly now?: () => number;
   readonly jwtExpirationTime?: number;
+  /** `[api_auth] jwt_leeway`: seconds a token is still accepted past its `exp` (Airflow's default 10). */
+  readonly jwtLeeway?: number;
   readonly users?: Readonly<Record<string, string>>;
   readonly clients?: Readonly<Record<string, string>>;
-  /** The body fields the server knows; Airflow 3's TriggerDAGRunPostBody by default. */
+  /** The body fields the server knows; Airflow 3.2+'s TriggerDAGRunPostBody by default. */
   readonly fields?: readonly string[];
+  /** `[api] maximum_page_limit`: pages asked larger are cut to it, silently (default 100). */
+  readonly maximumPageLimit?: number;
+  /** DAGs whose timetable is partitioned (`timetable_partitioned` in GET /api/v2/dags/{dag}). */
+  readonly partitionedDags?: readonly string[];
+  /** Assets by name (their URI is `uri:<name>`), with ids 1, 2, ... in this order. */
+  readonly assets?: readonly string[];
+}
+
+export interface AirflowAssetEvent {
+  id: number;
+  asset_id: number;
+  name: string;
+  uri: string;
+  extra: Record<string, unknown>;
+  partition_key: string | null;
+  timestamp: string;
+  source_map_index: number;
+  created_dagruns: Array<{ dag_id: string; run_id: string }>;
 }
 
 export type DagRunState = 'queued' | 'running' | 'success' | 'failed';
@@ -42,6 +68,7 @@ export interface AirflowRun {
   run_after?: string;
   conf?: unknown;
   note?: string;
+  partition_key?: string | null;
 }
 
 export interface AirflowRequest {
@@ -60,6 +87,7 @@ export const TRIGGER_FIELDS = [
   'run_after',
   'conf',
   'note',
+  'partition_key',
 ];
 
 export interface FakeAirflow {
@@ -80,6 +108,10 @@ export interface FakeAirflow {
   setState(dag: string, runId: string, state: DagRunState): void;
   /** Deletes a dag run, as `DELETE .../dagRuns/{id}` would. */
   remove(dag: string, runId: string): void;
+  /** Asset events posted (`POST /api/v2/assets/events`), in order. */
+  readonly events: AirflowAssetEvent[];
+  /** What Airflow's scheduler does for an event: a queued run of `dag` that consumed it. */
+  runFromEvent(eventId: number, dag: string, runId: string): void;
   close(): Promise<void>;
 }
 
@@ -102,9 +134,11 @@ const AWARE = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2}
 export async function startFakeAirflow(options: FakeAirflowOptions = {}): Promise<FakeAirflow> {
   const now = options.now ?? Date.now;
   const lifetime = options.jwtExpirationTime ?? 86_400;
+  const leeway = options.jwtLeeway ?? 10;
   const users = options.users ?? {};
   const clients = options.clients ?? {};
   const fields = new Set(options.fields ?? TRIGGER_FIELDS);
+  const partitioned = new Set(options.partitionedDags ?? []);
   let key = randomBytes(32);
   const requests: AirflowRequest[] = [];
   const runs = new Map<string, AirflowRun[]>();
@@ -126,7 +160,7 @@ export async function startFakeAirflow(options: FakeAirflowOptions = {}): Promis
     const given = Buffer.from(signature, 'base64url');
     if (given.length !== expected.length || !timingSafeEqual(given, expected)) return false;
     const { exp } = JSON.parse(Buffer.from(claims, 'base64url').toString()) as { exp: number };
-    return now() / 1000 < exp;
+    return now() / 1000 < exp + leeway;
   }
   const unprocessable = (loc: string, type: string, msg: string): [number, unknown] => [
     422,
@@ -173,7 +207,8 @@ export async function startFakeAirflow(options: FakeAirflowOptions = {}): Promis
       .filter((r) => instant(r.logical_date) >= gte && instant(r.logical_date) <= lte)
       .sort((a, b) => instant(a.logical_date) - instant(b.logical_date));
     const offset = Number(body.page_offset ?? 0);
-    const limit = Math.min(Number(body.page_limit ?? MAX_PAGE), MAX_PAGE);
+    const max = options.maximumPageLimit ?? MAX_PAGE;
+    const limit = Math.min(Number(body.page_limit ?? max), max);
     return [200, { dag_runs: all.slice(offset, offset + limit), total_entries: all.length }];
   }
 
@@ -189,7 +224,8 @@ export async function startFakeAirflow(options: FakeAirflowOptions = {}): Promis
       if (!fields.has(field))
         return unprocessable(field, 'extra_forbidden', 'Extra inputs are not permitted');
     if (!('logical_date' in body)) return unprocessable('logical_date', 'missing', 'Field required');
-    for (const field of ['logical_date', 'data_interval_start', 'data_interval_end', 'run_after']) {
+    // run_after is a plain datetime in Airflow (naive accepted); the others must be aware.
+    for (const field of ['logical_date', 'data_interval_start', 'data_interval_end']) {
       const value = body[field];
       if (value !== undefined && value !== null && !(typeof value === 'string' && AWARE.test(value)))
         return unprocessable(field, 'timezone_aware', 'Input should have timezone info');
@@ -202,6 +238,8 @@ export async function startFakeAirflow(options: FakeAirflowOptions = {}): Promis
       );
     if (body.conf != null && (typeof body.conf !== 'object' || Array.isArray(body.conf)))
       return unprocessable('conf', 'dict_type', 'Input should be a valid dictionary');
+    if (body.partition_key != null && !partitioned.has(dag))
+      return [400, { detail: `Dag '${dag}' is not a partitioned Dag and does not accept a partition_key.` }];
     const failure = failures[dag]?.shift();
     if (failure !== undefined) return [failure, { detail: 'boom' }];
     const run = body as unknown as AirflowRun;
@@ -216,8 +254,68 @@ export async function startFakeAirflow(options: FakeAirflowOptions = {}): Promis
     return [200, created];
   }
 
+  const assetList = (options.assets ?? []).map((name, i) => ({ id: i + 1, name, uri: `uri:${name}` }));
+  const events: AirflowAssetEvent[] = [];
+  const EVENT_FIELDS = new Set(['asset_id', 'partition_key', 'extra', 'access_control']);
+
+  /** `GET /api/v2/assets` (name_pattern / uri_pattern: contains), events list and create. */
+  function assets(method: string, url: URL, body: Record<string, unknown>): [number, unknown] {
+    const q = url.searchParams;
+    const max = options.maximumPageLimit ?? MAX_PAGE;
+    const limit = Math.min(Number(q.get('limit') ?? 50), max);
+    const offset = Number(q.get('offset') ?? 0);
+    if (url.pathname === '/api/v2/assets' && method === 'GET') {
+      const name = q.get('name_pattern');
+      const uri = q.get('uri_pattern');
+      const found = assetList.filter(
+        (a) => (name === null || a.name.includes(name)) && (uri === null || a.uri.includes(uri)),
+      );
+      return [200, { assets: found.slice(offset, offset + limit), total_entries: found.length }];
+    }
+    if (method === 'GET') {
+      const id = q.get('asset_id');
+      const since = q.get('timestamp_gte');
+      const found = events
+        .filter((e) => id === null || e.asset_id === Number(id))
+        .filter((e) => since === null || Date.parse(e.timestamp) >= Date.parse(since))
+        .sort((a, b) => (q.get('order_by') === '-timestamp' ? b.id - a.id : a.id - b.id));
+      return [200, { asset_events: found.slice(offset, offset + limit), total_entries: found.length }];
+    }
+    for (const field of Object.keys(body))
+      if (!EVENT_FIELDS.has(field))
+        return unprocessable(field, 'extra_forbidden', 'Extra inputs are not permitted');
+    if (!Number.isInteger(body.asset_id))
+      return unprocessable('asset_id', 'int_type', 'Input should be a valid integer');
+    const asset = assetList.find((a) => a.id === body.asset_id);
+    if (!asset) return [404, { detail: `Asset with ID: \`${String(body.asset_id)}\` was not found` }];
+    const event: AirflowAssetEvent = {
+      id: events.length + 1,
+      asset_id: asset.id,
+      name: asset.name,
+      uri: asset.uri,
+      extra: { ...((body.extra as Record<string, unknown> | undefined) ?? {}), from_rest_api: true },
+      partition_key: (body.partition_key as string | undefined) ?? null,
+      timestamp: new Date(now()).toISOString(),
+      source_map_index: -1,
+      created_dagruns: [],
+    };
+    events.push(event);
+    return [200, event];
+  }
+
   function route(method: string, path: string, headers: IncomingHttpHeaders, body: Record<string, unknown>) {
     if (path === '/auth/token' && method === 'POST') return token(body);
+    const url = new URL(path, 'http://fake');
+    if (url.pathname === '/api/v2/assets' || url.pathname === '/api/v2/assets/events') {
+      if (fake.refuseTokens || !authenticated(headers)) return [401, { detail: 'Invalid JWT token' }];
+      return assets(method, url, body);
+    }
+    const dagMatch = /^\/api\/v2\/dags\/([^/~]+)$/.exec(path);
+    if (dagMatch && method === 'GET') {
+      if (fake.refuseTokens || !authenticated(headers)) return [401, { detail: 'Invalid JWT token' }];
+      const dagId = decodeURIComponent(dagMatch[1]!);
+      return [200, { dag_id: dagId, is_paused: false, timetable_partitioned: partitioned.has(dagId) }];
+    }
     const match = /^\/api\/v2\/dags\/([^/]+)\/dagRuns(?:\/([^/]+))?$/.exec(path);
     if (!match) return [404, { detail: 'Not Found' }];
     if (fake.refuseTokens || !authenticated(headers)) return [401, { detail: 'Invalid JWT token' }];
@@ -254,6 +352,15 @@ export async function startFakeAirflow(options: FakeAirflowOptions = {}): Promis
       key = randomBytes(32);
     },
     to: (path) => requests.filter((r) => r.path === path),
+    events,
+    runFromEvent: (eventId, dag, runId) => {
+      const event = events.find((e) => e.id === eventId);
+      if (!event) throw new Error(`fake airflow: no asset event ${eventId}`);
+      event.created_dagruns.push({ dag_id: dag, run_id: runId });
+      const list = runs.get(dag) ?? [];
+      list.push({ dag_run_id: runId, dag_id: dag, state: 'queued', logical_date: event.timestamp });
+      runs.set(dag, list);
+    },
     setState: (dag, runId, state) => {
       const run = runs.get(dag)?.find((r) => r.dag_run_id === runId);
       if (!run) throw new Error(`fake airflow: no run ${runId} in ${dag}`);

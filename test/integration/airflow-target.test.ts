@@ -93,7 +93,7 @@ describe('airflow target: JWT from POST /auth/token', () => {
       [200, `Bearer ${second}`],
     ]);
     // Had it kept the first token past its expiry, Airflow would have refused it.
-    clock = renewAt + 60_000;
+    clock = renewAt + 71_000; // past exp and Airflow's 10 s leeway
     const stale = await fetch(`${fake.url}/api/v2/dags/dag_c/dagRuns/x`, {
       headers: { authorization: `Bearer ${first}` },
     });
@@ -153,7 +153,7 @@ describe('airflow target: JWT from POST /auth/token', () => {
     const token = fake.mint('static', 60);
     const target = airflowTarget(config('dag_h', { token }), now);
     expect(await target.deliver(payload())).toEqual({ ok: true });
-    clock += 61_000;
+    clock += 71_000; // past exp and Airflow's 10 s leeway
     const result = await target.deliver(payload());
     expect(result).toMatchObject({ ok: false, retry: true, error: expect.stringMatching(/^HTTP 401: /) });
     expect(tokenRequests()).toEqual([]);
@@ -170,7 +170,10 @@ describe('airflow target: the trigger body', () => {
     const p = payload();
     await target.deliver(p);
     const [post] = posts('dag_i');
-    expect(Object.keys(post!.body).sort()).toEqual([...TRIGGER_FIELDS].sort());
+    // partition_key only for a partitioned DAG: Airflow 3.0 and 3.1 do not know the field.
+    expect(Object.keys(post!.body).sort()).toEqual(
+      TRIGGER_FIELDS.filter((f) => f !== 'partition_key').sort(),
+    );
     expect(post!.body).toEqual({
       dag_run_id: `coverage_rollup__r__${p.period.start.toString().replace(/[-:]/g, '')}__gen1`,
       logical_date: p.period.start,
@@ -181,6 +184,57 @@ describe('airflow target: the trigger body', () => {
       note: 'coverage-rollup covered trigger, generation 1',
     });
     expect(triggerBody(p)).toEqual(post!.body);
+  });
+
+  it('a partitioned DAG gets the period key as partition_key; the DAG is asked once', async () => {
+    const partitioned = await startFakeAirflow({
+      now,
+      users: { coverage: 'pa55-word-for-airflow' },
+      partitionedDags: ['dag_p'],
+    });
+    try {
+      const target = airflowTarget({ ...config('dag_p', password), url: partitioned.url }, now);
+      const p = payload();
+      expect(await target.deliver(p)).toEqual({ ok: true });
+      expect(await target.deliver(payload())).toEqual({ ok: true });
+      const [post] = partitioned.to('/api/v2/dags/dag_p/dagRuns');
+      // The period start as Airflow's partitioned timetables and temporal mappers read it.
+      const key = String(p.period.start).replace('Z', '');
+      expect(post!.body).toEqual({ ...triggerBody(p), partition_key: key });
+      expect(triggerBody(p, key)).toEqual(post!.body);
+      expect(partitioned.to('/api/v2/dags/dag_p')).toHaveLength(1);
+      // Airflow refuses a partition_key for a DAG that is not partitioned (400).
+      const jwt = partitioned.mint('coverage', 60);
+      const refused = await fetch(`${partitioned.url}/api/v2/dags/dag_q/dagRuns`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${jwt}`, 'content-type': 'application/json' },
+        body: JSON.stringify(triggerBody(payload(), '2026-11-02T10:00:00')),
+      });
+      expect(refused.status).toBe(400);
+    } finally {
+      await partitioned.close();
+    }
+  });
+
+  it('observes every run when Airflow caps pages below 100 ([api] maximum_page_limit)', async () => {
+    const capped = await startFakeAirflow({
+      now,
+      users: { coverage: 'pa55-word-for-airflow' },
+      maximumPageLimit: 2,
+    });
+    try {
+      const target = airflowTarget({ ...config('dag_m', password), url: capped.url }, now);
+      const payloads = Array.from({ length: 5 }, () => payload());
+      for (const p of payloads) expect(await target.deliver(p)).toEqual({ ok: true });
+      const observed = await target.observe!(payloads.map((p) => ({ runId: p.idempotency_key, payload: p })));
+      expect(observed).toBeInstanceOf(Map);
+      const states = [...(observed as Map<string, { state?: string } | null>).values()].map((r) => r?.state);
+      // All five found on three pages of two: none taken for lost.
+      expect(states).toEqual(Array(5).fill('running'));
+      expect(capped.to('/api/v2/dags/~/dagRuns/list').map((r) => r.body.page_offset)).toEqual([0, 2, 4]);
+    } finally {
+      await capped.close();
+    }
   });
 
   it('the fake refuses a field Airflow does not know with 422, as Airflow does', async () => {

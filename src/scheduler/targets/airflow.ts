@@ -2,6 +2,7 @@ import { formatPoint, parseTimeBound } from '../../core/bounds.js';
 import { airflowRunReport, type RunReport } from '../../core/runs.js';
 import type { TriggerPayload } from '../../core/trigger.js';
 import { type AirflowCredentials, AirflowTokens } from './airflow-token.js';
+import { DEFAULT_PARTITION_FORMAT, partitionKey } from './partition-key.js';
 import { type ResolvedTarget, scrubSecrets } from './secrets.js';
 import {
   type DeliveryResult,
@@ -24,7 +25,7 @@ export function dagRunId(idempotencyKey: string, attempt = 1): string {
   return attempt > 1 ? `${base}_a${attempt}` : base;
 }
 
-/** Airflow's largest page by default ([api] maximum_page_limit). */
+/** Airflow's largest page by default ([api] maximum_page_limit; a lower limit only means more pages). */
 const LIST_LIMIT = 100;
 /** Pages one observation reads at most: its requests are bounded whatever Airflow holds. */
 export const OBSERVE_PAGES = 3;
@@ -48,10 +49,13 @@ export function logicalDate(payload: TriggerPayload): string {
 
 /**
  * Airflow 3's `TriggerDAGRunPostBody`, field for field: Airflow refuses any other field with 422.
- * `run_after` is the data interval's end, as for the runs Airflow schedules itself.
+ * `run_after` is the data interval's end, as for the runs Airflow schedules itself. A DAG whose
+ * timetable is partitioned (Airflow 3.2+) also gets `partition_key` (partition-key.ts); for any
+ * other DAG the field is left out, so Airflow 3.0 and 3.1 (which do not know it) accept the body.
  */
-export function triggerBody(payload: TriggerPayload) {
+export function triggerBody(payload: TriggerPayload, partition?: string) {
   return {
+    ...(partition === undefined ? {} : { partition_key: partition }),
     dag_run_id: dagRunId(payload.idempotency_key, payload.attempt ?? 1),
     logical_date: logicalDate(payload),
     data_interval_start: payload.period.start,
@@ -83,6 +87,8 @@ export function airflowTarget(config: AirflowConfig, now: () => number = Date.no
         ? { client_id: config.client_id, client_secret: config.client_secret }
         : undefined;
   const tokens = credentials && new AirflowTokens(`${base}/auth/token`, credentials, config.timeout, now);
+  /** Whether the DAG's timetable is partitioned, asked once (`GET /api/v2/dags/{dag_id}`). */
+  let partitioned: boolean | undefined;
 
   return {
     async deliver(payload: TriggerPayload): Promise<DeliveryResult> {
@@ -116,11 +122,12 @@ export function airflowTarget(config: AirflowConfig, now: () => number = Date.no
     };
     const out = new Map<string, RunReport | null>();
     const used: string[] = [];
+    let offset = 0;
     for (let page = 0; page < OBSERVE_PAGES; page++) {
       const response = await authorized(used, (auth) =>
         postJson(
           `${base}/api/v2/dags/~/dagRuns/list`,
-          { ...body, page_offset: page * LIST_LIMIT },
+          { ...body, page_offset: offset },
           auth,
           config.timeout,
         ),
@@ -139,8 +146,12 @@ export function airflowTarget(config: AirflowConfig, now: () => number = Date.no
         const id = wanted.get(run.dag_run_id ?? '');
         if (id !== undefined) out.set(id, airflowRunReport(String(run.state)));
       }
-      const seen = page * LIST_LIMIT + listed.length;
-      const complete = listed.length < LIST_LIMIT || seen >= (answer.total_entries ?? seen);
+      // Airflow caps a page at its [api] maximum_page_limit without saying so: a short page is not
+      // the end, total_entries is; the next page starts where this one ended.
+      offset += listed.length;
+      const total = answer.total_entries;
+      const complete =
+        listed.length === 0 || (typeof total === 'number' ? offset >= total : listed.length < LIST_LIMIT);
       if (complete) {
         const gone = `DAG ${config.dag_id} has no such run any more`;
         for (const id of wanted.values())
@@ -153,8 +164,38 @@ export function airflowTarget(config: AirflowConfig, now: () => number = Date.no
     return out;
   }
 
+  async function dagPartitioned(used: string[]): Promise<boolean | DeliveryResult> {
+    if (config.partitioned !== undefined) return config.partitioned;
+    if (partitioned !== undefined) return partitioned;
+    const response = await authorized(used, (auth) =>
+      getJson(`${base}/api/v2/dags/${encodeURIComponent(config.dag_id)}`, auth, config.timeout),
+    );
+    if ('error' in response) return { ok: false, retry: true, error: response.error };
+    if (response.status === 404) {
+      // Not parsed yet (a new DAG file) or removed: retried until Airflow knows it.
+      return { ok: false, retry: true, error: `HTTP 404: Airflow has no DAG ${config.dag_id} (yet)` };
+    }
+    if (response.status !== 200) return resultOfStatus(response.status, response.text);
+    try {
+      partitioned =
+        (JSON.parse(response.text) as { timetable_partitioned?: unknown }).timetable_partitioned === true;
+    } catch {
+      return { ok: false, retry: true, error: `GET the DAG ${config.dag_id}: the answer is not JSON` };
+    }
+    return partitioned;
+  }
+
   async function attempt(payload: TriggerPayload, used: string[]): Promise<DeliveryResult> {
-    const body = triggerBody(payload);
+    const isPartitioned = await dagPartitioned(used);
+    if (typeof isPartitioned !== 'boolean') return isPartitioned;
+    const partition = isPartitioned
+      ? partitionKey(
+          String(payload.period.start),
+          config.partition_timezone ?? 'UTC',
+          config.partition_key_format ?? DEFAULT_PARTITION_FORMAT,
+        )
+      : undefined;
+    const body = triggerBody(payload, partition);
     // The dag_run_id already makes a redelivery a 409; the header lets a gateway in front dedupe too.
     const extra = { 'Idempotency-Key': payload.run_id ?? payload.idempotency_key };
     const response = await authorized(used, (auth) =>
@@ -162,6 +203,10 @@ export function airflowTarget(config: AirflowConfig, now: () => number = Date.no
     );
     if ('error' in response) return { ok: false, retry: true, error: response.error };
     if (response.status === 409) return existingRun(body.dag_run_id, body.logical_date, used);
+    if (response.status === 404) {
+      partitioned = undefined; // asked again next time: the DAG may come back changed
+      return { ok: false, retry: true, error: `HTTP 404: ${response.text.slice(0, 300)}` };
+    }
     return resultOfStatus(response.status, response.text);
   }
 

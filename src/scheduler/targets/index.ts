@@ -2,6 +2,7 @@ import type { TargetConfig } from '../../config.js';
 import type { TriggerPayload } from '../../core/trigger.js';
 import type { QueueConnection } from '../../ingest/queue-backend.js';
 import { airflowTarget } from './airflow.js';
+import { airflowAssetTarget } from './airflow-asset.js';
 import { dagsterTarget } from './dagster.js';
 import { queueTarget } from './queue.js';
 import {
@@ -102,5 +103,7 @@ function build(
       return airflowTarget(config);
     case 'dagster':
       return dagsterTarget(config);
+    case 'airflow_asset':
+      return airflowAssetTarget(config);
   }
 }

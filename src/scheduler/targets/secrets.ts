@@ -37,6 +37,24 @@ export type TargetWith<S, I = S> =
       readonly client_id?: I | undefined;
       readonly client_secret?: S | undefined;
       readonly timeout: number;
+      readonly partitioned?: boolean | undefined;
+      readonly partition_key_format?: string | undefined;
+      readonly partition_timezone?: string | undefined;
+    }
+  | {
+      readonly type: 'airflow_asset';
+      readonly url: string;
+      readonly asset?: string | undefined;
+      readonly asset_uri?: string | undefined;
+      readonly token?: S | undefined;
+      readonly username?: I | undefined;
+      readonly password?: S | undefined;
+      readonly client_id?: I | undefined;
+      readonly client_secret?: S | undefined;
+      readonly timeout: number;
+      readonly partition_key_format: string;
+      readonly partition_timezone?: string | undefined;
+      readonly follow_dag_id?: string | undefined;
     }
   | {
       readonly type: 'dagster';
@@ -179,7 +197,8 @@ function mapSecrets<S, S2, I, I2>(
         ...opt(token, 'token', secret),
       };
     }
-    case 'airflow': {
+    case 'airflow':
+    case 'airflow_asset': {
       const { token, username, password, client_id, client_secret, ...rest } = target;
       return {
         ...rest,

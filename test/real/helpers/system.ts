@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { createWriteStream, existsSync, mkdirSync } from 'node:fs';
+import { createWriteStream, existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { packageRoot } from '../../../src/paths.js';
 
@@ -36,6 +36,8 @@ export class SystemProcess {
   readonly pid: number;
   readonly logPath: string;
   readonly exited: Promise<void>;
+  /** The exit code once exited (null while running or when ended by a signal). */
+  exitCode: number | null = null;
   private readonly child: ChildProcess;
   private done = false;
 
@@ -52,10 +54,12 @@ export class SystemProcess {
     });
     if (this.child.pid === undefined) throw new Error(`${options.name}: ${options.command} did not start`);
     this.pid = this.child.pid;
+    liveGroups.add(this.pid);
     this.child.stdout?.pipe(log, { end: false });
     this.child.stderr?.pipe(log, { end: false });
     this.exited = new Promise((resolve) => {
-      this.child.once('exit', () => {
+      this.child.once('exit', (code) => {
+        this.exitCode = code;
         this.done = true;
         resolve();
       });
@@ -73,6 +77,7 @@ export class SystemProcess {
     while (groupAlive(this.pid) && Date.now() < deadline) await pause(200);
     if (groupAlive(this.pid)) signalGroup(this.pid, 'SIGKILL');
     while (groupAlive(this.pid)) await pause(100);
+    liveGroups.delete(this.pid);
     await Promise.race([this.exited, pause(1_000)]);
   }
 }
@@ -85,14 +90,38 @@ function signalGroup(pgid: number, signal: NodeJS.Signals): void {
   }
 }
 
+/**
+ * Whether a process of the group is still alive. On Linux a zombie (exited, not yet reaped by
+ * init after its parent was killed) does not count: it holds nothing, and kill(-pgid, 0) would
+ * report it for as long as init takes to reap it.
+ */
 function groupAlive(pgid: number): boolean {
   try {
     process.kill(-pgid, 0);
-    return true;
   } catch {
     return false;
   }
+  if (!existsSync('/proc/self/stat')) return true;
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+    } catch {
+      continue; // gone meanwhile
+    }
+    // pid (comm) state ppid pgrp ...: comm may hold spaces and parentheses, so read after the last ')'.
+    const [state, , pgrp] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    if (Number(pgrp) === pgid && state !== 'Z') return true;
+  }
+  return false;
 }
+
+/** Every group started by this worker, killed should the worker exit with them still running. */
+const liveGroups = new Set<number>();
+process.once('exit', () => {
+  for (const pgid of liveGroups) signalGroup(pgid, 'SIGKILL');
+});
 
 function pause(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
