@@ -69,7 +69,9 @@ const iso = (ms: number) => formatTime(ms * 1000);
 /** A period starting at least a second from now, so its first events arrive before it ends. */
 const upcomingPeriod = () => {
   const start = Math.max(begin, Math.ceil((Date.now() + 1000) / PERIOD_MS) * PERIOD_MS);
-  return { start, end: start + PERIOD_MS, key: iso(start).slice(0, 19) };
+  // The daemon's key of a duration period names seconds only when they are not zero (zone.ts).
+  const key = iso(start).slice(0, start % 60_000 === 0 ? 16 : 19);
+  return { start, end: start + PERIOD_MS, key };
 };
 const slice = (asset: string, start: number, end: number, id: string) =>
   producer.add('e', { asset, start: iso(start), end: iso(end), version: 'v1', id });
