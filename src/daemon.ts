@@ -14,7 +14,7 @@ import { INSTANCE_ID, SESSION_PREFIX, sessionName } from './index/instance.js';
 import { MAINTENANCE_EVERY_MS, MaintenanceLoop } from './index/maintenance-loop.js';
 import { migrate } from './index/migrate.js';
 import { type ReadHandle, ReadReplica } from './index/read-replica.js';
-import { countRepairs } from './index/repairs.js';
+import { countRepairs } from './index/repair-listings.js';
 import { RetentionLoop } from './index/retention-loop.js';
 import { EventQueues } from './ingest/event-queues.js';
 import { queueConnection } from './ingest/queue-backend.js';

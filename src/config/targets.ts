@@ -38,26 +38,7 @@ const airflowTarget = z
     partition_key_format: partitionFormat.optional(),
     partition_timezone: ianaZone.optional(),
   })
-  .superRefine((t, ctx) => {
-    const pairs = [
-      ['username', 'password'],
-      ['client_id', 'client_secret'],
-    ] as const;
-    for (const [a, b] of pairs) {
-      if ((t[a] === undefined) !== (t[b] === undefined)) {
-        const missing = t[a] === undefined ? a : b;
-        ctx.addIssue({ code: 'custom', path: [missing], message: `required with ${missing === a ? b : a}` });
-      }
-    }
-    const ways = [t.token, t.username, t.client_id].filter((v) => v !== undefined).length;
-    if (ways > 1) {
-      ctx.addIssue({
-        code: 'custom',
-        path: ['token'],
-        message: 'give one of token, username/password or client_id/client_secret',
-      });
-    }
-  });
+  .superRefine(checkCredentials);
 
 /**
  * A Dagster asset key: Dagster's user string (`/` separates the parts: `warehouse/orders_hourly`)

@@ -5,9 +5,10 @@
  * the Airflow dag_run_id. Secrets are resolved at delivery, as for triggers (targets/secrets.ts).
  */
 import type { TargetConfig } from '../config.js';
-import type { RepairPayload } from '../core/repair.js';
+import type { RepairPayload } from '../core/repair-payload.js';
 import type { QueueConnection } from '../ingest/queue-backend.js';
-import { type AirflowCredentials, AirflowTokens } from './targets/airflow-token.js';
+import { airflowAuth } from './targets/airflow-token.js';
+import { QUEUE_DELIVERY_TIMEOUT_MS } from './targets/queue.js';
 import {
   type ResolvedTarget,
   resolveTarget,
@@ -16,11 +17,10 @@ import {
   scrubSecrets,
   secretValues,
 } from './targets/secrets.js';
-import { type DeliveryResult, getJson, postJson, resultOfStatus } from './targets/target.js';
+import { type DeliveryResult, getJson, postJson, resultOfStatus, withinTime } from './targets/target.js';
 
 /** The BullMQ job name of a repair request on a queue target. */
 export const REPAIR_JOB_NAME = 'repair';
-const QUEUE_TIMEOUT_MS = 10_000;
 
 interface RepairTarget {
   deliver(payload: RepairPayload): Promise<DeliveryResult>;
@@ -62,7 +62,7 @@ export class RepairTargets {
           this.queues,
           config.queue,
           config.prefix ?? this.defaultPrefix,
-          config.timeout ?? QUEUE_TIMEOUT_MS,
+          config.timeout ?? QUEUE_DELIVERY_TIMEOUT_MS,
         );
       case 'webhook':
         return {
@@ -105,21 +105,11 @@ function queueRepairTarget(
   return {
     async deliver(payload) {
       const added = queue.add(REPAIR_JOB_NAME, payload, { jobId: payload.idempotency_key });
-      added.catch(() => {});
-      let timer: NodeJS.Timeout | undefined;
-      const late = new Promise<never>((_, reject) => {
-        timer = setTimeout(
-          () => reject(new Error(`no answer from the queue within ${timeoutMs} ms`)),
-          timeoutMs,
-        );
-      });
       try {
-        await Promise.race([added, late]);
+        await withinTime(added, timeoutMs, `no answer from the queue within ${timeoutMs} ms`);
         return { ok: true };
       } catch (error) {
         return { ok: false, retry: true, error: (error as Error).message };
-      } finally {
-        clearTimeout(timer);
       }
     },
     close: () => queue.close(),
@@ -139,28 +129,7 @@ export function repairDagRunId(payload: RepairPayload): string {
 function airflowRepairTarget(config: Extract<ResolvedTarget, { type: 'airflow' }>): RepairTarget {
   const base = config.url.replace(/\/+$/, '');
   const endpoint = `${base}/api/v2/dags/${encodeURIComponent(config.dag_id)}/dagRuns`;
-  const credentials: AirflowCredentials | undefined =
-    config.username !== undefined && config.password !== undefined
-      ? { username: config.username, password: config.password }
-      : config.client_id !== undefined && config.client_secret !== undefined
-        ? { client_id: config.client_id, client_secret: config.client_secret }
-        : undefined;
-  const tokens =
-    credentials && new AirflowTokens(`${base}/auth/token`, credentials, config.timeout, Date.now);
-  type Response = { status: number; text: string } | { error: string };
-  const authorized = async (used: string[], send: (auth: Record<string, string>) => Promise<Response>) => {
-    if (!tokens) return send(config.token ? { Authorization: `Bearer ${config.token}` } : {});
-    const first = await tokens.get();
-    if ('error' in first) return first;
-    used.push(first.jwt);
-    const response = await send({ Authorization: `Bearer ${first.jwt}` });
-    if ('error' in response || response.status !== 401) return response;
-    tokens.invalidate(first.jwt);
-    const renewed = await tokens.get();
-    if ('error' in renewed) return renewed;
-    used.push(renewed.jwt);
-    return send({ Authorization: `Bearer ${renewed.jwt}` });
-  };
+  const authorized = airflowAuth(config, Date.now);
   return {
     async deliver(payload) {
       const used: string[] = [];

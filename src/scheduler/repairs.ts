@@ -21,12 +21,11 @@ import {
   type CandidatePeriod,
   followRequest,
   planRepairs,
-  type RepairPayload,
   type RepairRange,
   rangesOfPieces,
   repairOwed,
-  repairPayload,
 } from '../core/repair.js';
+import { type RepairPayload, repairPayload } from '../core/repair-payload.js';
 import type { Rollup } from '../core/rollup.js';
 import type { Interval } from '../core/types.js';
 import type { Sql } from '../index/db.js';

@@ -4,7 +4,7 @@
  * the attempt's key where each target dedupes, and a redelivery that creates nothing new.
  */
 import { afterAll, describe, expect, it } from 'vitest';
-import { repairPayload } from '../../src/core/repair.js';
+import { repairPayload } from '../../src/core/repair-payload.js';
 import { queueConnection } from '../../src/ingest/queue-backend.js';
 import { REPAIR_JOB_NAME, RepairTargets } from '../../src/scheduler/repair-targets.js';
 import { redactTarget } from '../../src/scheduler/targets/secrets.js';

@@ -5,16 +5,14 @@ import {
   type CandidatePeriod,
   followRequest,
   type HeldRequest,
-  parseRepairKey,
   planRepairs,
   type RepairRange,
   type RepairState,
   rangesOfPieces,
-  repairKey,
   repairOwed,
-  repairPayload,
   withoutHeld,
 } from '../../src/core/repair.js';
+import { parseRepairKey, repairKey, repairPayload } from '../../src/core/repair-payload.js';
 import type { Interval, Segment } from '../../src/core/types.js';
 
 /** The brute-force model: sets of integer points on a small grid, one at a time. */

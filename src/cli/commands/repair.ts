@@ -9,13 +9,8 @@ import { repairSchema } from '../../config/repair-schema.js';
 import { defineRollups } from '../../config/rollups.js';
 import { formatPoint, parseBound } from '../../core/bounds.js';
 import { piecesOf } from '../../core/coverage.js';
-import {
-  DEFAULT_REPAIR_POLICY,
-  manualRequest,
-  rangesOfPieces,
-  repairKey,
-  repairPayload,
-} from '../../core/repair.js';
+import { DEFAULT_REPAIR_POLICY, manualRequest, rangesOfPieces } from '../../core/repair.js';
+import { repairKey, repairPayload } from '../../core/repair-payload.js';
 import type { Domain } from '../../core/types.js';
 import { findAsset } from '../../index/assets.js';
 import { EVENTS_CHANNEL } from '../../index/commit.js';

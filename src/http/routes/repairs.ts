@@ -1,8 +1,8 @@
 /** `GET /v1/repairs` (SPEC §15): repair requests, newest first, paged by id. */
 import type { FastifyInstance } from 'fastify';
 import { formatPoint } from '../../core/bounds.js';
-import { repairKey } from '../../core/repair.js';
-import { countRepairs, listRepairs, type RepairRow } from '../../index/repairs.js';
+import { repairKey } from '../../core/repair-payload.js';
+import { countRepairs, listRepairs, type RepairRow } from '../../index/repair-listings.js';
 import type { HttpContext } from '../context.js';
 import { route } from '../route.js';
 import { listRepairs as listRepairsOp } from '../schemas/repairs.js';

@@ -1,6 +1,6 @@
 import { airflowRunReport, type RunReport } from '../../core/runs.js';
 import type { TriggerPayload } from '../../core/trigger.js';
-import { type AirflowCredentials, AirflowTokens } from './airflow-token.js';
+import { airflowAuth } from './airflow-token.js';
 import { DEFAULT_PARTITION_FORMAT, partitionKey } from './partition-key.js';
 import { type ResolvedTarget, scrubSecrets } from './secrets.js';
 import {
@@ -19,7 +19,6 @@ export type AirflowAssetConfig = Omit<Extract<ResolvedTarget, { type: 'airflow_a
 const LOOKUP_PAGES = 5;
 const PAGE = 100;
 
-type Response = { status: number; text: string } | { error: string };
 // biome-ignore lint/suspicious/noExplicitAny: Airflow's answers are read as untyped JSON
 type Json = Record<string, any>;
 
@@ -37,13 +36,7 @@ const eventKey = (payload: TriggerPayload) => payload.run_id ?? payload.idempote
  */
 export function airflowAssetTarget(config: AirflowAssetConfig, now: () => number = Date.now): Target {
   const base = config.url.replace(/\/+$/, '');
-  const credentials: AirflowCredentials | undefined =
-    config.username !== undefined && config.password !== undefined
-      ? { username: config.username, password: config.password }
-      : config.client_id !== undefined && config.client_secret !== undefined
-        ? { client_id: config.client_id, client_secret: config.client_secret }
-        : undefined;
-  const tokens = credentials && new AirflowTokens(`${base}/auth/token`, credentials, config.timeout, now);
+  const authorized = airflowAuth(config, now);
   let assetId: number | undefined;
   /** The followed DAG's run of each event once known (by the event's run id), bounded. */
   const followed = new Map<string, string>();
@@ -186,23 +179,6 @@ export function airflowAssetTarget(config: AirflowAssetConfig, now: () => number
       out.set(r.runId, airflowRunReport(String(parse(run.text)?.state)));
     }
     return out;
-  }
-
-  async function authorized(
-    used: string[],
-    send: (auth: Record<string, string>) => Promise<Response>,
-  ): Promise<Response> {
-    if (!tokens) return send(config.token ? { Authorization: `Bearer ${config.token}` } : {});
-    const first = await tokens.get();
-    if ('error' in first) return first;
-    used.push(first.jwt);
-    const response = await send({ Authorization: `Bearer ${first.jwt}` });
-    if ('error' in response || response.status !== 401) return response;
-    tokens.invalidate(first.jwt);
-    const renewed = await tokens.get();
-    if ('error' in renewed) return renewed;
-    used.push(renewed.jwt);
-    return send({ Authorization: `Bearer ${renewed.jwt}` });
   }
 }
 

@@ -99,3 +99,51 @@ export class AirflowTokens {
     return { jwt };
   }
 }
+
+type HttpAnswer = { status: number; text: string } | { error: string };
+
+/** Sends a request with the given auth headers (e.g. a `postJson` to Airflow). */
+export type AuthorizedSend = (auth: Record<string, string>) => Promise<HttpAnswer>;
+
+/** What an Airflow target is configured to authenticate with (SPEC §6). */
+export interface AirflowAuthConfig {
+  readonly url: string;
+  readonly timeout: number;
+  readonly token?: string | undefined;
+  readonly username?: string | undefined;
+  readonly password?: string | undefined;
+  readonly client_id?: string | undefined;
+  readonly client_secret?: string | undefined;
+}
+
+/**
+ * One target's way to send authorized requests to Airflow: a static `token` as it is, or a JWT
+ * from `POST {url}/auth/token` (AirflowTokens), renewed once more when Airflow answers 401. Every
+ * JWT sent is pushed to `used`, so errors can be scrubbed of it.
+ */
+export function airflowAuth(
+  config: AirflowAuthConfig,
+  now: () => number,
+): (used: string[], send: AuthorizedSend) => Promise<HttpAnswer> {
+  const base = config.url.replace(/\/+$/, '');
+  const credentials: AirflowCredentials | undefined =
+    config.username !== undefined && config.password !== undefined
+      ? { username: config.username, password: config.password }
+      : config.client_id !== undefined && config.client_secret !== undefined
+        ? { client_id: config.client_id, client_secret: config.client_secret }
+        : undefined;
+  const tokens = credentials && new AirflowTokens(`${base}/auth/token`, credentials, config.timeout, now);
+  return async (used, send) => {
+    if (!tokens) return send(config.token ? { Authorization: `Bearer ${config.token}` } : {});
+    const first = await tokens.get();
+    if ('error' in first) return first;
+    used.push(first.jwt);
+    const response = await send({ Authorization: `Bearer ${first.jwt}` });
+    if ('error' in response || response.status !== 401) return response;
+    tokens.invalidate(first.jwt);
+    const renewed = await tokens.get();
+    if ('error' in renewed) return renewed;
+    used.push(renewed.jwt);
+    return send({ Authorization: `Bearer ${renewed.jwt}` });
+  };
+}

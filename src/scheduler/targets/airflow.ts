@@ -1,7 +1,7 @@
 import { formatPoint, parseTimeBound } from '../../core/bounds.js';
 import { airflowRunReport, type RunReport } from '../../core/runs.js';
 import type { TriggerPayload } from '../../core/trigger.js';
-import { type AirflowCredentials, AirflowTokens } from './airflow-token.js';
+import { airflowAuth } from './airflow-token.js';
 import { DEFAULT_PARTITION_FORMAT, partitionKey } from './partition-key.js';
 import { type ResolvedTarget, scrubSecrets } from './secrets.js';
 import {
@@ -66,8 +66,6 @@ export function triggerBody(payload: TriggerPayload, partition?: string) {
   };
 }
 
-type Response = { status: number; text: string } | { error: string };
-
 /**
  * Creates a DAG run through Airflow's REST API (v2) for the period's data interval, with the
  * coverage in `conf`. A deterministic dag_run_id makes a redelivery a 409, which counts as done
@@ -80,13 +78,7 @@ type Response = { status: number; text: string } | { error: string };
 export function airflowTarget(config: AirflowConfig, now: () => number = Date.now): Target {
   const base = config.url.replace(/\/+$/, '');
   const endpoint = `${base}/api/v2/dags/${encodeURIComponent(config.dag_id)}/dagRuns`;
-  const credentials: AirflowCredentials | undefined =
-    config.username !== undefined && config.password !== undefined
-      ? { username: config.username, password: config.password }
-      : config.client_id !== undefined && config.client_secret !== undefined
-        ? { client_id: config.client_id, client_secret: config.client_secret }
-        : undefined;
-  const tokens = credentials && new AirflowTokens(`${base}/auth/token`, credentials, config.timeout, now);
+  const authorized = airflowAuth(config, now);
   /** Whether the DAG's timetable is partitioned, asked once (`GET /api/v2/dags/{dag_id}`). */
   let partitioned: boolean | undefined;
 
@@ -225,23 +217,5 @@ export function airflowTarget(config: AirflowConfig, now: () => number = Date.no
       };
     }
     return resultOfStatus(found.status, found.text);
-  }
-
-  /** Sends with the current credentials; a 401 on a JWT renews it and sends once more. */
-  async function authorized(
-    used: string[],
-    send: (auth: Record<string, string>) => Promise<Response>,
-  ): Promise<Response> {
-    if (!tokens) return send(config.token ? { Authorization: `Bearer ${config.token}` } : {});
-    const first = await tokens.get();
-    if ('error' in first) return first;
-    used.push(first.jwt);
-    const response = await send({ Authorization: `Bearer ${first.jwt}` });
-    if ('error' in response || response.status !== 401) return response;
-    tokens.invalidate(first.jwt);
-    const renewed = await tokens.get();
-    if ('error' in renewed) return renewed;
-    used.push(renewed.jwt);
-    return send({ Authorization: `Bearer ${renewed.jwt}` });
   }
 }

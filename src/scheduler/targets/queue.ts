@@ -1,7 +1,13 @@
 import { queueJobReport, type RunReport } from '../../core/runs.js';
 import type { TriggerPayload } from '../../core/trigger.js';
 import type { QueueConnection } from '../../ingest/queue-backend.js';
-import type { DeliveryResult, Observation, ObservedRun, Target } from './target.js';
+import {
+  type DeliveryResult,
+  type Observation,
+  type ObservedRun,
+  type Target,
+  withinTime,
+} from './target.js';
 
 /** A delivery's bound when the target sets no `timeout`: the webhook's default. */
 export const QUEUE_DELIVERY_TIMEOUT_MS = 10_000;
@@ -36,21 +42,11 @@ export function queueTarget(
   return {
     async deliver(payload: TriggerPayload): Promise<DeliveryResult> {
       const added = queue.add(payload.rollup, payload, { jobId: payload.run_id ?? payload.idempotency_key });
-      added.catch(() => {}); // settles harmlessly after a timeout
-      let timer: NodeJS.Timeout | undefined;
-      const late = new Promise<never>((_, reject) => {
-        timer = setTimeout(
-          () => reject(new Error(`no answer from ${store} within ${timeoutMs} ms`)),
-          timeoutMs,
-        );
-      });
       try {
-        await Promise.race([added, late]);
+        await withinTime(added, timeoutMs, `no answer from ${store} within ${timeoutMs} ms`);
         return { ok: true };
       } catch (error) {
         return { ok: false, retry: true, error: (error as Error).message };
-      } finally {
-        clearTimeout(timer);
       }
     },
     /**
@@ -71,20 +67,10 @@ export function queueTarget(
           return [runId, queueJobReport(state, job)] as const;
         }),
       );
-      ask.catch(() => {});
-      let timer: NodeJS.Timeout | undefined;
-      const late = new Promise<never>((_, reject) => {
-        timer = setTimeout(
-          () => reject(new Error(`no answer from ${store} within ${timeoutMs} ms`)),
-          timeoutMs,
-        );
-      });
       try {
-        return new Map(await Promise.race([ask, late]));
+        return new Map(await withinTime(ask, timeoutMs, `no answer from ${store} within ${timeoutMs} ms`));
       } catch (error) {
         return { error: (error as Error).message };
-      } finally {
-        clearTimeout(timer);
       }
     },
     close: async () => {

@@ -71,3 +71,21 @@ async function request(
     return { error: `${(error as Error).name}: ${(error as Error).message}${cause ? ` (${cause})` : ''}` };
   }
 }
+
+/**
+ * `work`'s answer, or a rejection with `message` after `timeoutMs`: a Redis cut off without a reset
+ * never answers (ioredis waits with no deadline), and the scheduler must not wait with it. `work`
+ * may still settle later; that is harmless.
+ */
+export async function withinTime<T>(work: Promise<T>, timeoutMs: number, message: string): Promise<T> {
+  work.catch(() => {});
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(message)), timeoutMs);
+  });
+  try {
+    return await Promise.race([work, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

@@ -1,0 +1,69 @@
+/**
+ * The repair request as a target receives it (SPEC §15: its field names are the contract) and its
+ * idempotency key per attempt. Pure.
+ */
+import type { RepairKind, RepairRange } from './repair.js';
+
+/** The idempotency key of attempt `attempt` of request `id`: readable, unique, free of ':'. */
+export function repairKey(id: number, attempt: number): string {
+  return `repair-${id}~a${attempt}`;
+}
+
+/** A request id and attempt from its key (the callback side), or null. */
+export function parseRepairKey(key: string): { id: number; attempt: number } | null {
+  const m = /^repair-(\d+)~a(\d+)$/.exec(key);
+  return m ? { id: Number(m[1]), attempt: Number(m[2]) } : null;
+}
+
+/** SPEC §15 payload; field names are part of the contract. */
+export interface RepairPayload {
+  type: 'repair';
+  asset: string;
+  ranges: Array<{
+    start: string | number;
+    end: string | number;
+    kind: RepairKind;
+    required_version: string | null;
+  }>;
+  /** Every range owed when the request was made, and their measure (seconds for time), before `limit`. */
+  ranges_total: number;
+  missing_total: number;
+  rollup: string | null;
+  period: { start: string | number; end: string | number; key: string } | null;
+  idempotency_key: string;
+  attempt: number;
+  requested_at: string;
+}
+
+export function repairPayload(input: {
+  readonly id: number;
+  readonly attempt: number;
+  readonly asset: string;
+  readonly ranges: readonly RepairRange[];
+  readonly rangesTotal: number;
+  readonly missingTotal: number;
+  readonly rollup: string | null;
+  readonly period: RepairPayload['period'];
+  readonly format: (point: number) => string | number;
+  /** Seconds per unit for `missing_total` (time: µs -> s); 1 for integers. */
+  readonly unitSeconds: number;
+  readonly requestedAt: Date;
+}): RepairPayload {
+  return {
+    type: 'repair',
+    asset: input.asset,
+    ranges: input.ranges.map((r) => ({
+      start: input.format(r.start),
+      end: input.format(r.end),
+      kind: r.kind,
+      required_version: r.requiredVersion,
+    })),
+    ranges_total: input.rangesTotal,
+    missing_total: input.missingTotal * input.unitSeconds,
+    rollup: input.rollup,
+    period: input.period,
+    idempotency_key: repairKey(input.id, input.attempt),
+    attempt: input.attempt,
+    requested_at: input.requestedAt.toISOString(),
+  };
+}
