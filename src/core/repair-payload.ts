@@ -2,7 +2,9 @@
  * The repair request as a target receives it (SPEC §15: its field names are the contract) and its
  * idempotency key per attempt. Pure.
  */
+import { formatPoint } from './bounds.js';
 import type { RepairKind, RepairRange } from './repair.js';
+import type { Domain } from './types.js';
 
 /** The idempotency key of attempt `attempt` of request `id`: readable, unique, free of ':'. */
 export function repairKey(id: number, attempt: number): string {
@@ -66,4 +68,37 @@ export function repairPayload(input: {
     attempt: input.attempt,
     requested_at: input.requestedAt.toISOString(),
   };
+}
+
+/** What a request's payload is made of besides its id, attempt and ranges (as stored). */
+export interface RequestFields {
+  readonly asset: string;
+  readonly domain: Domain;
+  readonly rollupId: string | null;
+  readonly period: RepairPayload['period'];
+  readonly rangesTotal: number;
+  readonly missingTotal: number;
+}
+
+/** Attempt `attempt` of request `id` asking for `ranges`, its bounds in the asset's own form. */
+export function attemptPayload(
+  request: RequestFields,
+  id: number,
+  attempt: number,
+  ranges: readonly RepairRange[],
+  requestedAt: Date,
+): RepairPayload {
+  return repairPayload({
+    id,
+    attempt,
+    asset: request.asset,
+    ranges,
+    rangesTotal: request.rangesTotal,
+    missingTotal: request.missingTotal,
+    rollup: request.rollupId,
+    period: request.period,
+    format: (p) => formatPoint(request.domain, p),
+    unitSeconds: request.domain === 'time' ? 1e-6 : 1,
+    requestedAt,
+  });
 }

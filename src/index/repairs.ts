@@ -170,18 +170,6 @@ export async function addWaiters(
     on conflict do nothing`;
 }
 
-/** The stored states of some periods of a rollup, by start. */
-export async function storedPeriodStates(
-  db: Db,
-  rollupId: string,
-  los: readonly number[],
-): Promise<Map<number, string>> {
-  if (los.length === 0) return new Map();
-  const rows = await db<{ lo: number; state: string }[]>`
-    select lo, state from periods where rollup_id = ${rollupId} and lo = any(${[...los]}::int8[])`;
-  return new Map(rows.map((r) => [r.lo, r.state]));
-}
-
 /** An attempt whose delivery is due. */
 export interface DueAttempt {
   readonly requestId: number;
@@ -210,18 +198,18 @@ export async function dueAttempts(db: Db, now: Date, limit: number): Promise<Due
 }
 
 /**
- * Whether any request is open or partial, and when repair work is next due (an attempt's delivery
- * or a request's next attempt): one probe of two partial indexes, so a pass with no requests pays
- * one round trip for them.
+ * Whether any request is open or partial, when an attempt's delivery is next due, and when a
+ * request's next attempt (or abandonment) is: one probe of three partial indexes, so a pass pays
+ * one round trip for them however many requests are open.
  */
-export async function repairWork(db: Db): Promise<{ active: boolean; wakeAt: Date | null }> {
-  const [row] = await db<{ active: boolean; at: Date | null }[]>`
+export async function repairWork(
+  db: Db,
+): Promise<{ active: boolean; deliveryAt: Date | null; nextAt: Date | null }> {
+  const [row] = await db<{ active: boolean; delivery_at: Date | null; next_at: Date | null }[]>`
     select exists (select 1 from repair_requests where state in ('open', 'partial')) as active,
-      least(
-        (select min(due_at) from repair_attempts where due_at is not null),
-        (select min(next_at) from repair_requests where state in ('open', 'partial'))
-      ) as at`;
-  return { active: row?.active ?? false, wakeAt: row?.at ?? null };
+      (select min(due_at) from repair_attempts where due_at is not null) as delivery_at,
+      (select min(next_at) from repair_requests where state in ('open', 'partial')) as next_at`;
+  return { active: row?.active ?? false, deliveryAt: row?.delivery_at ?? null, nextAt: row?.next_at ?? null };
 }
 
 /** A delivery's outcome: accepted, refused for good, or to be tried again after `retryMs`. */
@@ -265,11 +253,64 @@ export interface FollowedRequest {
 }
 
 /**
+ * Which active requests a follow looks at: `all` (a new lease, a reconnect, a periodic check) or
+ * those a pass learnt about: due now, on assets with new events, waited on by decided periods.
+ */
+export type FollowFocus =
+  | { readonly kind: 'all' }
+  | {
+      readonly kind: 'some';
+      /** Requests whose next attempt (or abandonment) is due. */
+      readonly due: boolean;
+      /** Assets named by commit notifications since the last follow. */
+      readonly assets: readonly string[];
+      /** Periods an evaluation decided (triggered or missed) since the last follow. */
+      readonly periods: ReadonlyArray<{ readonly rollupId: string; readonly lo: number }>;
+    };
+
+/**
+ * The ids a focused follow looks at, each part an index probe (repair_requests_due,
+ * repair_requests_active, repair_waiters_period): never a scan of every open request.
+ */
+function focusedIds(db: Db, focus: Extract<FollowFocus, { kind: 'some' }>, now: Date, limit: number) {
+  const parts = [];
+  if (focus.due)
+    parts.push(db`(select id from repair_requests where state in ('open', 'partial') and next_at <= ${now}
+      order by next_at limit ${limit})`);
+  if (focus.assets.length > 0)
+    parts.push(db`(select r.id from repair_requests r join assets a on a.name = r.asset
+      where r.asset = any(${[...focus.assets]}::text[]) and r.state in ('open', 'partial')
+        and a.last_seq > r.seen_seq)`);
+  if (focus.periods.length > 0)
+    parts.push(db`(select w.request_id from unnest(${focus.periods.map((p) => p.rollupId)}::text[],
+        ${focus.periods.map((p) => p.lo)}::int8[]) as d(rollup_id, lo)
+      join repair_waiters w on w.rollup_id = d.rollup_id and w.period_lo = d.lo)`);
+  return parts.reduce((all, part) => db`${all} union ${part}`);
+}
+
+/**
  * Active requests that need a look now, newest first, at most `limit`: their next attempt is due,
  * their asset has newer events than they saw, or a period waiting on one was decided. Each comes
- * with its waiters' stored states and the segments overlapping what it asked for.
+ * with its waiters' stored states and the segments overlapping what it asked for. With focus
+ * `all`, every active request is considered (a scan of them: once a minute, not every pass).
  */
-export async function requestsToFollow(db: Db, now: Date, limit: number): Promise<FollowedRequest[]> {
+export async function requestsToFollow(
+  db: Db,
+  now: Date,
+  limit: number,
+  focus: FollowFocus = { kind: 'all' },
+): Promise<FollowedRequest[]> {
+  if (focus.kind === 'some' && !focus.due && focus.assets.length === 0 && focus.periods.length === 0)
+    return [];
+  const which =
+    focus.kind === 'some'
+      ? db`r.id in (${focusedIds(db, focus, now, limit)})`
+      : db`(r.next_at <= ${now}
+      or coalesce(a.last_seq, 0) > r.seen_seq
+      or exists (
+        select 1 from repair_waiters w join periods p on p.rollup_id = w.rollup_id and p.lo = w.period_lo
+        where w.request_id = r.id and p.state in ('triggered', 'missed'))
+      or (r.rollup_id is not null and not exists (select 1 from repair_waiters w where w.request_id = r.id)))`;
   const rows = await db<
     {
       id: number;
@@ -306,13 +347,7 @@ export async function requestsToFollow(db: Db, now: Date, limit: number): Promis
           'version', s.version, 'rv', s.required_version))
         from segments s where s.asset_id = a.id and s.span && r.span) as segments
     from repair_requests r left join assets a on a.name = r.asset
-    where r.state in ('open', 'partial') and (
-      r.next_at <= ${now}
-      or coalesce(a.last_seq, 0) > r.seen_seq
-      or exists (
-        select 1 from repair_waiters w join periods p on p.rollup_id = w.rollup_id and p.lo = w.period_lo
-        where w.request_id = r.id and p.state in ('triggered', 'missed'))
-      or (r.rollup_id is not null and not exists (select 1 from repair_waiters w where w.request_id = r.id)))
+    where r.state in ('open', 'partial') and ${which}
     order by r.id desc
     limit ${limit}`;
   return rows.map((r) => ({
@@ -403,29 +438,6 @@ export async function applyFollow(tx: Tx, changes: readonly FollowChange[], now:
     ),
     now,
   );
-}
-
-/** The segments of an asset overlapping a window (a request made by hand), at most `limit`. */
-export async function assetSegmentsIn(
-  db: Db,
-  asset: string,
-  window: Interval,
-  limit: number,
-): Promise<Segment[]> {
-  const rows = await db<
-    { lo: number; hi: number; state: SegmentState; version: string | null; rv: string | null }[]
-  >`
-    select lower(s.span) as lo, upper(s.span) as hi, s.state, s.version, s.required_version as rv
-    from assets a join segments s on s.asset_id = a.id
-    where a.name = ${asset} and s.span && int8range(${window.start}, ${window.end})
-    order by lower(s.span) limit ${limit}`;
-  return rows.map((r) => ({
-    start: r.lo,
-    end: r.hi,
-    state: r.state,
-    version: r.version,
-    requiredVersion: r.rv,
-  }));
 }
 
 /** Wakes the lease holder (a request made by hand is delivered by it at once). */

@@ -125,3 +125,26 @@ export async function insertSegments(
     select a, int8range(l, h), v, s, r
     from jsonb_to_recordset(${doc}) as t(a int8, l int8, h int8, v text, s text, r text)`.execute();
 }
+
+/** The segments of an asset overlapping a window (a request made by hand), at most `limit`. */
+export async function assetSegmentsIn(
+  db: Db,
+  asset: string,
+  window: Interval,
+  limit: number,
+): Promise<Segment[]> {
+  const rows = await db<
+    { lo: number; hi: number; state: SegmentState; version: string | null; rv: string | null }[]
+  >`
+    select lower(s.span) as lo, upper(s.span) as hi, s.state, s.version, s.required_version as rv
+    from assets a join segments s on s.asset_id = a.id
+    where a.name = ${asset} and s.span && int8range(${window.start}, ${window.end})
+    order by lower(s.span) limit ${limit}`;
+  return rows.map((r) => ({
+    start: r.lo,
+    end: r.hi,
+    state: r.state,
+    version: r.version,
+    requiredVersion: r.rv,
+  }));
+}

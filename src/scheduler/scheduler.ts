@@ -115,11 +115,13 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
     const listener = await this.options.sql.listen(
       EVENTS_CHANNEL,
       (payload) => {
+        this.repairs.note(payload);
         if (this.marks.note(payload)) this.kick();
       },
       // (Re)connected: notifications may have been missed in between.
       () => {
         this.marks.checkAll();
+        this.repairs.checkAll();
         this.kick();
       },
     );
@@ -250,7 +252,10 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
       log,
       metrics,
       idleMs: this.options.leaseTtlMs,
-      onDecided: (event: SchedulerEvents['decided'][0]) => this.announce('decided', event),
+      onDecided: (event: SchedulerEvents['decided'][0]) => {
+        this.repairs.decided(event.rollup, event.lo, event.state);
+        this.announce('decided', event);
+      },
     };
     let evaluated = 0;
     let triggered = 0;

@@ -10,17 +10,12 @@ import { defineRollups } from '../../config/rollups.js';
 import { formatPoint, parseBound } from '../../core/bounds.js';
 import { piecesOf } from '../../core/coverage.js';
 import { DEFAULT_REPAIR_POLICY, manualRequest, rangesOfPieces } from '../../core/repair.js';
-import { repairKey, repairPayload } from '../../core/repair-payload.js';
+import { attemptPayload, repairKey } from '../../core/repair-payload.js';
 import type { Domain } from '../../core/types.js';
 import { findAsset } from '../../index/assets.js';
 import { EVENTS_CHANNEL } from '../../index/commit.js';
-import {
-  assetSegmentsIn,
-  heldRequests,
-  lockRepairAssets,
-  makeRequests,
-  wakeScheduler,
-} from '../../index/repairs.js';
+import { heldRequests, lockRepairAssets, makeRequests, wakeScheduler } from '../../index/repairs.js';
+import { assetSegmentsIn } from '../../index/segments-sql.js';
 import { redactTarget } from '../../scheduler/targets/secrets.js';
 import { commandConfig, type GlobalOptions, withSql } from './shared.js';
 
@@ -131,21 +126,7 @@ export async function runRepair(args: readonly string[], values: RepairOptions):
         target: redactTarget(repair.target),
         leaseToken: null,
       };
-      const [id] = await makeRequests(tx, [request], now, (m, id) =>
-        repairPayload({
-          id,
-          attempt: 1,
-          asset,
-          ranges: m.ranges,
-          rangesTotal: m.rangesTotal,
-          missingTotal: m.missingTotal,
-          rollup: null,
-          period: null,
-          format: (p) => formatPoint(domain, p),
-          unitSeconds: domain === 'time' ? 1e-6 : 1,
-          requestedAt: now,
-        }),
-      );
+      const [id] = await makeRequests(tx, [request], now, (m, id) => attemptPayload(m, id, 1, m.ranges, now));
       await wakeScheduler(tx, EVENTS_CHANNEL);
       return { kind: 'made' as const, id: id!, ...made };
     });

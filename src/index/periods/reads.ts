@@ -71,6 +71,18 @@ export async function storedPeriods(
   return rows.map(view);
 }
 
+/** The stored states of some periods of a rollup, by start. */
+export async function storedPeriodStates(
+  db: Db,
+  rollupId: string,
+  los: readonly number[],
+): Promise<Map<number, string>> {
+  if (los.length === 0) return new Map();
+  const rows = await db<{ lo: number; state: string }[]>`
+    select lo, state from periods where rollup_id = ${rollupId} and lo = any(${[...los]}::int8[])`;
+  return new Map(rows.map((r) => [r.lo, r.state]));
+}
+
 /** The states of the stored periods starting in [from, to), ascending: the summary's input. */
 export async function storedStates(
   db: Db,
