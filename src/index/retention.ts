@@ -9,14 +9,16 @@ import {
   logSize,
   planPartitionsAhead,
 } from './partitions.js';
+import { pruneRepairs, type RepairsPruned } from './repairs.js';
 import { pruneRuns, type RunsPruned } from './run-retention.js';
 
 export interface RetentionOptions {
   /** How long the event log is kept, in ms (retention.events). */
   readonly eventsMs: number;
   /**
-   * Delivered or failed triggers older than this are compacted, and superseded runs that finished
-   * before it deleted with their reports; null keeps them whole.
+   * Delivered or failed triggers older than this are compacted, superseded runs that finished
+   * before it deleted with their reports, and repair requests decided before it deleted with
+   * their waiters and attempts; null keeps them whole.
    */
   readonly historyMs: number | null;
   readonly partitionSeconds: number;
@@ -48,11 +50,14 @@ export interface PruneReport {
   readonly triggersCompacted: number;
   /** Superseded runs deleted past history retention, and their reports. */
   readonly runsPruned: RunsPruned;
+  /** Decided repair requests deleted past history retention, with their waiters and attempts. */
+  readonly repairsPruned: RepairsPruned;
   readonly size: LogSize;
 }
 
 const LOCK = 'coverage-rollup.prune';
 const NONE: RunsPruned = { runs: 0, reports: 0 };
+const NO_REPAIRS: RepairsPruned = { requests: 0, waiters: 0, attempts: 0 };
 /** Triggers compacted per statement, so no update holds many row locks for long. */
 const COMPACT_BATCH = 1000;
 
@@ -61,7 +66,7 @@ const COMPACT_BATCH = 1000;
  * connection while the pass runs on the pool: DETACH ... CONCURRENTLY cannot run inside a
  * transaction, so the pass cannot be one). Makes partitions
  * ahead, drops each partition past retention that every configured reader's cursor has passed,
- * compacts old delivered triggers and deletes old superseded runs. With dryRun, reports what it
+ * compacts old delivered triggers and deletes old superseded runs and decided repair requests. With dryRun, reports what it
  * would do and changes nothing.
  */
 export async function prune(sql: Sql, options: RetentionOptions, now = new Date()): Promise<PruneReport> {
@@ -76,6 +81,7 @@ export async function prune(sql: Sql, options: RetentionOptions, now = new Date(
     held: [],
     triggersCompacted: 0,
     runsPruned: NONE,
+    repairsPruned: NO_REPAIRS,
     size: await logSize(sql),
   };
 }
@@ -135,6 +141,7 @@ async function prunePass(
   const before = options.historyMs === null ? null : new Date(now.getTime() - options.historyMs);
   const triggersCompacted = before === null ? 0 : await compactTriggers(sql, before, dryRun);
   const runsPruned = before === null ? NONE : await pruneRuns(sql, before, dryRun);
+  const repairsPruned = before === null ? NO_REPAIRS : await pruneRepairs(sql, before, dryRun);
   return {
     ran: true,
     dryRun,
@@ -143,6 +150,7 @@ async function prunePass(
     held,
     triggersCompacted,
     runsPruned,
+    repairsPruned,
     size: await logSize(sql),
   };
 }

@@ -269,6 +269,65 @@ describe('event log partitions and retention', async () => {
     expect((await prune(sql, history)).runsPruned).toEqual({ runs: 0, reports: 0 });
     expect((await prune(sql, options())).runsPruned).toEqual({ runs: 0, reports: 0 });
   });
+
+  it('history retention deletes repair requests decided before it, with their waiters and attempts; open and partial ones stay', async () => {
+    // id, state, finished (days ago; null while open), attempts made, waiting periods
+    const requests: Array<[string, number | null, number, number]> = [
+      ['repaired', 40, 2, 1],
+      ['abandoned', 40, 3, 2],
+      ['cancelled', 40, 1, 1],
+      ['repaired', 2, 1, 1], // decided inside history: stays
+      ['open', null, 2, 1], // requested 40 days ago, still open: stays
+      ['partial', null, 4, 2],
+    ];
+    const ids: number[] = [];
+    for (const [i, [state, daysAgo, attempts, waiting]] of requests.entries()) {
+      const finished = daysAgo === null ? null : new Date(Date.now() - daysAgo * DAY_MS);
+      const [row] = await sql<{ id: number }[]>`
+        insert into repair_requests (asset, domain, rollup_id, period_lo, period, state, span, ranges, ranges_total,
+          missing_total, attempt, attempts, every_ms, target, requested_at, next_at, finished_at)
+        values ('repair.asset', 'time', 'hourly', ${i * 10}, null, ${state}, ${`{[${i * 10},${i * 10 + 10})}`}::int8multirange,
+          '[]', 1, 10, ${attempts}, 5, 3600000, '{"type": "queue", "queue": "q"}', now() - interval '41 days',
+          ${finished === null ? new Date() : null}, ${finished})
+        returning id`;
+      ids.push(row!.id);
+      for (let a = 1; a <= attempts; a++)
+        await sql`insert into repair_attempts (request_id, attempt, idempotency_key, payload, created_at, delivered_at)
+          values (${row!.id}, ${a}, ${`repair-${row!.id}~a${a}`}, '{}', now() - interval '41 days', now() - interval '41 days')`;
+      for (let w = 0; w < waiting; w++)
+        await sql`insert into repair_waiters (request_id, rollup_id, period_lo, period_key)
+          values (${row!.id}, ${`r${w}`}, ${i * 10}, ${String(i * 10)})`;
+    }
+    const left = async () => {
+      const rows = await sql<{ id: number; attempts: number; waiters: number }[]>`
+        select r.id, (select count(*)::int from repair_attempts t where t.request_id = r.id) as attempts,
+          (select count(*)::int from repair_waiters w where w.request_id = r.id) as waiters
+        from repair_requests r order by r.id`;
+      return rows;
+    };
+    const all = requests.map(([, , attempts, waiters], i) => ({ id: ids[i]!, attempts, waiters }));
+    expect(await left()).toEqual(all);
+
+    const history = { ...options(), historyMs: 30 * DAY_MS };
+    const dry = await prune(sql, { ...history, dryRun: true });
+    expect(dry.repairsPruned).toEqual({ requests: 3, waiters: 4, attempts: 6 });
+    expect(await left()).toEqual(all);
+    const cli = await pruneCli(db.url, ['--dry-run']);
+    expect(cli.stdout).toContain(
+      'would delete 3 decided repair request(s) past history retention, with 4 waiter(s) and 6 attempt(s)',
+    );
+    expect(cli.code).toBe(0);
+
+    expect((await prune(sql, history)).repairsPruned).toEqual({ requests: 3, waiters: 4, attempts: 6 });
+    expect(await left()).toEqual(all.slice(3));
+    expect((await prune(sql, history)).repairsPruned).toEqual({ requests: 0, waiters: 0, attempts: 0 });
+    expect((await prune(sql, options())).repairsPruned).toEqual({ requests: 0, waiters: 0, attempts: 0 });
+    // As the CLI prints a round that deleted nothing.
+    const after = await pruneCli(db.url, []);
+    expect(after.stdout).toContain(
+      'delete 0 decided repair request(s) past history retention, with 0 waiter(s) and 0 attempt(s)',
+    );
+  });
 });
 
 /** `coverage-rollup prune` as a user runs it (the built CLI), with history retention of 30 days. */
