@@ -143,3 +143,72 @@ export async function repairsOfPeriod(
 ): Promise<RepairRow[]> {
   return (await selectRepairs(db, { period: { rollupId, lo } }, limit)).map(rowOf);
 }
+
+/** One asset's open and partial requests, as the status page lists them. */
+export interface OpenRepairsOfAsset {
+  readonly asset: string;
+  readonly domain: Domain;
+  readonly open: number;
+  readonly partial: number;
+  /** When the oldest of them was requested. */
+  readonly oldest: Date;
+  /** The ranges their current attempts ask for, and their measure (µs for time, values for integers). */
+  readonly ranges: number;
+  readonly missing: number;
+  /** The first ranges of the oldest request, ascending. */
+  readonly first: RepairRange[];
+}
+
+/**
+ * Open and partial requests per asset, the asset with the oldest request first, at most `limit`
+ * assets; `assets` is how many assets have any and `requests` how many there are. `names` keeps
+ * only those assets, `q` those whose name contains it (case-insensitive). Reads the partial index
+ * of active requests only: the repaired, abandoned and cancelled history is never read.
+ */
+export async function openRepairsByAsset(
+  db: Db,
+  filter: { names?: readonly string[] | undefined; q?: string | undefined },
+  limit: number,
+): Promise<{ rows: OpenRepairsOfAsset[]; assets: number; requests: number }> {
+  const rows = await db<
+    {
+      asset: string;
+      domain: Domain;
+      open: number;
+      partial: number;
+      oldest: Date;
+      ranges: number;
+      missing: number;
+      first: StoredRange[];
+      assets: number;
+      requests: number;
+    }[]
+  >`
+    select asset, min(domain) as domain, count(*) filter (where state = 'open')::int as open,
+      count(*) filter (where state = 'partial')::int as partial, min(requested_at) as oldest,
+      sum(jsonb_array_length(ranges))::int as ranges,
+      sum((select sum((x->>'hi')::int8 - (x->>'lo')::int8) from jsonb_array_elements(ranges) x))::int8 as missing,
+      (array_agg(ranges order by requested_at, id))[1] as first,
+      count(*) over ()::int as assets, (sum(count(*)) over ())::int as requests
+    from repair_requests
+    where state in ('open', 'partial')
+      ${filter.names === undefined ? db`` : db`and asset = any(${[...filter.names]}::text[])`}
+      ${filter.q === undefined ? db`` : db`and strpos(lower(asset), ${filter.q.toLowerCase()}) > 0`}
+    group by asset
+    order by min(requested_at), asset
+    limit ${limit}`;
+  return {
+    rows: rows.map((r) => ({
+      asset: r.asset,
+      domain: r.domain,
+      open: r.open,
+      partial: r.partial,
+      oldest: r.oldest,
+      ranges: r.ranges,
+      missing: Number(r.missing),
+      first: r.first.map(fromStored),
+    })),
+    assets: rows[0]?.assets ?? 0,
+    requests: rows[0]?.requests ?? 0,
+  };
+}

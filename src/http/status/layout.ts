@@ -12,6 +12,7 @@ import { html, pageHref, raw, type SafeHtml } from './html.js';
 import type { PageView } from './model.js';
 import { renderOverviewAssets, renderOverviewRollups } from './overview.js';
 import { renderPeriodBody } from './period-page.js';
+import { renderOpenRepairs } from './repair-views.js';
 import { runCss } from './run-text.js';
 import { renderFailedRuns } from './run-views.js';
 import { pageNav } from './window-nav.js';
@@ -92,6 +93,7 @@ table.upstreams td { white-space: normal; vertical-align: top; } table.upstreams
 .run-badge { display: inline-block; padding: 0 6px; border-radius: 8px; color: #fff; font-size: 12px; white-space: nowrap; }
 table.runs td.error { white-space: normal; min-width: 200px; max-width: 460px; overflow-wrap: anywhere; }
 table.runs td.id { font-family: ui-monospace, monospace; font-size: 12px; }
+table.open-repairs td.ranges { white-space: normal; min-width: 240px; }
 ${Object.entries(COLOURS)
   .map(([state, colour]) => `.s-${state} { fill: ${colour}; background: ${colour}; }`)
   .join('\n')}
@@ -149,7 +151,7 @@ export function renderPage(page: PageView): string {
   );
   const notes = page.notes.map((n) => html`<p class="error">${n}</p>`);
   const body = html`${pageHeader(page.generatedAt)}
-<main>${notes}${search(page)}${pageNav(page)}${renderFailedRuns(page.failedRuns, page.generatedAt.getTime())}${legend()}
+<main>${notes}${search(page)}${pageNav(page)}${renderFailedRuns(page.failedRuns, page.generatedAt.getTime())}${renderOpenRepairs(page.repairs, page.generatedAt.getTime())}${legend()}
 <h2>Assets <span class="more">${shown(page, page.overview?.assets.length ?? page.unseen.length + page.assets.length, page.paging.assetsTotal)} · never seen and stale first, then the longest behind now</span></h2>${page.overview ? renderOverviewAssets(page.overview.assets) : html`${page.unseen.map(renderUnseenCard)}${page.unseen.length > 0 && page.assets.length === 0 ? '' : assets}`}
 <h2>Rollups <span class="more">${shown(page, page.overview?.rollups.length ?? page.rollups.length, page.paging.rollupsTotal)} · most failed runs, missed, owed and waiting first</span></h2>${page.overview ? renderOverviewRollups(page.overview.rollups) : rollups}
 ${pager(page)}

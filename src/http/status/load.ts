@@ -16,12 +16,14 @@ import { failedRuns } from '../../index/failed-runs.js';
 import { freshnessFacts } from '../../index/freshness.js';
 import { rollupCounts } from '../../index/periods/reads.js';
 import { runCountsOf } from '../../index/periods-by-run-state.js';
+import { openRepairsByAsset } from '../../index/repair-listings.js';
 import type { HttpContext } from '../context.js';
 import { loadAsset } from './load-asset.js';
 import { loadRollup } from './load-rollup.js';
 import type { PageView } from './model.js';
 import type { OverviewRollup } from './overview.js';
 import { periodHref } from './period-page.js';
+import { REPAIRS_LISTED } from './repair-views.js';
 import { whyWaiting } from './why-waiting.js';
 import type { WindowQuery } from './window.js';
 
@@ -81,7 +83,7 @@ export async function loadPage(
     );
   }
   const focused = inFocus !== undefined;
-  const [assetCount, { ranked, counts, failed }, failedRunRows] = await Promise.all([
+  const [assetCount, { ranked, counts, failed }, failedRunRows, repairs] = await Promise.all([
     focused ? inFocus.seen.length + inFocus.unseen.length : countAssets(sql, pq.q),
     worstFirst(sql, shownRollups, now / 1000),
     failedRuns(
@@ -89,6 +91,7 @@ export async function loadPage(
       shownRollups.map((r) => r.rollup.id),
       FAILED_RUNS_LISTED,
     ),
+    openRepairsByAsset(sql, { names: focusNames, q: pq.q }, REPAIRS_LISTED),
   ]);
   // A large installation gets one row per asset and rollup; the cards are for focused pages.
   const overview = !focused && (assetCount > CARDS_UP_TO || ranked.length > CARDS_UP_TO);
@@ -128,6 +131,7 @@ export async function loadPage(
       rows: failedRunRows.map((r) => ({ ...r, href: periodHref(r.rollupId, r.key) })),
       total: [...failed.values()].reduce((a, b) => a + b, 0),
     },
+    repairs,
   };
   // Upstream extents of this page's rollups, read once for both drawings: the cards' windows, the
   // overview's reasons to wait.

@@ -16,6 +16,7 @@ export type CoverageDrawState = (typeof COVERAGE_STATES)[number];
 /** Period states, least severe first: a pixel holding several periods shows the most severe. */
 import type { PeriodState } from '../../core/policy.js';
 import type { Overview } from './overview.js';
+import type { OpenRepairsView } from './repair-views.js';
 import type { FailedRunsView } from './run-views.js';
 
 export { PERIOD_STATES, type PeriodState } from '../../core/policy.js';
@@ -136,6 +137,8 @@ export interface PageView {
   readonly overview?: Overview;
   /** Failed, timed-out and lost runs of the rollups in view, shown before everything else. */
   readonly failedRuns: FailedRunsView;
+  /** Open and partial repair requests per asset in view (SPEC §15), the oldest first. */
+  readonly repairs: OpenRepairsView;
   /** Which page of the (filtered) assets and rollups this is. */
   readonly paging: {
     readonly q: string | undefined;
