@@ -1,6 +1,7 @@
 /**
  * The scan phase of the repair step (SPEC §15), lease holder only: the rollups with `repair:` whose
- * scan is due look at their newest periods past `after` (and one older chunk of their backlog,
+ * scan is due (a period of theirs passed `after`, their upstreams have new events, a new lease, or
+ * ten minutes since the last: nothing else makes a range owed) look at their newest periods past `after` (and one older chunk of their backlog,
  * walking back to `begin` one scan at a time), read what their upstreams hold there, and make
  * requests for the not-complete ranges of the periods that owe them (core/repair.ts planRepairs),
  * newest first, at most the budget per pass, in a transaction fenced by the lease token.
@@ -39,6 +40,8 @@ import { redactTarget } from './targets/secrets.js';
 const CHUNK = 200;
 /** Rollups scanned per pass at most; the others on the next passes. */
 const SCANS_PER_PASS = 20;
+/** A rollup nothing woke is scanned again this often, in case a notification was lost. */
+const RESCAN_MS = 10 * 60_000;
 
 export interface ScanOptions {
   readonly sql: Sql;
@@ -46,7 +49,7 @@ export interface ScanOptions {
   readonly log: Logger;
   /** Every configured rollup (requests are made for those with `repair:`). */
   readonly byId: ReadonlyMap<string, RollupRuntime>;
-  /** How often each rollup looks for owed periods. */
+  /** How soon after its last scan a rollup whose upstreams have new events scans again. */
   readonly scanMs: number;
   /** New requests per pass, all rollups together. */
   readonly budget: number;
@@ -54,22 +57,54 @@ export interface ScanOptions {
 
 interface Scan {
   nextAt: number;
+  /** When it last scanned (scheduler clock, ms). */
+  lastAt: number;
   /** Where the backlog walk continues (a period boundary); null: start again from the newest. */
   backlog: number | null;
 }
 
 export class RepairScan {
   private readonly repairing: readonly RollupRuntime[];
+  /** The repairing rollups reading each asset. */
+  private readonly byUpstream = new Map<string, string[]>();
   private scans = new Map<string, Scan>();
   private cursor = 0;
 
   constructor(private readonly options: ScanOptions) {
     this.repairing = [...options.byId.values()].filter((r) => r.config.repair && r.rollup.domain === 'time');
+    for (const r of this.repairing)
+      for (const asset of r.rollup.upstream)
+        this.byUpstream.set(asset, [...(this.byUpstream.get(asset) ?? []), r.rollup.id]);
   }
 
   /** A new lease: every rollup scans at once, from its newest periods. */
   reset(): void {
-    this.scans = new Map(this.repairing.map((r) => [r.rollup.id, { nextAt: 0, backlog: null }]));
+    this.scans = new Map(this.repairing.map((r) => [r.rollup.id, { nextAt: 0, lastAt: 0, backlog: null }]));
+  }
+
+  /**
+   * A commit notification (index/commit.ts eventsPayload): the rollups reading its assets scan
+   * again, at most every scanMs (a replay requirement may have made ranges owed in a triggered
+   * period); a notification that names no assets wakes them all.
+   */
+  note(payload: string): void {
+    let assets: unknown;
+    try {
+      assets = JSON.parse(payload);
+    } catch {
+      assets = null;
+    }
+    this.wake(
+      Array.isArray(assets) ? assets.flatMap((a) => this.byUpstream.get(String(a)) ?? []) : undefined,
+    );
+  }
+
+  /** These rollups (all: undefined) scan again as soon as scanMs after their last scan allows. */
+  wake(ids: readonly string[] | undefined = undefined): void {
+    for (const id of ids ?? [...this.scans.keys()]) {
+      const scan = this.scans.get(id);
+      if (scan) scan.nextAt = Math.min(scan.nextAt, scan.lastAt + this.options.scanMs);
+    }
   }
 
   /** When the next scan is due (epoch ms). */
@@ -100,15 +135,16 @@ export class RepairScan {
         : await this.make(token, candidates, now, this.options.budget);
     for (const w of walked) {
       const scan = this.scans.get(w.id)!;
+      scan.lastAt = nowMs;
       // Cut by the budget: the same chunks again on the next pass, before anything older.
       if (made.deferred > 0) scan.nextAt = 0;
       else {
         scan.backlog = w.backlog;
-        // Again when the next period passes `after`, and every scanMs at least (holes of older
-        // periods: a replay requirement turns a triggered period rerun_pending at any time).
+        // Again when the next period passes `after`, when its upstreams have new events (note),
+        // and every RESCAN_MS at least: nothing else makes a range owed.
         const { rollup, config } = this.options.byId.get(w.id)!;
         const nextOwed = nextPassAt(rollup, nowMs, config.repair!.after);
-        scan.nextAt = w.backlog === null ? Math.min(nowMs + this.options.scanMs, nextOwed) : 0;
+        scan.nextAt = w.backlog === null ? Math.min(nowMs + RESCAN_MS, nextOwed) : 0;
       }
     }
     return { made: made.made, busy: made.deferred > 0 || walked.some((w) => w.backlog !== null) };

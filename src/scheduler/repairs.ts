@@ -1,7 +1,8 @@
 /**
  * The repair step of a scheduler pass (SPEC §15), lease holder only, in three phases:
  * - scan (repair-scan.ts): owed periods of the rollups with `repair:` get requests, newest first,
- *   at most REPAIR_BUDGET per pass, fenced by the lease token;
+ *   at most REPAIR_BUDGET per pass, fenced by the lease token; a rollup scans when a period of it
+ *   passes `after`, when its upstreams have new events, on a new lease and every 10 minutes;
  * - follow (repair-follow.ts): the active requests a pass learnt something about (due, new events
  *   on their asset, a waiting period decided) are repaired, cancelled, re-sent or abandoned;
  * - deliver (repair-deliver.ts): attempts not yet delivered go to their target.
@@ -30,7 +31,7 @@ export interface RepairOptions {
   readonly fence: Fence;
   readonly log: Logger;
   readonly metrics: Metrics;
-  /** How often each rollup looks for owed periods (default 15 s). */
+  /** How soon a rollup whose upstreams have new events looks for owed periods again (default 15 s). */
   readonly scanMs?: number;
   /** New requests per pass (default REPAIR_BUDGET). */
   readonly budget?: number;
@@ -67,14 +68,16 @@ export class Repairs {
     this.watch.all();
   }
 
-  /** A commit notification (index/commit.ts): the requests on its assets get a look. */
+  /** A commit notification (index/commit.ts): the requests on its assets get a look, their rollups a scan. */
   note(payload: string): void {
     this.watch.note(payload);
+    this.scans.note(payload);
   }
 
-  /** Notifications may have been missed (the listener reconnected): look at every request. */
+  /** Notifications may have been missed (the listener reconnected): look at every request and rollup. */
   checkAll(): void {
     this.watch.all();
+    this.scans.wake();
   }
 
   /** A period the evaluation committed: decided otherwise, it no longer waits on its requests. */

@@ -30,6 +30,17 @@ const config = testConfig(db, prefix, {
       repair: { after: 'PT1S', every: 'PT1H', target: { type: 'queue', queue: 'rr-repairs' } },
     },
     {
+      // Hourly: its next period passes `after` only at the top of the hour; a replay requirement
+      // is asked for by the scan its commit notification wakes (at most 15 s after the last one).
+      id: 'rr_hourly',
+      upstream: ['rr.hourly'],
+      every: 'hour',
+      begin: new Date(Math.floor(Date.now() / 3_600_000) * 3_600_000 - 3 * 3_600_000).toISOString(),
+      rerun: 'on_replay',
+      target: { type: 'queue', queue: 'rr-runs' },
+      repair: { after: 'PT1S', every: 'PT1H', target: { type: 'queue', queue: 'rr-repairs' } },
+    },
+    {
       id: 'rr_replay',
       upstream: ['rr.replay'],
       every: 'PT2S',
@@ -166,5 +177,43 @@ describe('repair requests across a restart', () => {
         ),
       { what: 'the rerun', timeout: 30_000 },
     );
+  });
+  it('asks for a replay requirement in an hourly rollup once its commit wakes the scan, before the next hour passes', async () => {
+    running ??= await start();
+    const hour = 3_600_000;
+    const lo = Math.floor(Date.now() / hour) * hour - 2 * hour;
+    await producer.add('e', {
+      asset: 'rr.hourly',
+      start: iso(lo),
+      end: iso(lo + hour),
+      version: 'v1',
+      id: 'h-1',
+    });
+    await waitFor(
+      async () =>
+        (
+          await db.sql`select 1 from periods where rollup_id = 'rr_hourly' and lo = ${lo * 1000} and state = 'triggered'`
+        ).length > 0,
+      { what: 'the hour triggered', timeout: 30_000 },
+    );
+    await producer.add('e', {
+      type: 'replay_requirement',
+      asset: 'rr.hourly',
+      start: iso(lo),
+      end: iso(lo + 60_000),
+      version: 'v2',
+    });
+    // Before the first scan the hour had nothing: a request for all of it, repaired by the event.
+    const request = await waitFor(
+      async () =>
+        (await requestsOf('rr_hourly', lo)).find(
+          (r) => r.state === 'open' && JSON.stringify(r.ranges).includes('replay_required'),
+        ),
+      // Without the wake, the next scan is at the top of the hour (or 10 minutes after the last).
+      { what: 'the replay request of the hour', timeout: 30_000 },
+    );
+    expect(request.ranges).toEqual([
+      { lo: lo * 1000, hi: (lo + 60_000) * 1000, kind: 'replay_required', required_version: 'v2' },
+    ]);
   });
 });
