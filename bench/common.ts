@@ -110,13 +110,12 @@ export function quantile(sorted: readonly number[], q: number): number | undefin
   return sorted[Math.max(0, Math.ceil(q * sorted.length) - 1)];
 }
 
-/**
- * The scheduler's pass histogram for one kind of pass (`idle` or `busy`) in a /metrics body:
- * p50 and p99 estimated from the buckets as Prometheus' histogram_quantile does (linear within the
- * bucket), and the number of passes.
- */
-export function schedulerPasses(metricsBody: string, work: 'idle' | 'busy') {
-  const buckets = [
+/** The cumulative buckets of the scheduler's pass histogram for one kind of pass in a /metrics body. */
+export function passBuckets(
+  metricsBody: string,
+  work: 'idle' | 'busy',
+): Array<{ le: number; count: number }> {
+  return [
     ...metricsBody.matchAll(
       new RegExp(
         `^coverage_rollup_scheduler_pass_seconds_bucket\\{le="([^"]+)",work="${work}"\\} (\\S+)$`,
@@ -124,11 +123,32 @@ export function schedulerPasses(metricsBody: string, work: 'idle' | 'busy') {
       ),
     ),
   ].map((m) => ({ le: m[1] === '+Inf' ? Number.POSITIVE_INFINITY : Number(m[1]), count: Number(m[2]) }));
+}
+
+/** p50 and p99 of cumulative buckets (as histogram_quantile), and how many passes they hold. */
+export function passStats(buckets: ReadonlyArray<{ le: number; count: number }>) {
   return {
     p50_ms: round(histogramQuantile(buckets, 0.5) * 1000, 2),
     p99_ms: round(histogramQuantile(buckets, 0.99) * 1000, 2),
     passes: buckets.at(-1)?.count ?? 0,
   };
+}
+
+/** The passes between two scrapes (`after` minus `before`, bucket by bucket). */
+export function passesBetween(before: string, after: string, work: 'idle' | 'busy') {
+  const b = passBuckets(before, work);
+  return passStats(
+    passBuckets(after, work).map((x, i) => ({ le: x.le, count: x.count - (b[i]?.count ?? 0) })),
+  );
+}
+
+/**
+ * The scheduler's pass histogram for one kind of pass (`idle` or `busy`) in a /metrics body:
+ * p50 and p99 estimated from the buckets as Prometheus' histogram_quantile does (linear within the
+ * bucket), and the number of passes.
+ */
+export function schedulerPasses(metricsBody: string, work: 'idle' | 'busy') {
+  return passStats(passBuckets(metricsBody, work));
 }
 
 /** The q-quantile of cumulative histogram buckets (ascending `le`, +Inf last), as histogram_quantile. */
