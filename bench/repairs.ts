@@ -11,10 +11,12 @@
  * 2. First start of the daemon with the rollups: repair requests arrive on the queue target; it
  *    records them per minute and the most made in one pass (the budget is 100).
  * 3. Once every request is made and delivered and the scheduler is quiet: its idle passes with
- *    10,000 open requests over BENCH_IDLE_SECONDS (and the status page and GET /v1/repairs).
+ *    10,000 open requests over BENCH_IDLE_SECONDS (an idle scheduler passes every few seconds, so
+ *    the statement a pass runs for repairs is also timed 500 times from here), the status page
+ *    and GET /v1/repairs.
  * 4. BENCH_FILLS holes filled one at a time by a producer's event: from the event enqueued to the
  *    request seen `repaired` (polled every 5 ms).
- * 5. The rest filled at once; once none is open and the scheduler is quiet: its idle passes again.
+ * 5. The rest filled at once; once none is open and the scheduler is quiet: the same again.
  *
  * Prints one JSON object, with the load average before and after. Goals: idle pass with 10,000
  * open within 10 % of none open, fill to repaired p99 ≤ 1 s, requests per pass ≤ the budget.
@@ -25,6 +27,7 @@
 import { loadavg } from 'node:os';
 import { Queue, QueueEvents } from 'bullmq';
 import { Redis } from 'ioredis';
+import { repairWork } from '../src/index/repairs.js';
 import {
   createBenchDatabase,
   DATABASE_CONNECTION,
@@ -41,7 +44,7 @@ const ROLLUPS = Number(process.env.BENCH_ROLLUPS ?? 1000);
 const ASSETS = Number(process.env.BENCH_ASSETS ?? 10_000);
 const HOLE_HOURS = Number(process.env.BENCH_HOLE_HOURS ?? 100);
 const HOLE_RATE = Number(process.env.BENCH_HOLE_RATE ?? 0.01);
-const IDLE_SECONDS = Number(process.env.BENCH_IDLE_SECONDS ?? 60);
+const IDLE_SECONDS = Number(process.env.BENCH_IDLE_SECONDS ?? 180);
 const FILLS = Number(process.env.BENCH_FILLS ?? 200);
 const BEGIN = process.env.BENCH_BEGIN ?? '2023-01-01';
 const PER_ROLLUP = Math.max(1, Math.floor(ASSETS / ROLLUPS));
@@ -154,6 +157,19 @@ async function main(): Promise<void> {
     }
     return { ...stats(ms.slice(1)), bytes };
   };
+  /**
+   * The one statement an idle pass runs for repairs (index/repairs.ts repairWork), timed from here
+   * over the same socket: what open requests add to a pass, apart from the pass histogram's buckets.
+   */
+  const probe = async (times = 500) => {
+    const ms: number[] = [];
+    for (let i = 0; i < times; i++) {
+      const t0 = performance.now();
+      await repairWork(db.sql);
+      ms.push(performance.now() - t0);
+    }
+    return stats(ms.slice(10));
+  };
   /** Until the scheduler's busy passes stop growing for 5 s: nothing left of a backlog. */
   const quiet = async () => {
     let last = -1;
@@ -196,6 +212,7 @@ async function main(): Promise<void> {
   await sleep(IDLE_SECONDS * 1000);
   const idleOpen = passesBetween(before, await metrics(), 'idle');
   const busyOpen = passesBetween(before, await metrics(), 'busy');
+  const probeOpen = await probe();
   const pagesOpen = {
     status_page: await timed('/'),
     repairs_open_page: await timed('/v1/repairs?state=open'),
@@ -250,6 +267,8 @@ async function main(): Promise<void> {
   await sleep(IDLE_SECONDS * 1000);
   const idleNone = passesBetween(beforeNone, await metrics(), 'idle');
   const busyNone = passesBetween(beforeNone, await metrics(), 'busy');
+  const probeNone = await probe();
+  const pagesNone = { status_page: await timed('/') };
   const [states] = await db.sql<{ repaired: number; other: number; triggers: number }[]>`
     select count(*) filter (where state = 'repaired')::int as repaired,
       count(*) filter (where state <> 'repaired')::int as other,
@@ -288,7 +307,8 @@ async function main(): Promise<void> {
         busy_passes_meanwhile: { open: busyOpen.passes, none_open: busyNone.passes },
         seconds: IDLE_SECONDS,
       },
-      with_open_requests: pagesOpen,
+      repair_probe_ms: { open: probeOpen, none_open: probeNone },
+      pages: { open: pagesOpen, none_open: pagesNone },
       fill_to_repaired_ms: { ...stats(fills), not_repaired_within_10s: notRepaired },
       burst: { requests: rest.length, events: fillAll.length, all_repaired_s: burstS },
       final: states,
