@@ -12,8 +12,9 @@
  *    records them per minute and the most made in one pass (the budget is 100).
  * 3. Once every request is made and delivered and the scheduler is quiet: its idle passes with
  *    10,000 open requests over BENCH_IDLE_SECONDS (an idle scheduler passes every few seconds, so
- *    the statement a pass runs for repairs is also timed 500 times from here), the status page
- *    and GET /v1/repairs.
+ *    the statement a pass runs for repairs is also timed 500 times from here, and the look at
+ *    every open request a follow makes every 5 minutes 20 times), the status page and
+ *    GET /v1/repairs.
  * 4. BENCH_FILLS holes filled one at a time by a producer's event: from the event enqueued to the
  *    request seen `repaired` (polled every 5 ms).
  * 5. The rest filled at once; once none is open and the scheduler is quiet: the same again.
@@ -27,7 +28,7 @@
 import { loadavg } from 'node:os';
 import { Queue, QueueEvents } from 'bullmq';
 import { Redis } from 'ioredis';
-import { repairWork } from '../src/index/repairs.js';
+import { repairWork, requestsToFollow } from '../src/index/repairs.js';
 import {
   createBenchDatabase,
   DATABASE_CONNECTION,
@@ -170,15 +171,30 @@ async function main(): Promise<void> {
     }
     return stats(ms.slice(10));
   };
-  /** Until the scheduler's busy passes stop growing for 5 s: nothing left of a backlog. */
+  /** The follow's look at every open request (a new lease, and every 5 minutes), timed likewise. */
+  const fullLook = async (times = 20) => {
+    const ms: number[] = [];
+    for (let i = 0; i < times; i++) {
+      const t0 = performance.now();
+      await requestsToFollow(db.sql, new Date(), 200, { kind: 'all' });
+      ms.push(performance.now() - t0);
+    }
+    return stats(ms.slice(2));
+  };
+  /**
+   * Until the scheduler is at rest: at most 3 passes (busy or idle) in 10 s, as an idle scheduler
+   * that wakes every 5 s makes; nothing left of a backlog, no scan or follow still going.
+   */
   const quiet = async () => {
-    let last = -1;
-    let since = performance.now();
-    for (;;) {
-      const busy = passesBetween('', await metrics(), 'busy').passes;
-      if (busy !== last) [last, since] = [busy, performance.now()];
-      else if (performance.now() - since >= 5000) return;
-      await sleep(250);
+    const total = async () => {
+      const body = await metrics();
+      return passesBetween('', body, 'busy').passes + passesBetween('', body, 'idle').passes;
+    };
+    for (let last = await total(); ; ) {
+      await sleep(10_000);
+      const now = await total();
+      if (now - last <= 3) return;
+      last = now;
     }
   };
   const counts = async () => {
@@ -213,6 +229,7 @@ async function main(): Promise<void> {
   const idleOpen = passesBetween(before, await metrics(), 'idle');
   const busyOpen = passesBetween(before, await metrics(), 'busy');
   const probeOpen = await probe();
+  const fullOpen = await fullLook();
   const pagesOpen = {
     status_page: await timed('/'),
     repairs_open_page: await timed('/v1/repairs?state=open'),
@@ -268,6 +285,7 @@ async function main(): Promise<void> {
   const idleNone = passesBetween(beforeNone, await metrics(), 'idle');
   const busyNone = passesBetween(beforeNone, await metrics(), 'busy');
   const probeNone = await probe();
+  const fullNone = await fullLook();
   const pagesNone = { status_page: await timed('/') };
   const [states] = await db.sql<{ repaired: number; other: number; triggers: number }[]>`
     select count(*) filter (where state = 'repaired')::int as repaired,
@@ -308,6 +326,7 @@ async function main(): Promise<void> {
         seconds: IDLE_SECONDS,
       },
       repair_probe_ms: { open: probeOpen, none_open: probeNone },
+      full_follow_look_ms: { open: fullOpen, none_open: fullNone },
       pages: { open: pagesOpen, none_open: pagesNone },
       fill_to_repaired_ms: { ...stats(fills), not_repaired_within_10s: notRepaired },
       burst: { requests: rest.length, events: fillAll.length, all_repaired_s: burstS },

@@ -144,6 +144,8 @@ export interface RepairPlan {
   readonly waiters: Waiter[];
   /** Periods left for a later pass because the budget ran out. */
   readonly deferred: number;
+  /** The rollups those periods are of: only they need to look again at once. */
+  readonly deferredRollups: ReadonlySet<string>;
 }
 
 /**
@@ -170,6 +172,7 @@ export function planRepairs(
   const made: NewRequest[] = [];
   const waiters: Waiter[] = [];
   let deferred = 0;
+  const deferredRollups = new Set<string>();
   let full = false;
   for (const period of order) {
     const assets = [...period.ranges.keys()].sort();
@@ -186,6 +189,7 @@ export function planRepairs(
     if (wantsNew > 0 && (full || made.length + wantsNew > budget)) {
       full = true;
       deferred++;
+      deferredRollups.add(period.rollupId);
       continue;
     }
     for (const asset of assets) {
@@ -219,7 +223,7 @@ export function planRepairs(
       byAsset.set(asset, heldHere);
     }
   }
-  return { made, waiters, deferred };
+  return { made, waiters, deferred, deferredRollups };
 }
 
 /** What following a request knows: its own record and what is left of its ranges now. */

@@ -7,7 +7,8 @@
  * every open request each pass: those whose next attempt is due, those on assets that commit
  * notifications named since the last follow, those waited on by periods an evaluation decided.
  * Every active request is looked at on a new lease, after a reconnect of the notification
- * listener, when a notification named no assets, and every FULL_FOLLOW_MS in case one was lost.
+ * listener, when a notification named no assets, and every FULL_FOLLOW_MS (5 minutes) in case one
+ * was lost.
  */
 import type { RollupRuntime } from '../config/rollups.js';
 import { piecesOf } from '../core/coverage.js';
@@ -28,8 +29,12 @@ import type { Fence } from './fence.js';
 
 /** Requests followed per pass at most; the rest on the next pass. */
 const FOLLOW_BATCH = 200;
-/** Every active request is looked at this often, whatever the notifications said. */
-const FULL_FOLLOW_MS = 60_000;
+/**
+ * Every active request is looked at this often, whatever the notifications said: a safety net (a
+ * lost notification, a waiting period missed without a row), whose one statement reads every open
+ * request, so not every minute.
+ */
+const FULL_FOLLOW_MS = 5 * 60_000;
 /** Past this many assets noted (a standby notes without following), a full look replaces them. */
 const MAX_TOUCHED = 5000;
 

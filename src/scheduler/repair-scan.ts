@@ -131,13 +131,14 @@ export class RepairScan {
     }
     const made =
       candidates.length === 0
-        ? { made: 0, deferred: 0 }
+        ? { made: 0, deferred: new Set<string>() }
         : await this.make(token, candidates, now, this.options.budget);
     for (const w of walked) {
       const scan = this.scans.get(w.id)!;
       scan.lastAt = nowMs;
-      // Cut by the budget: the same chunks again on the next pass, before anything older.
-      if (made.deferred > 0) scan.nextAt = 0;
+      // Cut by the budget: the same chunks again on the next pass, before anything older (only
+      // for the rollups whose periods were left out; the others were planned whole).
+      if (made.deferred.has(w.id)) scan.nextAt = 0;
       else {
         scan.backlog = w.backlog;
         // Again when the next period passes `after`, when its upstreams have new events (note),
@@ -147,7 +148,7 @@ export class RepairScan {
         scan.nextAt = w.backlog === null ? Math.min(nowMs + RESCAN_MS, nextOwed) : 0;
       }
     }
-    return { made: made.made, busy: made.deferred > 0 || walked.some((w) => w.backlog !== null) };
+    return { made: made.made, busy: made.deferred.size > 0 || walked.some((w) => w.backlog !== null) };
   }
 
   /**
@@ -205,7 +206,7 @@ export class RepairScan {
     candidates: readonly CandidatePeriod[],
     now: Date,
     budget: number,
-  ): Promise<{ made: number; deferred: number }> {
+  ): Promise<{ made: number; deferred: ReadonlySet<string> }> {
     const { sql, fence, log, byId } = this.options;
     const assets = [...new Set(candidates.flatMap((c) => [...c.ranges.keys()]))];
     const within = normalize(candidates.flatMap((c) => [...c.ranges.values()].flat()));
@@ -246,7 +247,7 @@ export class RepairScan {
           key: w.key,
         })),
       );
-      return { made, ids, deferred: plan.deferred };
+      return { made, ids, deferred: plan.deferredRollups };
     });
     for (const [i, m] of result.made.entries()) {
       log.info(

@@ -1,7 +1,7 @@
 /**
  * Which open repair requests a scheduler pass looks at (scheduler/repair-follow.ts FollowWatch):
  * only what the passes learnt (due, assets named by commit notifications, decided periods), every
- * one of them on a new lease, when a notification named no assets, and once a minute.
+ * one of them on a new lease, when a notification named no assets, and every 5 minutes.
  */
 import { describe, expect, it } from 'vitest';
 import { FollowWatch } from '../../src/scheduler/repair-follow.js';
@@ -19,8 +19,8 @@ function settled(): FollowWatch {
 describe('FollowWatch', () => {
   it('looks at every request first, then at nothing until something is learnt', () => {
     const w = settled();
-    expect(w.take(T + 10, true, later(60_000))).toBeNull();
-    expect(w.nextFullAt()).toBe(T + 60_000);
+    expect(w.take(T + 10, true, later(300_000))).toBeNull();
+    expect(w.nextFullAt()).toBe(T + 300_000);
   });
 
   it('names the assets of commit notifications, the decided periods and whether any is due', () => {
@@ -40,17 +40,17 @@ describe('FollowWatch', () => {
       ],
     });
     // Taken: forgotten.
-    expect(w.take(T + 20, true, later(60_000))).toBeNull();
+    expect(w.take(T + 20, true, later(300_000))).toBeNull();
   });
 
-  it('looks at everything when a notification names no assets, after a reconnect, and once a minute', () => {
+  it('looks at everything when a notification names no assets, after a reconnect, and every 5 minutes', () => {
     const w = settled();
     w.note('');
     expect(w.take(T + 10, true, null)).toEqual({ kind: 'all' });
     w.all();
     expect(w.take(T + 20, true, null)).toEqual({ kind: 'all' });
     expect(w.take(T + 30, true, null)).toBeNull();
-    expect(w.take(T + 20 + 60_000, true, null)).toEqual({ kind: 'all' });
+    expect(w.take(T + 20 + 300_000, true, null)).toEqual({ kind: 'all' });
   });
 
   it('puts back what a full batch left, and looks at nothing while no request is open', () => {
