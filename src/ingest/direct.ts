@@ -12,7 +12,7 @@
  * follows the log by `seq` from its cursors, so it learns of these events exactly as of
  * queue-committed ones, and retention drops nothing its cursors have not passed.
  */
-import type { NormalizeOptions } from '../core/events.js';
+import type { NormalizedEvent, NormalizeOptions } from '../core/events.js';
 import { domainsOf } from '../index/assets.js';
 import { type CommitOutcome, commitEvents, EventsRefused } from '../index/commit.js';
 import type { Sql } from '../index/db.js';
@@ -46,6 +46,14 @@ export async function commitDirectly(
 ): Promise<DirectOutcome> {
   const { events, refusals } = await checkEvents(items, options, (names) => domainsOf(sql, names));
   if (refusals.length > 0) return { kind: 'refused', refusals };
+  return commitChecked(sql, events);
+}
+
+/**
+ * Commits events checkEvents passed, all or none, in one transaction (retried while it fails
+ * transiently). The index refuses only what a concurrent commit made wrong since the check.
+ */
+export async function commitChecked(sql: Sql, events: readonly NormalizedEvent[]): Promise<DirectOutcome> {
   let outcomes: CommitOutcome[];
   for (let attempt = 0; ; attempt++) {
     try {
