@@ -166,7 +166,10 @@ export interface DaemonProcess {
  * The daemon as it runs in production, in a process of its own, so the benchmark's client and
  * producers do not share its event loop. Runs the TypeScript source through tsx's loader.
  */
-export async function spawnDaemon(config: Record<string, unknown>): Promise<DaemonProcess> {
+export async function spawnDaemon(
+  config: Record<string, unknown>,
+  options: { readonly compiled?: boolean } = {},
+): Promise<DaemonProcess> {
   const dir = mkdtempSync(join(tmpdir(), 'crbench-'));
   const path = join(dir, 'config.json');
   writeFileSync(path, JSON.stringify({ ...config, log_level: 'info' }));
@@ -174,8 +177,8 @@ export async function spawnDaemon(config: Record<string, unknown>): Promise<Daem
   for (const key of CONFIG_ENV_VARS) delete env[key]; // the config file decides, never the caller's shell
   // BENCH_COMPILED=1 runs the built daemon (npm run build), as `npm start` does: without tsx's
   // loader, whose transpiler adds to the process's memory.
-  const entry =
-    process.env.BENCH_COMPILED === '1' ? ['dist/src/cli/main.js'] : ['--import', 'tsx', 'src/cli/main.ts'];
+  const compiled = options.compiled ?? process.env.BENCH_COMPILED === '1';
+  const entry = compiled ? ['dist/src/cli/main.js'] : ['--import', 'tsx', 'src/cli/main.ts'];
   const child = spawn(process.execPath, [...entry, 'start', '--config', path], {
     cwd: packageRoot(),
     env,
