@@ -7,6 +7,9 @@
 import { describe, expect, it } from 'vitest';
 import { normalizeEvent } from '../../src/core/events.js';
 import { commitEvents, EventsRefused } from '../../src/index/commit.js';
+import { connect } from '../../src/index/db.js';
+import { isTransient } from '../../src/index/transient.js';
+import { commitDirectly } from '../../src/ingest/direct.js';
 import { startTestDaemon, TEST_TOKEN, testConfig, testProducer, testQueue } from '../helpers/daemon.js';
 import { createTestDatabase } from '../helpers/db.js';
 import { answerChecker } from '../helpers/openapi.js';
@@ -186,6 +189,18 @@ describe('POST /v1/events on the PostgreSQL backend', () => {
     // Without the option the queue worker's behaviour stands: the rest commits, the refused one is reported.
     const outcomes = await commitEvents(db.sql, batch);
     expect(outcomes.map((o) => o.status)).toEqual(['committed', 'rejected']);
+  });
+
+  it('gives up on a PostgreSQL that refuses connections with its transient error (the route answers 503)', async () => {
+    const down = connect('postgres://127.0.0.1:1/nowhere', { max: 1, connectTimeout: 2 });
+    try {
+      const error = await commitDirectly(down, [{ asset: 'd.x', start: 0, end: 1 }], {
+        maxPayloadBytes: 65_536,
+      }).catch((e: unknown) => e);
+      expect(isTransient(error)).toBe(true);
+    } finally {
+      await down.end({ timeout: 1 });
+    }
   });
 
   it('the scheduler learns of directly committed events as of queued ones: one trigger per period', async () => {

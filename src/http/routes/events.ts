@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { domainsOf } from '../../index/assets.js';
+import { isTransient } from '../../index/transient.js';
 import { commitDirectly } from '../../ingest/direct.js';
 import { precheckEvents, type Refusal } from '../../ingest/precheck.js';
 import { normalizeOptions } from '../../ingest/worker.js';
@@ -44,7 +45,15 @@ export function registerEventRoutes(app: FastifyInstance, ctx: HttpContext): voi
   };
 
   const commit = async (sql: NonNullable<HttpContext['direct']>, items: unknown[], reply: FastifyReply) => {
-    const outcome = await commitDirectly(sql, items, options);
+    const outcome = await commitDirectly(sql, items, options).catch((error: unknown) => {
+      if (!isTransient(error)) throw error;
+      ctx.log.warn({ err: error, events: items.length }, 'POST /v1/events: PostgreSQL did not answer');
+      throw new HttpError(
+        503,
+        'database_unavailable',
+        'PostgreSQL did not answer (retried); the batch may or may not be committed: send it again (a re-sent event is a duplicate)',
+      );
+    });
     if (outcome.kind === 'refused') return refuse(outcome.refusals, items.length, 'none was committed');
     for (const r of outcome.results) ctx.metrics.eventsIngested.inc({ status: r.status });
     reply.status(200);

@@ -88,6 +88,7 @@ export const postEvents = defineOperation({
   errorBody: InvalidEvents,
   errors: {
     400: `invalid_payload: ${payload}; invalid_events: some event is invalid (see errors), none was enqueued or committed; invalid_json: a body that is not UTF-8 JSON`,
+    503: 'database_unavailable (queue.backend: postgres): PostgreSQL did not answer the commit; send the batch again',
   },
 });
 
@@ -119,5 +120,6 @@ export const postReplayRequirement = defineOperation({
   errors: {
     400: 'invalid_payload: a body that is not an object; invalid_events: an invalid requirement (see errors); invalid_json',
     414: 'fst_err_max_param_length: an asset name longer than any the worker accepts',
+    503: 'database_unavailable (queue.backend: postgres): PostgreSQL did not answer the commit; send it again',
   },
 });
