@@ -179,7 +179,10 @@ export async function spawnDaemon(
   // loader, whose transpiler adds to the process's memory.
   const compiled = options.compiled ?? process.env.BENCH_COMPILED === '1';
   const entry = compiled ? ['dist/src/cli/main.js'] : ['--import', 'tsx', 'src/cli/main.ts'];
-  const child = spawn(process.execPath, [...entry, 'start', '--config', path], {
+  // Flags for the daemon's node alone, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof" or the
+  // allocation sampler (bench/profile/alloc-sampling.mjs); the benchmark's own process keeps none.
+  const nodeArgs = (process.env.BENCH_DAEMON_NODE_ARGS ?? '').split(/\s+/).filter((a) => a !== '');
+  const child = spawn(process.execPath, [...nodeArgs, ...entry, 'start', '--config', path], {
     cwd: packageRoot(),
     env,
     stdio: ['ignore', 'pipe', 'inherit'],

@@ -246,7 +246,9 @@ async function main(): Promise<void> {
       )
     ).body,
   );
-  const idle = schedulerPasses((await get('/metrics')).body, 'idle');
+  const metricsBody = (await get('/metrics')).body;
+  const idle = schedulerPasses(metricsBody, 'idle');
+  const busy = schedulerPasses(metricsBody, 'busy');
   const [decisions] = await db.sql<{ triggers: number; deadline: number; missed_rows: number }[]>`
     select (select count(*) from triggers)::int as triggers,
       (select count(*) from triggers where reason = 'deadline')::int as deadline,
@@ -287,6 +289,7 @@ async function main(): Promise<void> {
       },
       decisions,
       idle_pass: idle,
+      busy_pass: busy,
       listings,
       summary_runs_34k: (summaryAnswer.summary as unknown[]).length,
       rss_mb: {
