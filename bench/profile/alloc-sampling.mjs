@@ -6,6 +6,9 @@
  * Every ALLOC_PROFILE_EVERY_MS (default 60 s) it writes the window's profile to
  * ALLOC_PROFILE_DIR/alloc-NNN.heapprofile (the Chrome DevTools format; bench/profile/top.ts sums it)
  * and starts a new window. Nothing here changes what the daemon does.
+ * ALLOC_PROFILE_SURVIVORS=1 drops the samples scavenges collected: what is left is what lived long
+ * enough to be promoted to the old generation (then collected by a full GC, or still live), the
+ * garbage that grows the old generation between full collections, and so RSS.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector';
@@ -25,7 +28,7 @@ const start = () =>
   post('HeapProfiler.startSampling', {
     samplingInterval: interval,
     includeObjectsCollectedByMajorGC: true,
-    includeObjectsCollectedByMinorGC: true,
+    includeObjectsCollectedByMinorGC: process.env.ALLOC_PROFILE_SURVIVORS !== '1',
   });
 await post('HeapProfiler.enable');
 await start();

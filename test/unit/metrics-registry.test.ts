@@ -15,7 +15,12 @@ function both() {
     registers,
   });
   const bare = new Counter({ name: 'bare_total', help: 'no labels', registers });
-  const gauge = new Gauge({ name: 'g', help: 'a gauge', labelNames: ['rollup', 'state'] as const, registers });
+  const gauge = new Gauge({
+    name: 'g',
+    help: 'a gauge',
+    labelNames: ['rollup', 'state'] as const,
+    registers,
+  });
   const histogram = new Histogram({
     name: 'h_seconds',
     help: 'a histogram',
@@ -70,8 +75,7 @@ describe('LeanRegistry', () => {
     // Every metric but the process ones (their values move between two renderings).
     for (const metric of metrics.registry.getMetricsAsArray()) {
       const { name } = metric as unknown as { name: string };
-      if (!name.startsWith('process_') && !name.startsWith('nodejs_'))
-        plain.registerMetric(metric as never);
+      if (!name.startsWith('process_') && !name.startsWith('nodejs_')) plain.registerMetric(metric as never);
     }
     const lean = new LeanRegistry();
     for (const metric of plain.getMetricsAsArray()) lean.registerMetric(metric as never);
