@@ -2,7 +2,7 @@ import { boundedScrape } from '../bounded-scrape.js';
 import { type Config, maxLags } from '../config.js';
 import { type FreshnessFacts, freshnessOf } from '../core/freshness.js';
 import type { Sql } from '../index/db.js';
-import { freshnessFacts } from '../index/freshness.js';
+import { freshnessGaugeFacts } from '../index/freshness.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
 import { labelsOf } from '../metrics-registry.js';
@@ -22,8 +22,8 @@ export function freshnessGauges(
   metrics: Pick<Metrics, 'assetLag' | 'assetStale'>,
   log: Logger,
 ): (nowMs: number) => Promise<void> {
-  const read = boundedScrape(() => freshnessFacts(sql), log, 'asset freshness gauges');
   const lags = maxLags(config);
+  const read = boundedScrape(() => freshnessGaugeFacts(sql, [...lags.keys()]), log, 'asset freshness gauges');
   let last: Map<string, FreshnessFacts> | undefined;
   // The same label objects at every scrape: their text is formatted once (metrics-registry.ts).
   const labels = labelsOf<{ asset: string }>();
