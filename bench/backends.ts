@@ -4,9 +4,14 @@
  * queue in the index's own database) and the embedded PostgreSQL, so load from elsewhere on the
  * machine hits all alike; each round fills its queue first, then times our ingest worker from its
  * start until every job completed. Beside them, BullMQ's own Worker with a no-op processor on each
- * backend (same events, same concurrency): the cost of the queue alone. Then the built daemon is started with no URLs in a fresh data
+ * backend (same events, same concurrency): the cost of the queue alone. And the producer path
+ * without the queue (issue 38): the built daemon on the embedded default, in a process of its own,
+ * taking the same events as `POST /v1/events` batches of BENCH_HTTP_BATCH (500), BENCH_HTTP_CONCURRENCY
+ * (4) requests in flight, timed from the first request to the last answer (each answers after its
+ * commit; the bodies are serialised before the clock starts, as the queue rounds' jobs are in the
+ * queue before theirs). Then the built daemon is started with no URLs in a fresh data
  * directory (initdb) and again on it (later starts), each timed from spawn to its 'listening' line.
- * Prints JSON: rates per round, medians, the postgres ÷ redis ratio, start times, load average.
+ * Prints JSON: rates per round, medians, the ratios to Redis, start times, load average.
  *
  *   npm run build && npm run bench:backends
  *   BENCH_N=20000 BENCH_ROUNDS=3 BENCH_STARTS=3 npm run bench:backends
@@ -25,11 +30,23 @@ import { queueConnection } from '../src/ingest/queue-backend.js';
 import { startIngestWorker } from '../src/ingest/worker.js';
 import { createMetrics } from '../src/metrics.js';
 import { packageRoot } from '../src/paths.js';
-import { createBenchDatabase, dropPrefix, log, median, REDIS_URL, round, uniqueName } from './common.js';
+import {
+  createBenchDatabase,
+  dropPrefix,
+  log,
+  median,
+  REDIS_URL,
+  round,
+  spawnDaemon,
+  uniqueName,
+} from './common.js';
 
 const N = Number(process.env.BENCH_N ?? 10_000);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const STARTS = Number(process.env.BENCH_STARTS ?? 3);
+const HTTP_BATCH = Number(process.env.BENCH_HTTP_BATCH ?? 500);
+const HTTP_CONCURRENCY = Number(process.env.BENCH_HTTP_CONCURRENCY ?? 4);
+const TOKEN = 'bench-backends-token-0123456789';
 const ASSETS = 50;
 const FIVE_MINUTES = 5 * 60_000;
 
@@ -109,6 +126,37 @@ function noopRound(config: Config, round: number, tag: string): Promise<number> 
   });
 }
 
+/**
+ * The same events as POST /v1/events batches into a daemon on the embedded default, which commits
+ * each into the index before it answers: events/s from the first request to the last answer.
+ */
+async function httpRound(url: string, round: number, tag: string): Promise<number> {
+  const events = workload(round, tag);
+  const bodies: string[] = [];
+  for (let i = 0; i < events.length; i += HTTP_BATCH)
+    bodies.push(JSON.stringify(events.slice(i, i + HTTP_BATCH)));
+  const headers = { 'content-type': 'application/json', authorization: `Bearer ${TOKEN}` };
+  let next = 0;
+  let committed = 0;
+  const t0 = performance.now();
+  await Promise.all(
+    Array.from({ length: HTTP_CONCURRENCY }, async () => {
+      while (next < bodies.length) {
+        const body = bodies[next++]!;
+        const res = await fetch(`${url}/v1/events`, { method: 'POST', headers, body });
+        const answer = (await res.json()) as { results?: Array<{ status: string }> };
+        if (res.status !== 200)
+          throw new Error(`POST /v1/events answered ${res.status}: ${JSON.stringify(answer)}`);
+        committed += answer.results!.filter((r) => r.status === 'committed').length;
+      }
+    }),
+  );
+  const seconds = (performance.now() - t0) / 1000;
+  if (committed !== N) throw new Error(`${committed} of ${N} events committed`);
+  process.stderr.write(`round ${round} ${tag}: ${Math.round(N / seconds)} events/s\n`);
+  return Math.round(N / seconds);
+}
+
 /** Seconds from spawning the built daemon with no URLs to its 'listening' line; then SIGTERM. */
 async function timedStart(dataDir: string): Promise<number> {
   const env: NodeJS.ProcessEnv = { ...process.env };
@@ -151,10 +199,16 @@ async function main(): Promise<void> {
     'command',
   );
   const embeddedSql = connect(embedded.config.database_url, { max: 20 });
+  // The daemon as `npm start` runs it with no URLs: the embedded default, in a process of its own.
+  const daemon = await spawnDaemon(
+    { data_dir: join(dir, 'http'), api_tokens: [TOKEN], http: { port: 0 }, rollups: [] },
+    { compiled: true },
+  );
   const rates = {
     redis: [] as number[],
     postgres: [] as number[],
     embedded: [] as number[],
+    embedded_http: [] as number[],
     bullmq_noop_redis: [] as number[],
     bullmq_noop_postgres: [] as number[],
   };
@@ -164,10 +218,12 @@ async function main(): Promise<void> {
       rates.redis.push(await ingestRound(redis, db.sql, r, 'redis'));
       rates.postgres.push(await ingestRound(postgres, db.sql, r, 'postgres'));
       rates.embedded.push(await ingestRound(embedded.config, embeddedSql, r, 'embedded'));
+      rates.embedded_http.push(await httpRound(daemon.url, r, 'http'));
       rates.bullmq_noop_redis.push(await noopRound(redis, r, 'noop-redis'));
       rates.bullmq_noop_postgres.push(await noopRound(postgres, r, 'noop-postgres'));
     }
   } finally {
+    await daemon.stop();
     await embeddedSql.end({ timeout: 5 });
     await embedded.release();
     await dropPrefix(redis.queue.prefix);
@@ -184,10 +240,16 @@ async function main(): Promise<void> {
     redis: median(rates.redis),
     postgres: median(rates.postgres),
     embedded: median(rates.embedded),
+    embedded_http: median(rates.embedded_http),
     bullmq_noop_redis: median(rates.bullmq_noop_redis),
     bullmq_noop_postgres: median(rates.bullmq_noop_postgres),
   };
-  const perRound = (k: 'postgres' | 'embedded') => rates[k].map((v, i) => round(v / rates.redis[i]!, 3));
+  const perRound = (k: 'postgres' | 'embedded' | 'embedded_http', over: 'redis' | 'embedded' = 'redis') =>
+    rates[k].map((v, i) => round(v / rates[over][i]!, 3));
+  const ratio = (k: 'postgres' | 'embedded' | 'embedded_http', over: 'redis' | 'embedded' = 'redis') => ({
+    per_round: perRound(k, over),
+    median: median(perRound(k, over)),
+  });
   process.stdout.write(
     `${JSON.stringify(
       {
@@ -196,9 +258,12 @@ async function main(): Promise<void> {
         rounds: ROUNDS,
         ingest_events_per_second: rates,
         median_events_per_second: m,
-        postgres_over_redis: { per_round: perRound('postgres'), median: median(perRound('postgres')) },
-        embedded_over_redis: { per_round: perRound('embedded'), median: median(perRound('embedded')) },
-        goals: { postgres_over_redis: 0.5, embedded_events_per_second: 2000 },
+        postgres_over_redis: ratio('postgres'),
+        embedded_over_redis: ratio('embedded'),
+        embedded_http_over_redis: ratio('embedded_http'),
+        embedded_http_over_embedded: ratio('embedded_http', 'embedded'),
+        http: { batch: HTTP_BATCH, requests_in_flight: HTTP_CONCURRENCY },
+        goals: { postgres_over_redis: 0.5, embedded_events_per_second: 2000, embedded_http_over_redis: 1.0 },
         embedded_start_seconds: {
           first_with_initdb: firstStart,
           later: laterStarts,

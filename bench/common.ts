@@ -186,7 +186,10 @@ export interface DaemonProcess {
  * The daemon as it runs in production, in a process of its own, so the benchmark's client and
  * producers do not share its event loop. Runs the TypeScript source through tsx's loader.
  */
-export async function spawnDaemon(config: Record<string, unknown>): Promise<DaemonProcess> {
+export async function spawnDaemon(
+  config: Record<string, unknown>,
+  options: { readonly compiled?: boolean } = {},
+): Promise<DaemonProcess> {
   const dir = mkdtempSync(join(tmpdir(), 'crbench-'));
   const path = join(dir, 'config.json');
   writeFileSync(path, JSON.stringify({ ...config, log_level: 'info' }));
@@ -194,9 +197,12 @@ export async function spawnDaemon(config: Record<string, unknown>): Promise<Daem
   for (const key of CONFIG_ENV_VARS) delete env[key]; // the config file decides, never the caller's shell
   // BENCH_COMPILED=1 runs the built daemon (npm run build), as `npm start` does: without tsx's
   // loader, whose transpiler adds to the process's memory.
-  const entry =
-    process.env.BENCH_COMPILED === '1' ? ['dist/src/cli/main.js'] : ['--import', 'tsx', 'src/cli/main.ts'];
-  const child = spawn(process.execPath, [...entry, 'start', '--config', path], {
+  const compiled = options.compiled ?? process.env.BENCH_COMPILED === '1';
+  const entry = compiled ? ['dist/src/cli/main.js'] : ['--import', 'tsx', 'src/cli/main.ts'];
+  // Flags for the daemon's node alone, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof" or the
+  // allocation sampler (bench/profile/alloc-sampling.mjs); the benchmark's own process keeps none.
+  const nodeArgs = (process.env.BENCH_DAEMON_NODE_ARGS ?? '').split(/\s+/).filter((a) => a !== '');
+  const child = spawn(process.execPath, [...nodeArgs, ...entry, 'start', '--config', path], {
     cwd: packageRoot(),
     env,
     stdio: ['ignore', 'pipe', 'inherit'],

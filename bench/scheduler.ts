@@ -14,6 +14,7 @@
  *   npm run bench:scheduler                 # 10 minutes
  *   BENCH_MINUTES=2 npm run bench:scheduler  # a shorter look
  */
+import { readFileSync, writeFileSync } from 'node:fs';
 import { Queue, QueueEvents } from 'bullmq';
 import { Redis } from 'ioredis';
 import {
@@ -122,6 +123,7 @@ async function main(): Promise<void> {
   };
 
   let rssMax = 0;
+  let rssMaxAt = 0;
   let heapMax = 0;
   const rssSamples: number[] = [];
   const sampleRss = async () => {
@@ -129,9 +131,20 @@ async function main(): Promise<void> {
     const rss = Number(/^process_resident_memory_bytes (\S+)$/m.exec(body)?.[1]);
     const heap = Number(/^nodejs_heap_size_used_bytes (\S+)$/m.exec(body)?.[1]);
     rssSamples.push(rss);
-    rssMax = Math.max(rssMax, rss);
+    if (rss > rssMax) [rssMax, rssMaxAt] = [rss, (performance.now() - startedAt) / 1000];
     heapMax = Math.max(heapMax, heap);
   };
+  // The daemon's RSS from /proc every second as well (Linux): finer than the scrapes, and reading
+  // it allocates nothing in the daemon.
+  const proc = { max: 0, maxAt: 0 };
+  const procTimer = setInterval(() => {
+    try {
+      const kb = Number(/^VmRSS:\s+(\d+)/m.exec(readFileSync(`/proc/${daemon.pid}/status`, 'utf8'))?.[1]);
+      if (kb * 1024 > proc.max) [proc.max, proc.maxAt] = [kb * 1024, (performance.now() - startedAt) / 1000];
+    } catch {
+      // not Linux, or the daemon is gone
+    }
+  }, 1000);
   const tableSample = async () => {
     const [row] = await db.sql<{ rows: number; bytes: number }[]>`
       select (select count(*) from periods)::int8 as rows, pg_total_relation_size('periods')::int8 as bytes`;
@@ -219,6 +232,7 @@ async function main(): Promise<void> {
     }
   })();
   await Promise.all([feeder, sampler]);
+  clearInterval(procTimer);
   const end = await tableSample();
 
   // Listings and the page, each asked a few times; the first answer warms the calendar memo.
@@ -246,7 +260,10 @@ async function main(): Promise<void> {
       )
     ).body,
   );
-  const idle = schedulerPasses((await get('/metrics')).body, 'idle');
+  const metricsBody = (await get('/metrics')).body;
+  if (process.env.BENCH_METRICS_FILE) writeFileSync(process.env.BENCH_METRICS_FILE, metricsBody);
+  const idle = schedulerPasses(metricsBody, 'idle');
+  const busy = schedulerPasses(metricsBody, 'busy');
   const [decisions] = await db.sql<{ triggers: number; deadline: number; missed_rows: number }[]>`
     select (select count(*) from triggers)::int as triggers,
       (select count(*) from triggers where reason = 'deadline')::int as deadline,
@@ -287,13 +304,20 @@ async function main(): Promise<void> {
       },
       decisions,
       idle_pass: idle,
+      busy_pass: busy,
+      metrics_scrape: {
+        bytes: Buffer.byteLength(metricsBody),
+        series: metricsBody.split('\n').filter((l) => l !== '' && !l.startsWith('#')).length,
+      },
       listings,
       summary_runs_34k: (summaryAnswer.summary as unknown[]).length,
       rss_mb: {
         max: round(rssMax / 1e6, 1),
+        max_at_s: round(rssMaxAt, 0),
         last: round((rssSamples.at(-1) ?? 0) / 1e6, 1),
         first: round((rssSamples[0] ?? 0) / 1e6, 1),
         heap_used_max: round(heapMax / 1e6, 1),
+        proc_1s: { max: round(proc.max / 1e6, 1), max_at_s: round(proc.maxAt, 0) },
       },
       goals: {
         periods_mb_at_10_min: 20,

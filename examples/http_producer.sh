@@ -5,8 +5,10 @@
 #     warehouse.orders 2025-06-01T10:00:00Z 2025-06-01T11:00:00Z v1
 #
 # For producers that reach neither Redis nor PostgreSQL. The daemon validates the events as its
-# worker does (400 with every error, nothing enqueued, if any is invalid), routes each to its
-# queue group and answers 202 {"accepted", "ids"}. The token is one of the daemon's `api_tokens`.
+# worker does (400 with every error, nothing taken, if any is invalid); on Redis it routes each to
+# its queue group and answers 202 {"accepted", "ids"}; where the queue is in its PostgreSQL
+# (queue.backend: postgres, the embedded default) it commits them into the index and answers 200
+# {"accepted", "ids", "results"} after the commit. The token is one of the daemon's `api_tokens`.
 # A stable `id` makes a re-send harmless.
 set -eu
 asset=$1 start=$2 end=$3 version=${4:-v1}

@@ -16,6 +16,7 @@ import { migrate } from './index/migrate.js';
 import { type ReadHandle, ReadReplica } from './index/read-replica.js';
 import { countRepairs } from './index/repair-listings.js';
 import { RetentionLoop } from './index/retention-loop.js';
+import { commitsDirectly } from './ingest/direct.js';
 import { EventQueues } from './ingest/event-queues.js';
 import { queueConnection } from './ingest/queue-backend.js';
 import { consumedQueueSchemas } from './ingest/queue-schema.js';
@@ -31,6 +32,9 @@ import { periodGaugeSource } from './scheduler/period-gauges.js';
 import { openRunGaugeSource } from './scheduler/run-gauges.js';
 import { Scheduler } from './scheduler/scheduler.js';
 import { checkSecretEnv } from './scheduler/targets/secrets.js';
+
+/** Direct commits of POST /v1/events at once; more requests wait for a connection. */
+const DIRECT_COMMIT_CONNECTIONS = 4;
 
 export interface Daemon {
   readonly sql: Sql;
@@ -209,6 +213,18 @@ export async function startDaemon(config: Config, log: Logger): Promise<Daemon> 
     const replica = await startReadReplica(config, sql, log, metrics);
     if (replica) closers.push(...replica.closers);
 
+    // POST /v1/events commits straight into the index where the queue is in its database: a pool
+    // of its own, so a burst of producers never takes the scheduler's connections (closed after HTTP).
+    const directSql = commitsDirectly(config)
+      ? connect(config.database_url, {
+          max: DIRECT_COMMIT_CONNECTIONS,
+          applicationName: 'coverage-rollup-http-ingest',
+          idleInTransactionTimeoutMs: config.queue.pg_stall_timeout,
+          ...stale,
+        })
+      : undefined;
+    if (directSql) closers.unshift(() => directSql.end({ timeout: 5 }));
+
     const http = buildServer(
       {
         config,
@@ -216,6 +232,7 @@ export async function startDaemon(config: Config, log: Logger): Promise<Daemon> 
         read: replica?.read ?? (() => ({ sql, asOf: null })),
         ...(replica ? { replicaStatus: replica.status } : {}),
         eventsQueue,
+        ...(directSql ? { direct: directSql } : {}),
         queues,
         log,
         metrics,

@@ -1,5 +1,6 @@
-import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import { Counter, collectDefaultMetrics, Gauge, Histogram } from 'prom-client';
 import { createLeaseSessionMetrics } from './metrics-lease.js';
+import { LeanRegistry } from './metrics-registry.js';
 import { createRepairMetrics } from './metrics-repairs.js';
 import { createRunMetrics } from './metrics-runs.js';
 
@@ -12,7 +13,7 @@ export interface PeriodGaugeSource {
 
 export function createMetrics() {
   let periodSource: PeriodGaugeSource | undefined;
-  const registry = new Registry();
+  const registry = new LeanRegistry();
   collectDefaultMetrics({ register: registry });
   // prom-client names three gauges *_total (a counter's suffix), which `promtool check metrics`
   // refuses; it has no option to rename them, so they are dropped (README "Metrics").

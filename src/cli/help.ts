@@ -16,8 +16,10 @@ Commands:
                              is [S, E) of ASSET covered? prints a summary and the first gaps;
                              exit 0 when covered, 1 when not (or stale), 2 on error (use it as a sensor)
   emit [--asset A --start S --end E | --interval S/E] [--data-version V] [--id ID] [--replay]
-                             enqueue one event on the events queue
-  emit --file F              enqueue events from a JSON-lines file (- for stdin), one per line
+                             ingest one event: enqueued on Redis; committed into the index when
+                             the queue is in its PostgreSQL (queue.backend: postgres, the default
+                             without URLs)
+  emit --file F              the same for a JSON-lines file (- for stdin), one event per line
   status [--json]            assets, rollups and the scheduler lease at a glance
   prune [--dry-run] [--json] one retention pass now: drop event-log partitions past
                              retention.events, compact old delivered triggers
@@ -109,7 +111,10 @@ the asset was never seen, 2 error (bad or empty window, usage, unknown asset wit
        coverage-rollup emit --file F [--config FILE]
 
 Enqueues events on the events queue, validated as the worker will (including each asset's
-recorded domain, when PostgreSQL answers within 3 s); all or none.
+recorded domain, when PostgreSQL answers within 3 s); all or none. Where the queue is in the
+index's own PostgreSQL (queue.backend: postgres, the embedded default), commits them straight into
+the index instead, as POST /v1/events does there: validated against the index first, then
+committed in transactions of 1000, so \`check\` answers with them as soon as emit exits.
 
 Options:
   --asset A           the asset
@@ -119,7 +124,8 @@ Options:
   --replay            a replay requirement: [S, E) must be rebuilt at --data-version
   -f, --file F        JSON lines, one event per line; - reads stdin
 ${CONFIG_OPTION}
-Exit codes: 0 enqueued, 2 invalid events (nothing enqueued), usage errors or Redis unreachable.
+Exit codes: 0 enqueued (or committed), 2 invalid events (nothing enqueued or committed), usage
+errors, or Redis (PostgreSQL) unreachable.
 `,
   status: `Usage: coverage-rollup status [--json] [--config FILE]
 

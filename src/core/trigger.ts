@@ -23,6 +23,12 @@ export interface TriggerPayload {
 }
 
 /**
+ * What names a run and its period, without the coverage figures: what a target needs to find a
+ * run it was given (its ids, its period, when it was decided).
+ */
+export type RunIdentity = Omit<TriggerPayload, 'upstreams'>;
+
+/**
  * Readable, deterministic and free of ':' (BullMQ refuses custom job ids with colons):
  * `orders_daily@20250601T000000Z#1`, or `offsets@4096#2` for integer buckets.
  */
@@ -85,6 +91,6 @@ export function buildPayload(input: PayloadInput): TriggerPayload {
 }
 
 /** The payload of attempt `attempt` of a decided trigger: the decision's, with its own run id. */
-export function attemptPayload(payload: TriggerPayload, attempt: number): TriggerPayload {
+export function attemptPayload<P extends RunIdentity>(payload: P, attempt: number): P {
   return { ...payload, attempt, run_id: runId(payload.idempotency_key, attempt) };
 }

@@ -18,6 +18,12 @@ export interface HttpContext {
    */
   readonly read: () => ReadHandle;
   readonly eventsQueue: EventQueues;
+  /**
+   * Where the queue and the index share one PostgreSQL (queue.backend: postgres): the pool that
+   * `POST /v1/events` commits into the index with, without the queue (src/ingest/direct.ts).
+   * Absent on Redis, where events are enqueued.
+   */
+  readonly direct?: Sql;
   /** The queue store (Redis or PostgreSQL), for readiness. */
   readonly queues: QueueConnection;
   readonly log: Logger;

@@ -2,9 +2,10 @@ import { boundedScrape } from '../bounded-scrape.js';
 import { type Config, maxLags } from '../config.js';
 import { type FreshnessFacts, freshnessOf } from '../core/freshness.js';
 import type { Sql } from '../index/db.js';
-import { freshnessFacts } from '../index/freshness.js';
+import { freshnessGaugeFacts } from '../index/freshness.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
+import { labelsOf } from '../metrics-registry.js';
 
 /**
  * The per-asset freshness gauges, set at scrape time from one statement over every asset: lag for
@@ -21,9 +22,11 @@ export function freshnessGauges(
   metrics: Pick<Metrics, 'assetLag' | 'assetStale'>,
   log: Logger,
 ): (nowMs: number) => Promise<void> {
-  const read = boundedScrape(() => freshnessFacts(sql), log, 'asset freshness gauges');
   const lags = maxLags(config);
+  const read = boundedScrape(() => freshnessGaugeFacts(sql, [...lags.keys()]), log, 'asset freshness gauges');
   let last: Map<string, FreshnessFacts> | undefined;
+  // The same label objects at every scrape: their text is formatted once (metrics-registry.ts).
+  const labels = labelsOf<{ asset: string }>();
   return async (nowMs) => {
     last = (await read()) ?? last;
     if (last === undefined) return;
@@ -32,8 +35,8 @@ export function freshnessGauges(
     assetStale.reset();
     for (const [asset, f] of last) {
       const fresh = freshnessOf({ ...f, maxLagMs: lags.get(asset) }, nowMs);
-      if (fresh.lag_seconds !== null) assetLag.set({ asset }, fresh.lag_seconds);
-      if (fresh.stale !== null) assetStale.set({ asset }, fresh.stale ? 1 : 0);
+      if (fresh.lag_seconds !== null) assetLag.set(labels({ asset }), fresh.lag_seconds);
+      if (fresh.stale !== null) assetStale.set(labels({ asset }), fresh.stale ? 1 : 0);
     }
   };
 }

@@ -58,12 +58,13 @@ export async function commitEvents(
 ): Promise<CommitOutcome[]> {
   if (events.length === 0) return [];
   const at = options.ingestedAt ?? null;
+  const all = options.allOrNothing ?? false;
   try {
-    return await sql.begin((tx) => commitOn(tx, events, at));
+    return await sql.begin((tx) => commitOn(tx, events, at, all));
   } catch (error) {
     if (!isNoPartition(error)) throw error;
     await createCurrentPartition(sql, at ?? undefined);
-    return sql.begin((tx) => commitOn(tx, events, at));
+    return sql.begin((tx) => commitOn(tx, events, at, all));
   }
 }
 
@@ -76,17 +77,31 @@ export async function commitEvents(
 export async function commitEventsIn(tx: Tx, events: readonly NormalizedEvent[]): Promise<CommitOutcome[]> {
   if (events.length === 0) return [];
   try {
-    return await tx.savepoint((sp) => commitOn(sp, events, null));
+    return await tx.savepoint((sp) => commitOn(sp, events, null, false));
   } catch (error) {
     if (!isNoPartition(error)) throw error;
     await createCurrentPartitionIn(tx);
-    return commitOn(tx, events, null);
+    return commitOn(tx, events, null, false);
   }
 }
 
 export interface CommitOptions {
   /** The ingest time to record instead of the transaction's `now()`: for tests and the soak. */
   readonly ingestedAt?: Date;
+  /**
+   * Commit every event or none: an event the index refuses (a domain other than its asset's, set
+   * by a commit that ran after the caller's check) rolls the batch back with EventsRefused instead
+   * of committing the rest (a producer that answers for the whole batch, src/ingest/direct.ts).
+   */
+  readonly allOrNothing?: boolean;
+}
+
+/** A batch committed all or nothing held events the index refuses; nothing was written. */
+export class EventsRefused extends Error {
+  override readonly name = 'EventsRefused';
+  constructor(readonly refused: ReadonlyArray<{ readonly index: number; readonly error: BadInputError }>) {
+    super(`${refused.length} event(s) refused by the index; the batch was rolled back`);
+  }
 }
 
 /**
@@ -103,6 +118,7 @@ async function commitOn(
   tx: Tx,
   events: readonly NormalizedEvent[],
   at: Date | null,
+  allOrNothing: boolean,
 ): Promise<CommitOutcome[]> {
   const assets = await lockAssets(
     tx,
@@ -124,6 +140,13 @@ async function commitOn(
     if (list) list.push(i);
     else byAsset.set(event.asset, [i]);
   });
+  if (allOrNothing) {
+    const refused = outcomes.flatMap((o, index) =>
+      o.status === 'rejected' ? [{ index, error: o.error }] : [],
+    );
+    // Thrown before any write: the caller's transaction rolls back the assets it registered.
+    if (refused.length > 0) throw new EventsRefused(refused);
+  }
 
   const plans: AssetPlan[] = [];
   for (const [name, indexes] of byAsset) {

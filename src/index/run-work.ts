@@ -3,7 +3,7 @@
  * about, timeouts and due retries, each read through a partial index that holds only open rows.
  */
 import type { RunState } from '../core/runs.js';
-import type { TriggerPayload } from '../core/trigger.js';
+import type { RunIdentity, TriggerPayload } from '../core/trigger.js';
 import type { Sql } from './db.js';
 import { type RefRow, type RunRef, refOf } from './runs.js';
 
@@ -59,7 +59,8 @@ export interface FollowedRun {
   readonly startedAt: Date | null;
   readonly finishedAt: Date | null;
   readonly target: TargetJson;
-  readonly payload: TriggerPayload;
+  /** The decision's payload without its coverage figures (upstreams): a check needs only the ids. */
+  readonly payload: RunIdentity;
   /** The run's check_at as this read saw it (µs since the epoch): see setNextChecks. */
   readonly checkSeen: string;
 }
@@ -93,12 +94,13 @@ export async function runsToCheck(sql: Sql, limit: number, aheadMs = 0): Promise
       started_at: Date | null;
       finished_at: Date | null;
       target: TargetJson;
-      payload: TriggerPayload;
+      payload: RunIdentity;
       check_seen: string;
     })[]
   >`
     select r.rollup_id, r.period_lo, r.generation, r.attempt, r.run_id, r.state, r.started_at, r.finished_at,
-      t.target, t.payload, (extract(epoch from r.check_at) * 1000000)::int8::text as check_seen
+      t.target, t.payload - 'upstreams' as payload,
+      (extract(epoch from r.check_at) * 1000000)::int8::text as check_seen
     from (
       select * from runs where check_at <= statement_timestamp() + make_interval(secs => ${aheadMs / 1000})
       order by check_at limit ${limit}

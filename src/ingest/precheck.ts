@@ -15,17 +15,24 @@ export interface Refusal {
 /** The domains the index has recorded for some of the named assets. */
 export type RecordedDomains = (assets: readonly string[]) => Promise<ReadonlyMap<string, Domain>>;
 
+export interface Checked {
+  /** Every item normalised, in item order; empty when any was refused (all or none go on). */
+  readonly events: readonly NormalizedEvent[];
+  /** In item order; empty when every item is valid. */
+  readonly refusals: readonly Refusal[];
+}
+
 /**
- * Validates events before they are enqueued (HTTP and `emit`), as the worker will: each on its
- * own, then each one's domain against its asset's recorded domain or, for an asset the index has
- * not seen, against the first event for it in this batch (the worker registers a new asset with
- * the domain of the first event it commits). Refusals come in item order.
+ * Validates events as the worker will, before they are enqueued (HTTP and `emit`) or committed
+ * without the queue (./direct.ts): each on its own, then each one's domain against its asset's
+ * recorded domain or, for an asset the index has not seen, against the first event for it in
+ * this batch (the commit registers a new asset with the domain of the first event it commits).
  */
-export async function precheckEvents(
+export async function checkEvents(
   items: readonly unknown[],
   options: NormalizeOptions,
   recorded: RecordedDomains,
-): Promise<Refusal[]> {
+): Promise<Checked> {
   const refusals: Refusal[] = [];
   const valid: Array<{ index: number; event: NormalizedEvent }> = [];
   items.forEach((item, index) => {
@@ -46,5 +53,15 @@ export async function precheckEvents(
       refusals.push({ index, error: domainMismatch(event, domain) });
     }
   }
-  return refusals.sort((a, b) => a.index - b.index);
+  refusals.sort((a, b) => a.index - b.index);
+  return { events: refusals.length === 0 ? valid.map((v) => v.event) : [], refusals };
+}
+
+/** checkEvents' refusals alone: for producers that enqueue the items as they were sent. */
+export async function precheckEvents(
+  items: readonly unknown[],
+  options: NormalizeOptions,
+  recorded: RecordedDomains,
+): Promise<Refusal[]> {
+  return [...(await checkEvents(items, options, recorded)).refusals];
 }

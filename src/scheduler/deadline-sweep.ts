@@ -31,11 +31,15 @@ export class DeadlineSweep {
   private frontier: number | undefined;
   /** Ranges of periods (boundaries) still owed a row, oldest first; taken from the newest end. */
   private readonly backlog: Range[] = [];
-  private nextAtMs = Number.NEGATIVE_INFINITY;
+  /** Due at once on a new lease; never for a rollup without a deadline (nothing to sweep). */
+  private nextAtMs: number;
 
-  constructor(private readonly rollup: Rollup) {}
+  constructor(private readonly rollup: Rollup) {
+    this.nextAtMs =
+      rollup.policy.deadlineMs === undefined ? Number.POSITIVE_INFINITY : Number.NEGATIVE_INFINITY;
+  }
 
-  /** When the sweep has something to do next (epoch ms). */
+  /** When the sweep has something to do next (epoch ms); +Infinity: never. */
   get wakeAt(): number {
     return this.backlog.length > 0 ? Number.NEGATIVE_INFINITY : this.nextAtMs;
   }

@@ -106,7 +106,10 @@ async function check(ctx: FollowContext, signal: AbortSignal) {
   const byTarget = new Map<string, FollowedRun[]>();
   for (const run of due) {
     const key = JSON.stringify(run.target);
-    byTarget.set(key, [...(byTarget.get(key) ?? []), run]);
+    const runs = byTarget.get(key);
+    // Appended in place: a copy per run was quadratic, 45,000 element copies for a batch of 300.
+    if (runs) runs.push(run);
+    else byTarget.set(key, [run]);
   }
   let requests = 0;
   let left = false;

@@ -5,6 +5,7 @@ import { periodsPastDeadline } from '../index/periods/late.js';
 import { rollupCounts } from '../index/periods/reads.js';
 import type { Logger } from '../log.js';
 import type { PeriodGaugeSource } from '../metrics.js';
+import { labelsOf } from '../metrics-registry.js';
 
 /**
  * Periods per rollup and state, stored and derived, for `coverage_rollup_periods`, and those past
@@ -29,17 +30,20 @@ export function periodGaugeSource(db: Db, rollups: readonly RollupRuntime[], log
   );
   // The last answer, kept when a read fails or comes late; 0 for each until a first one.
   let late = new Map(defs.filter((r) => r.policy.deadlineMs !== undefined).map((r) => [r.id, 0]));
+  // The same label objects at every scrape: their text is formatted once (metrics-registry.ts).
+  const byState = labelsOf<{ rollup: string; state: string }>();
+  const byRollup = labelsOf<{ rollup: string }>();
   return {
     async periods(gauge) {
       const answer = await read();
       if (answer === null) return;
       gauge.reset();
-      for (const [rollup, byState] of answer.counts)
-        for (const [state, n] of Object.entries(byState)) gauge.set({ rollup, state }, n);
+      for (const [rollup, counts] of answer.counts)
+        for (const [state, n] of Object.entries(counts)) gauge.set(byState({ rollup, state }), n);
     },
     async pastDeadline(gauge) {
       late = (await read())?.late ?? late;
-      for (const [rollup, n] of late) gauge.set({ rollup }, n);
+      for (const [rollup, n] of late) gauge.set(byRollup({ rollup }), n);
     },
   };
 }

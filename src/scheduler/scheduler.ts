@@ -228,7 +228,12 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
     }));
     await syncRollups(sql, specs, log);
     this.syncedToken = token;
-    this.sweeps = new Map(rollups.map((r) => [r.rollup.id, new DeadlineSweep(r.rollup)]));
+    // Only rollups with a deadline have anything to sweep; the pass runs and sleeps by these.
+    this.sweeps = new Map(
+      rollups
+        .filter((r) => r.rollup.policy.deadlineMs !== undefined)
+        .map((r) => [r.rollup.id, new DeadlineSweep(r.rollup)]),
+    );
     this.repairs.reset();
     this.marks.checkAll();
     log.info({ lease_token: token, rollups: rollups.length }, 'leading: evaluating everything pending');

@@ -526,3 +526,43 @@ describe('coverage-rollup emit', () => {
     expect(await queued()).toEqual([]);
   });
 });
+
+describe('coverage-rollup emit where the queue is in the index database (queue.backend: postgres)', () => {
+  const pgConfig = () =>
+    writeConfig('pg.json', {
+      database_url: db.url,
+      log_level: 'silent',
+      queue: { prefix, backend: 'postgres' },
+    });
+  const check = ['check', 'cli.direct', '--start', '0', '--end', '20'];
+
+  it('commits into the index before it exits: check answers covered at once, a re-send is a duplicate', async () => {
+    const config = pgConfig();
+    expect((await cli(check, { config })).code).toBe(1);
+    const lines = [0, 10].map((i) =>
+      JSON.stringify({ asset: 'cli.direct', start: i, end: i + 10, id: `d-${i}` }),
+    );
+    const run = await cli(['emit', '--file', '-'], { config, stdin: `${lines.join('\n')}\n` });
+    expect(run).toEqual({ code: 0, stdout: 'committed 2 event(s) to the index\n', stderr: '' });
+    expect((await cli(check, { config })).code).toBe(0);
+    const again = await cli(['emit', '--asset', 'cli.direct', '--start', '0', '--end', '10', '--id', 'd-0'], {
+      config,
+    });
+    expect(again.stdout).toBe('committed 1 event(s) to the index (1 already there: duplicates)\n');
+    const [{ event_count }] = await db.sql<[{ event_count: number }]>`
+      select event_count from assets where name = 'cli.direct'`;
+    expect(event_count).toBe(2);
+  });
+
+  it('commits nothing when one line is bad, naming it as the queue path does', async () => {
+    const file = join(dir, 'direct.jsonl');
+    const good = JSON.stringify({ asset: 'cli.direct.bad', start: 1, end: 2 });
+    writeFileSync(file, `${good}\n\n${JSON.stringify({ asset: 'cli.orders', start: 1, end: 5 })}\n`);
+    const run = await cli(['emit', '--file', file], { config: pgConfig() });
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain(
+      'nothing committed; 1 invalid event(s):\nline 3: domain_mismatch: asset cli.orders',
+    );
+    expect(await db.sql`select 1 from assets where name = 'cli.direct.bad'`).toEqual([]);
+  });
+});

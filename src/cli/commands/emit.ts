@@ -2,8 +2,9 @@ import { readFileSync } from 'node:fs';
 import type { Config } from '../../config.js';
 import type { Domain } from '../../core/types.js';
 import { domainsOf } from '../../index/assets.js';
+import { commitChecked, commitsDirectly } from '../../ingest/direct.js';
 import { EventQueues } from '../../ingest/event-queues.js';
-import { precheckEvents } from '../../ingest/precheck.js';
+import { checkEvents, precheckEvents, type Refusal } from '../../ingest/precheck.js';
 import { queueConnection } from '../../ingest/queue-backend.js';
 import { normalizeOptions } from '../../ingest/worker.js';
 import { commandConfig, type GlobalOptions, withSql } from './shared.js';
@@ -21,7 +22,11 @@ interface EmitOptions extends GlobalOptions {
 
 const CHUNK = 1000;
 
-/** Validates every event first (as the worker will), then enqueues them all or none. */
+/**
+ * Validates every event first (as the worker will), then enqueues them all or none; where the
+ * queue is in the index's own PostgreSQL (queue.backend: postgres, the embedded default), commits
+ * them into the index instead, as POST /v1/events does there (src/ingest/direct.ts).
+ */
 export async function runEmit(args: string[], values: EmitOptions): Promise<number> {
   if (args.length > 0) {
     process.stderr.write(`coverage-rollup emit: unexpected argument "${args[0]}"; see --help\n`);
@@ -35,15 +40,19 @@ export async function runEmit(args: string[], values: EmitOptions): Promise<numb
   const config = await commandConfig(values);
   const { events, lines } =
     values.file !== undefined ? readJsonLines(values.file) : { events: [fromFlags(values)], lines: [] };
+  const where = (i: number) => (values.file !== undefined ? `line ${lines[i]}: ` : '');
+  const refused = (refusals: readonly Refusal[], outcome: string, offset = 0) => {
+    const errors = refusals.map(
+      ({ index, error }) => `${where(offset + index)}${error.reason}: ${error.message}`,
+    );
+    process.stderr.write(`${outcome}; ${errors.length} invalid event(s):\n${errors.join('\n')}\n`);
+    return 2;
+  };
+  if (commitsDirectly(config)) return commitEvents(config, events, refused);
   const refusals = await precheckEvents(events, normalizeOptions(config), (names) =>
     recordedDomains(config, names),
   );
-  if (refusals.length > 0) {
-    const where = (i: number) => (values.file !== undefined ? `line ${lines[i]}: ` : '');
-    const errors = refusals.map(({ index, error }) => `${where(index)}${error.reason}: ${error.message}`);
-    process.stderr.write(`nothing enqueued; ${errors.length} invalid event(s):\n${errors.join('\n')}\n`);
-    return 2;
-  }
+  if (refusals.length > 0) return refused(refusals, 'nothing enqueued');
   const connection = queueConnection(config, { oneShot: true });
   const queue = new EventQueues(connection, config.queue);
   queue.on('error', () => {}); // reported below, through the failed addBulk
@@ -63,6 +72,51 @@ export async function runEmit(args: string[], values: EmitOptions): Promise<numb
   }
   const groups = config.queue.groups > 1 ? ` (${config.queue.groups} groups)` : '';
   process.stdout.write(`enqueued ${events.length} event(s) on ${config.queue.name}${groups}\n`);
+  return 0;
+}
+
+/**
+ * Checks every event against the index, then commits them in transactions of CHUNK: nothing is
+ * committed unless every event passed. Only a commit that runs beside this one can refuse an
+ * event after that (its asset's domain set meanwhile): then the chunks before it stay committed.
+ */
+async function commitEvents(
+  config: Config,
+  events: readonly unknown[],
+  refused: (refusals: readonly Refusal[], outcome: string, offset?: number) => number,
+): Promise<number> {
+  let committed = 0;
+  let duplicates = 0;
+  let sent = 0;
+  try {
+    const code = await withSql(
+      config,
+      async (sql) => {
+        const checked = await checkEvents(events, normalizeOptions(config), (names) => domainsOf(sql, names));
+        if (checked.refusals.length > 0) return refused(checked.refusals, 'nothing committed');
+        for (; sent < events.length; sent += CHUNK) {
+          const outcome = await commitChecked(sql, checked.events.slice(sent, sent + CHUNK));
+          if (outcome.kind === 'refused') {
+            return refused(outcome.refusals, `${sent} of ${events.length} event(s) committed before`, sent);
+          }
+          for (const r of outcome.results) {
+            if (r.status === 'committed') committed++;
+            else duplicates++;
+          }
+        }
+        return 0;
+      },
+      { connectTimeout: 5 },
+    );
+    if (code !== 0) return code;
+  } catch (error) {
+    process.stderr.write(
+      `coverage-rollup emit: could not commit to PostgreSQL (${(error as Error).message}); ${sent} of ${events.length} event(s) were committed before it failed\n`,
+    );
+    return 2;
+  }
+  const already = duplicates > 0 ? ` (${duplicates} already there: duplicates)` : '';
+  process.stdout.write(`committed ${committed + duplicates} event(s) to the index${already}\n`);
   return 0;
 }
 

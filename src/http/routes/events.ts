@@ -1,6 +1,8 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply } from 'fastify';
 import { domainsOf } from '../../index/assets.js';
-import { precheckEvents } from '../../ingest/precheck.js';
+import { isTransient } from '../../index/transient.js';
+import { commitDirectly } from '../../ingest/direct.js';
+import { precheckEvents, type Refusal } from '../../ingest/precheck.js';
 import { normalizeOptions } from '../../ingest/worker.js';
 import type { HttpContext } from '../context.js';
 import { HttpError } from '../errors.js';
@@ -8,37 +10,64 @@ import { route } from '../route.js';
 import { postEvents, postReplayRequirement } from '../schemas/events.js';
 
 /**
- * Writes go through the same queue as every producer's events, validated here with the same code
- * the worker uses, so a 202 means "will be ingested" and a 400 says why not, per item.
+ * Writes are validated here with the same code the worker uses, so a 400 says why not, per item,
+ * and nothing of the batch goes on. Then, where the queue lives in the index's own PostgreSQL
+ * (ctx.direct), the batch is committed into the index in this request's transaction and the
+ * answer (200) comes after the commit; on Redis it goes through the same queue as every
+ * producer's events, and a 202 means "will be ingested".
  */
 export function registerEventRoutes(app: FastifyInstance, ctx: HttpContext): void {
   const options = normalizeOptions(ctx.config);
 
-  const enqueue = async (items: unknown[]) => {
-    const refusals = await precheckEvents(items, options, (names) => domainsOf(ctx.sql, names));
+  const refuse = (refusals: readonly Refusal[], total: number, outcome: string): never => {
     for (const { error } of refusals) ctx.metrics.eventsRejected.inc({ reason: error.reason });
     const errors = refusals.map(({ index, error }) => ({
       index,
       reason: error.reason,
       message: error.message,
     }));
-    if (errors.length > 0) {
-      throw new HttpError(
-        400,
-        'invalid_events',
-        `${errors.length} of ${items.length} events are invalid; none was enqueued`,
-        {
-          errors,
-        },
-      );
-    }
+    throw new HttpError(
+      400,
+      'invalid_events',
+      `${errors.length} of ${total} events are invalid; ${outcome}`,
+      {
+        errors,
+      },
+    );
+  };
+
+  const enqueue = async (items: unknown[], reply: FastifyReply) => {
+    const refusals = await precheckEvents(items, options, (names) => domainsOf(ctx.sql, names));
+    if (refusals.length > 0) refuse(refusals, items.length, 'none was enqueued');
     const jobs = await ctx.eventsQueue.addBulk(items);
+    reply.status(202);
     return { accepted: jobs.length, ids: jobs.map((j) => j.id ?? null) };
   };
 
-  route(app, ctx, postEvents, async ({ body }) => enqueue(Array.isArray(body) ? body : [body]));
+  const commit = async (sql: NonNullable<HttpContext['direct']>, items: unknown[], reply: FastifyReply) => {
+    const outcome = await commitDirectly(sql, items, options).catch((error: unknown) => {
+      if (!isTransient(error)) throw error;
+      ctx.log.warn({ err: error, events: items.length }, 'POST /v1/events: PostgreSQL did not answer');
+      throw new HttpError(
+        503,
+        'database_unavailable',
+        'PostgreSQL did not answer (retried); the batch may or may not be committed: send it again (a re-sent event is a duplicate)',
+      );
+    });
+    if (outcome.kind === 'refused') return refuse(outcome.refusals, items.length, 'none was committed');
+    for (const r of outcome.results) ctx.metrics.eventsIngested.inc({ status: r.status });
+    reply.status(200);
+    return { accepted: items.length, ids: items.map(() => null), results: outcome.results };
+  };
 
-  route(app, ctx, postReplayRequirement, async ({ params, body }) =>
-    enqueue([{ ...body, type: 'replay_requirement', asset: params.asset }]),
+  const accept = (items: unknown[], reply: FastifyReply) =>
+    ctx.direct ? commit(ctx.direct, items, reply) : enqueue(items, reply);
+
+  route(app, ctx, postEvents, async ({ body }, _request, reply) =>
+    accept(Array.isArray(body) ? body : [body], reply),
+  );
+
+  route(app, ctx, postReplayRequirement, async ({ params, body }, _request, reply) =>
+    accept([{ ...body, type: 'replay_requirement', asset: params.asset }], reply),
   );
 }

@@ -36,7 +36,34 @@ export const Accepted = z.object({
   ids: z.array(z.string().nullable()).meta({ description: 'the queue job ids, in item order' }),
 });
 
-/** `invalid_events`: nothing was enqueued; `errors` says why per item. */
+/** Per item, what the index did with it: the value a queue job completes with. */
+const IngestResult = z.discriminatedUnion('status', [
+  z.object({
+    status: z.literal('committed'),
+    asset: z.string(),
+    seq: z.int().meta({ description: "the event's position in the asset's ingest order" }),
+  }),
+  z.object({
+    status: z.literal('duplicate').meta({ description: 'an event of the same key was ingested before' }),
+    asset: z.string(),
+  }),
+]);
+
+export const Committed = z.object({
+  accepted: z.int(),
+  ids: z.array(z.null()).meta({ description: 'no queue job: null per item, in item order' }),
+  results: z.array(IngestResult).meta({ description: 'in item order' }),
+});
+
+const answers = (what: string) => ({
+  200: {
+    description: `${what} committed to the index before this answer (queue.backend: postgres, where the queue and the index share one PostgreSQL): the next coverage answer includes it`,
+    schema: Committed,
+  },
+  202: { description: `${what} enqueued (queue.backend: redis)`, schema: Accepted },
+});
+
+/** `invalid_events`: nothing was enqueued or committed; `errors` says why per item. */
 export const InvalidEvents = ErrorBody.extend({
   errors: z
     .array(
@@ -53,13 +80,15 @@ export const postEvents = defineOperation({
   method: 'POST',
   path: '/v1/events',
   id: 'postEvents',
-  summary: 'Enqueue events, validated first as the worker validates them',
+  summary:
+    'Ingest events (committed at once where the queue is in PostgreSQL, else enqueued), validated first as the worker validates them',
   access: 'write',
   body: { description: 'one event or an array of them', schema: EventsBody },
-  answers: { 202: { description: 'every event was enqueued', schema: Accepted } },
+  answers: answers('every event was'),
   errorBody: InvalidEvents,
   errors: {
-    400: `invalid_payload: ${payload}; invalid_events: some event is invalid (see errors), none was enqueued; invalid_json: a body that is not UTF-8 JSON`,
+    400: `invalid_payload: ${payload}; invalid_events: some event is invalid (see errors), none was enqueued or committed; invalid_json: a body that is not UTF-8 JSON`,
+    503: 'database_unavailable (queue.backend: postgres): PostgreSQL did not answer the commit; send the batch again',
   },
 });
 
@@ -81,14 +110,16 @@ export const postReplayRequirement = defineOperation({
   path: '/v1/assets/{asset}/replay-requirements',
   id: 'postReplayRequirement',
   tag: 'events',
-  summary: 'Enqueue a replay requirement for an asset',
+  summary:
+    'Ingest a replay requirement for an asset (committed at once where the queue is in PostgreSQL, else enqueued)',
   access: 'write',
   params: AssetParams,
   body: { description: '{start, end, version}', schema: ReplayRequirementBody },
-  answers: { 202: { description: 'the requirement was enqueued', schema: Accepted } },
+  answers: answers('the requirement was'),
   errorBody: InvalidEvents,
   errors: {
     400: 'invalid_payload: a body that is not an object; invalid_events: an invalid requirement (see errors); invalid_json',
     414: 'fst_err_max_param_length: an asset name longer than any the worker accepts',
+    503: 'database_unavailable (queue.backend: postgres): PostgreSQL did not answer the commit; send it again',
   },
 });

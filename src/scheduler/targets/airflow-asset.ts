@@ -1,5 +1,5 @@
 import { airflowRunReport, type RunReport } from '../../core/runs.js';
-import type { TriggerPayload } from '../../core/trigger.js';
+import type { RunIdentity, TriggerPayload } from '../../core/trigger.js';
 import { airflowAuth } from './airflow-token.js';
 import { DEFAULT_PARTITION_FORMAT, partitionKey } from './partition-key.js';
 import { type ResolvedTarget, scrubSecrets } from './secrets.js';
@@ -23,7 +23,7 @@ const PAGE = 100;
 type Json = Record<string, any>;
 
 /** The key a decision's asset event carries in `extra`: the run id (attempt N > 1 has its own). */
-const eventKey = (payload: TriggerPayload) => payload.run_id ?? payload.idempotency_key;
+const eventKey = (payload: RunIdentity) => payload.run_id ?? payload.idempotency_key;
 
 /**
  * The `airflow_asset` target (SPEC §14): a decision becomes an asset event,
@@ -96,7 +96,7 @@ export function airflowAssetTarget(config: AirflowAssetConfig, now: () => number
   /** This decision's event among the asset's events since it was decided, newest first. */
   async function findEvent(
     id: number,
-    payload: TriggerPayload,
+    payload: RunIdentity,
     used: string[],
   ): Promise<{ event: Json | undefined } | { error: string }> {
     const since = new Date(Date.parse(payload.decided_at) - 1_000).toISOString();

@@ -1,6 +1,6 @@
 import { formatPoint, parseTimeBound } from '../../core/bounds.js';
 import { airflowRunReport, type RunReport } from '../../core/runs.js';
-import type { TriggerPayload } from '../../core/trigger.js';
+import type { RunIdentity, TriggerPayload } from '../../core/trigger.js';
 import { airflowAuth } from './airflow-token.js';
 import { DEFAULT_PARTITION_FORMAT, partitionKey } from './partition-key.js';
 import { type ResolvedTarget, scrubSecrets } from './secrets.js';
@@ -39,7 +39,7 @@ const ATTEMPT_OFFSET_US = 100_000;
  * the period start: it gets the start plus g - 1 microseconds, and attempt a > 1 of it another
  * (a - 1) x 0.1 s, which leaves `ds`, `ts_nodash` and the data interval as they are.
  */
-export function logicalDate(payload: TriggerPayload): string {
+export function logicalDate(payload: RunIdentity): string {
   const start = String(payload.period.start);
   const attempt = payload.attempt ?? 1;
   const offset = payload.generation - 1 + (attempt - 1) * ATTEMPT_OFFSET_US;

@@ -1,6 +1,6 @@
 import { DateTime } from 'luxon';
 import type { RunReport } from '../../core/runs.js';
-import type { TriggerPayload } from '../../core/trigger.js';
+import type { RunIdentity, TriggerPayload } from '../../core/trigger.js';
 import { type ResolvedTarget, scrubSecrets } from './secrets.js';
 import {
   type DeliveryResult,
@@ -24,7 +24,7 @@ export const DATA_VERSION_TAG = 'dagster/data_version';
 export const LOOKUP_LIMIT = 500;
 
 /** The data version a decision materializes: one per (rollup, generation), whatever the attempt. */
-export function dataVersion(payload: TriggerPayload): string {
+export function dataVersion(payload: RunIdentity): string {
   return `${payload.rollup}#${payload.generation}`;
 }
 
@@ -32,7 +32,7 @@ export function dataVersion(payload: TriggerPayload): string {
  * The Dagster partition key of a decision: the period key, or the period start formatted in the
  * rollup's zone (its offset is in the start's text) with `partition_format`.
  */
-export function partitionKey(payload: TriggerPayload, format: string | undefined): string {
+export function partitionKey(payload: RunIdentity, format: string | undefined): string {
   if (format === undefined || typeof payload.period.start !== 'string') return payload.period.key;
   const start = DateTime.fromISO(payload.period.start, { setZone: true });
   if (!start.isValid) return payload.period.key;

@@ -1,15 +1,15 @@
 import type { RunReport } from '../../core/runs.js';
-import type { TriggerPayload } from '../../core/trigger.js';
+import type { RunIdentity, TriggerPayload } from '../../core/trigger.js';
 
 export type DeliveryResult =
   | { readonly ok: true }
   /** retry: a transient failure (5xx, network, timeout, credentials); otherwise give up and record it. */
   | { readonly ok: false; readonly retry: boolean; readonly error: string };
 
-/** A delivered run the scheduler asks its target about: its payload names its ids. */
+/** A delivered run the scheduler asks its target about: its payload names its ids (not its coverage). */
 export interface ObservedRun {
   readonly runId: string;
-  readonly payload: TriggerPayload;
+  readonly payload: RunIdentity;
 }
 
 /**
