@@ -19,8 +19,8 @@ export async function committedEvents(sql: Db, refs: readonly EventRef[]): Promi
     join assets a on a.name = u.asset
     where exists (
       select from events e
-      where e.asset_id = a.id and hashtextextended(event_key(e.event_id, e.digest), e.asset_id) = hashtextextended(u.key, a.id)
-        and event_key(e.event_id, e.digest) = u.key)`;
+      where hashtextextended(event_key(e.event_id, e.event_id_hex, e.digest), e.asset_id) = hashtextextended(u.key, a.id)
+        and e.asset_id = a.id and event_key(e.event_id, e.event_id_hex, e.digest) = u.key)`;
   return new Set(rows.map((r) => refKey(r)));
 }
 
