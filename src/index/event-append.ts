@@ -28,7 +28,10 @@ export interface AssetPlan {
  * partitions (it would have to contain ingest time); the check is race-free because the caller
  * holds the row lock of every asset in the batch, which serialises its writers. The lookup is a
  * lateral subquery so it stays one index probe per key and partition: as NOT EXISTS the planner
- * may hash-join the batch against a scan of the whole log.
+ * may hash-join the batch against a scan of the whole log. It finds candidates by the key's hash
+ * (seeded with the asset) alone and checks the asset on them: `asset_id = ` in the condition let
+ * the planner AND the hash index with (asset_id, seq), reading every entry of the asset in each
+ * partition per key (direct commits of realistic content 2-5x slower once 120,000 events were in).
  */
 export async function insertEvents(
   tx: Db,
@@ -71,12 +74,11 @@ export async function insertEvents(
       as r(a int8, q int8, k text, r bool, l int8, h int8, s text, e text, v text, i text, j text, d text,
         p text, g int2, t text, x json)
     left join lateral (
-      select true as hit from events o
+      select bool_or(o.asset_id = r.a) as hit from events o
       where hashtextextended(event_key(o.event_id, o.event_id_hex, o.digest), o.asset_id) = hashtextextended(r.k, r.a)
-        and o.asset_id = r.a and event_key(o.event_id, o.event_id_hex, o.digest) = r.k
-      limit 1
+        and event_key(o.event_id, o.event_id_hex, o.digest) = r.k
     ) as seen on true
-    where seen.hit is null
+    where seen.hit is not true
     returning asset_id, event_key(event_id, event_id_hex, digest) as key, seq`.execute();
   const out = new Map<number, Map<string, number>>();
   for (const r of inserted) {
