@@ -22,6 +22,9 @@ describe('the compact forms of the event log', () => {
     expect(producedAtDigits('2025-01-01T00:05:07.12Z')).toBe(2);
     expect(producedAtDigits('2025-01-01T00:05:07.000000Z')).toBe(6);
     expect(producedAtDigits('2025-01-01T00:05:07.123456Z')).toBe(6);
+    expect(producedAtDigits('2024-02-29T00:00:00Z')).toBe(0);
+    expect(producedAtDigits('2000-02-29T23:59:59.9Z')).toBe(1);
+    expect(producedAtDigits('2025-12-31T23:59:59Z')).toBe(0);
   });
 
   it('any other spelling of produced_at stays text', () => {
@@ -36,6 +39,10 @@ describe('the compact forms of the event log', () => {
       '2025-01-01T00:05:07',
       '2025-01-01T24:00:00Z',
       '2025-02-30T00:00:00Z',
+      '2025-02-29T00:00:00Z',
+      '2100-02-29T00:00:00Z',
+      '2025-04-31T00:00:00Z',
+      '0000-01-01T00:00:00Z',
       '2025-01-01T00:05:07,5Z',
     ]) {
       expect(producedAtDigits(text), text).toBeNull();
