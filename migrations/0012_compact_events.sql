@@ -74,11 +74,6 @@ CREATE TABLE events (
     (produced_at IS NULL) = (produced_at_digits IS NULL)
     AND (produced_at IS NULL OR produced_at_text IS NULL))
 ) PARTITION BY RANGE (ingested_at);
--- Full leaf pages: an asset's entries arrive in seq order, each after the asset's last, so a split
--- page on the left is never written again (the log is append-only).
-CREATE INDEX events_asset_seq ON events (asset_id, seq) WITH (fillfactor = 100);
-CREATE INDEX events_key ON events (hashtextextended(event_key(event_id, event_id_hex, digest), asset_id));
-
 DO $$
 DECLARE
   part record;
@@ -112,6 +107,12 @@ CROSS JOIN LATERAL (
     event_produced_at(o.produced_at::timestamptz, s.digits, NULL) = o.produced_at END, false) AS utc
 ) f
 ORDER BY o.ingested_at, o.asset_id, o.seq;
+
+-- The indexes come after the copy: built by sorting, not entry by entry. Full leaf pages for
+-- (asset_id, seq): an asset's entries arrive in seq order, each after the asset's last, so a split
+-- page on the left is never written again (the log is append-only).
+CREATE INDEX events_asset_seq ON events (asset_id, seq) WITH (fillfactor = 100);
+CREATE INDEX events_key ON events (hashtextextended(event_key(event_id, event_id_hex, digest), asset_id));
 
 DROP TABLE events_0011;
 DROP FUNCTION event_key(text, bytea);
