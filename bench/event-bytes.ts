@@ -81,13 +81,22 @@ try {
       sum(pg_total_relation_size(oid))::int8 as total, (select count(*) from events)::int8 as n
     from parts`;
   const r = row!;
+  // Each index of the log, over every partition (a partition's index inherits from the log's).
+  const byIndex = await db.sql<{ name: string; bytes: number }[]>`
+    select p.relname as name, sum(pg_relation_size(i.inhrelid))::int8 as bytes
+    from pg_index x join pg_class p on p.oid = x.indexrelid
+    join pg_inherits i on i.inhparent = p.oid
+    where x.indrelid = 'events'::regclass
+    group by p.relname order by p.relname`;
   // Where a row's bytes go: the stored size of each column, averaged (null is 0), and the row.
   const [columns] = await db.sql<Record<string, number>[]>`
     select round(avg(pg_column_size(e.*)), 1)::float8 as row,
       round(avg(coalesce(pg_column_size(event_id), 0)), 1)::float8 as event_id,
+      round(avg(coalesce(pg_column_size(event_id_hex), 0)), 1)::float8 as event_id_hex,
       round(avg(coalesce(pg_column_size(digest), 0)), 1)::float8 as digest,
       round(avg(coalesce(pg_column_size(version), 0)), 1)::float8 as version,
-      round(avg(coalesce(pg_column_size(produced_at), 0)), 1)::float8 as produced_at,
+      round(avg(coalesce(pg_column_size(produced_at), 0) + coalesce(pg_column_size(produced_at_digits), 0)
+        + coalesce(pg_column_size(produced_at_text), 0)), 1)::float8 as produced_at,
       round(avg(coalesce(pg_column_size(start_text), 0) + coalesce(pg_column_size(end_text), 0)), 1)::float8 as bound_texts,
       round(avg(coalesce(pg_column_size(extra), 0)), 1)::float8 as extra
     from events e`;
@@ -101,6 +110,9 @@ try {
         bytes_per_event: round(r.total / r.n, 1),
         heap_bytes_per_event: round(r.heap / r.n, 1),
         index_bytes_per_event: round(r.indexes / r.n, 1),
+        index_bytes_per_event_by_index: Object.fromEntries(
+          byIndex.map((i) => [i.name, round(i.bytes / r.n, 1)]),
+        ),
         // pg_column_size: the row's is its tuple without the 4-byte line pointer and page space.
         mean_stored_bytes: columns,
       },

@@ -204,13 +204,29 @@ export function addIsoDuration(start: Bound, iso: string, zone: string): Bound {
 
 /** ISO 8601 in UTC; fractional seconds only when present, to the microsecond. */
 export function formatTime(value: number): string {
+  const [base, micros] = wholeSeconds(value);
+  if (micros === 0) return `${base}Z`;
+  return `${base}.${String(micros).padStart(6, '0').replace(/0+$/, '')}Z`;
+}
+
+/**
+ * ISO 8601 in UTC with exactly `digits` (0-6) fractional-second digits, cut rather than rounded:
+ * `2025-01-01T00:05:07.000Z` at 3, as Date#toISOString spells it.
+ */
+export function formatTimeFixed(value: number, digits: number): string {
+  const [base, micros] = wholeSeconds(value);
+  if (digits === 0) return `${base}Z`;
+  return `${base}.${String(micros).padStart(6, '0').slice(0, digits)}Z`;
+}
+
+/** `YYYY-MM-DDTHH:MM:SS` of a time value, and its microseconds past that second. */
+function wholeSeconds(value: number): [base: string, micros: number] {
   const micros = ((value % 1_000_000) + 1_000_000) % 1_000_000;
   const seconds = (value - micros) / 1_000_000;
   const days = Math.floor(seconds / 86_400);
   const secondOfDay = seconds - days * 86_400;
   const base = `${civilDate(days)}T${pad2(Math.floor(secondOfDay / 3600))}:${pad2(Math.floor(secondOfDay / 60) % 60)}:${pad2(secondOfDay % 60)}`;
-  if (micros === 0) return `${base}Z`;
-  return `${base}.${String(micros).padStart(6, '0').replace(/0+$/, '')}Z`;
+  return [base, micros];
 }
 
 /**

@@ -13,8 +13,8 @@ export function extraOf(raw: unknown): Record<string, unknown> {
 }
 
 /**
- * `extra` is stored as jsonb and hashed: refuse what PostgreSQL's jsonb cannot hold (U+0000, lone
- * surrogates, in keys or values) and nesting deeper than MAX_EXTRA_DEPTH, which no producer needs
+ * `extra` is stored (as json text, which any reader may cast to jsonb) and hashed: refuse what
+ * PostgreSQL's jsonb cannot hold (U+0000, lone surrogates, in keys or values) and nesting deeper than MAX_EXTRA_DEPTH, which no producer needs
  * and which would otherwise overflow the stack of every recursive serialiser on the way (the
  * content hash, the driver's JSON.stringify) and fail the job instead of dead-lettering it.
  * Iterative, so the check itself survives any depth.

@@ -1,7 +1,8 @@
 /**
  * Which events the log holds, by asset and idempotency key: what the reconciliation of failed
  * jobs asks (src/ingest/failed-reconcile.ts). It reads through events_key on every live
- * partition, as the commit's duplicate check does (index/commit.ts).
+ * partition and checks the asset on what the hash finds, as the commit's duplicate check does
+ * (index/event-append.ts).
  */
 import type { Db } from './db.js';
 
@@ -17,10 +18,10 @@ export async function committedEvents(sql: Db, refs: readonly EventRef[]): Promi
     select u.asset, u.key
     from unnest(${refs.map((r) => r.asset)}::text[], ${refs.map((r) => r.key)}::text[]) as u(asset, key)
     join assets a on a.name = u.asset
-    where exists (
-      select from events e
-      where e.asset_id = a.id and hashtextextended(event_key(e.event_id, e.digest), e.asset_id) = hashtextextended(u.key, a.id)
-        and event_key(e.event_id, e.digest) = u.key)`;
+    where (
+      select bool_or(e.asset_id = a.id) from events e
+      where hashtextextended(event_key(e.event_id, e.event_id_hex, e.digest), e.asset_id) = hashtextextended(u.key, a.id)
+        and event_key(e.event_id, e.event_id_hex, e.digest) = u.key)`;
   return new Set(rows.map((r) => refKey(r)));
 }
 

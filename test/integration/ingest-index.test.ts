@@ -117,6 +117,45 @@ describe('every accepted spelling lands in the index', () => {
       select start_text, end_text, lo from events e join assets a on a.id = e.asset_id where a.name = 'spelling.text'`;
     expect(row).toEqual({ start_text: '2025-06-01T12:05:00+02:00', end_text: null, lo: S });
   });
+
+  it('the log keeps id, produced_at and extra as sent, each in its compact form when it has one', async () => {
+    const asset = 'stored.forms';
+    const hex = '948b3fa0e6a45bfaa4a6be8bd3744adffc5f54f6';
+    const at = (m: number) => new Date(Date.UTC(2025, 5, 1, 10, m)).toISOString();
+    const sent = [
+      { id: hex, produced_at: '2025-06-01T10:10:07.000Z', extra: { job: 'load_orders', attempt: 1 } },
+      { id: 'spark-batch-8812', produced_at: '2025-06-01T10:15:07Z', extra: { z: 1, a: [{ b: null }] } },
+      { id: 42, produced_at: '2025-06-01T12:20:07.5+02:00' },
+      { produced_at: '2025-06-01T10:25:07.123456Z' },
+    ].map((fields, i) => ({ asset, start: at(5 * i), end: at(5 * i + 5), version: 'v1', ...fields }));
+    await ingest(...sent);
+    const rows = await db.sql<Record<string, unknown>[]>`
+      select coalesce(e.event_id, encode(e.event_id_hex, 'hex')) as id, e.event_id_hex is not null as hex,
+        event_produced_at(e.produced_at, e.produced_at_digits, e.produced_at_text) as produced_at,
+        e.produced_at_text is null as compact, e.extra::text as extra
+      from events e join assets a on a.id = e.asset_id where a.name = ${asset} order by e.seq`;
+    expect(rows).toEqual([
+      {
+        id: hex,
+        hex: true,
+        produced_at: '2025-06-01T10:10:07.000Z',
+        compact: true,
+        extra: '{"job":"load_orders","attempt":1}',
+      },
+      {
+        id: 'spark-batch-8812',
+        hex: false,
+        produced_at: '2025-06-01T10:15:07Z',
+        compact: true,
+        extra: '{"z":1,"a":[{"b":null}]}',
+      },
+      { id: '42', hex: true, produced_at: '2025-06-01T12:20:07.5+02:00', compact: false, extra: null },
+      { id: null, hex: false, produced_at: '2025-06-01T10:25:07.123456Z', compact: true, extra: null },
+    ]);
+    // A hex id re-sent is a duplicate, as any id is.
+    await ingest({ ...sent[0], version: 'v2' }, { ...sent[2], version: 'v2' });
+    expect(await findAsset(db.sql, asset)).toMatchObject({ event_count: 4 });
+  });
 });
 
 describe('integer domain', () => {

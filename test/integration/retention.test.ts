@@ -361,6 +361,7 @@ function pruneCli(url: string, args: string[]): Promise<{ code: number; stdout: 
 describe('migrating a populated event log', () => {
   const migrations = readMigrations();
   const PARTITIONED = migrations.findIndex((m) => m.name === 'partitioned_events') + 1;
+  const COMPACT = migrations.findIndex((m) => m.name === 'compact_events') + 1;
 
   it('moves every event into the partitioned log, keys and all, and keeps idempotency', async () => {
     const db = await createEmptyDatabase();
@@ -373,7 +374,7 @@ describe('migrating a populated event log', () => {
         (1, 1, 'id:first', 'completion', 0, 10, '1970-01-01T00:00:00Z', 'x', 'v1', 'first', null, '{}'),
         (1, 2, 'sha256:00112233445566778899aabbccddeeff', 'completion', 10, 20, 'a', 'b', null, null, 'p', '{"k": 1}'),
         (1, 3, 'id:third', 'replay_requirement', 0, 20, 'c', 'd', 'v2', 'third', null, '{}')`;
-    await migrate(sql, log);
+    await migrate(sql, log, migrations.slice(0, PARTITIONED));
 
     const rows = await sql`
       select seq, event_key(event_id, digest) as key, replay, lo, hi, start_text, end_text, version, produced_at, extra
@@ -418,6 +419,8 @@ describe('migrating a populated event log', () => {
     ]);
     expect((await listPartitions(sql)).map((p) => p.lo)).toEqual([0]);
 
+    // And on through the later migrations.
+    await migrate(sql, log);
     const resent = normalizeEvent(
       { asset: 'old.asset', start: '1970-01-01T00:00:00Z', end: '1970-01-01T00:00:00.00001Z', id: 'first' },
       { maxPayloadBytes: 65_536 },
@@ -426,6 +429,78 @@ describe('migrating a populated event log', () => {
     expect(outcome!.status).toBe('duplicate');
     const [fresh] = await commitEvents(sql, [{ ...resent, id: 'fourth', key: 'id:fourth' }]);
     expect(fresh).toMatchObject({ status: 'committed', seq: 4 });
+  });
+
+  it('keeps every field of a logged event as sent in its compact form, in the same partitions', async () => {
+    const db = await createEmptyDatabase();
+    const { sql } = db;
+    await migrate(sql, log, migrations.slice(0, COMPACT - 1));
+    await sql`insert into assets (name, domain, last_seq, event_count) values ('old.asset', 'time', 7, 7)`;
+    // Two more partitions after the first (which ends at the first migration), as if made ahead.
+    const lo = (await listPartitions(sql))[0]!.hi;
+    await sql`select create_event_partition(${lo}, ${lo + 3600})`;
+    await sql`select create_event_partition(${lo + 3600}, ${lo + 7200})`;
+    const inThird = new Date((lo + 3660) * 1000);
+    const hex = '948b3fa0e6a45bfaa4a6be8bd3744adffc5f54f6';
+    await sql`
+      insert into events (asset_id, seq, lo, hi, ingested_at, replay, event_id, digest, version, produced_at,
+        start_text, end_text, extra)
+      values
+        (1, 1, 0, 10, now() - interval '1 hour', false, ${hex}::text, null, 'v1', '2025-01-01T00:05:07.000Z', null, null, '{"job": "load", "attempt": 1}'),
+        (1, 2, 10, 20, now() - interval '1 hour', false, 'spark-batch-8812', null, null, '2025-01-01T00:05:07Z', 'a', null, null),
+        (1, 3, 20, 30, now() - interval '1 hour', false, null, decode('00112233445566778899aabbccddeeff', 'hex'), null, '2025-01-01T00:05:07+00:00', null, null, null),
+        (1, 4, 30, 40, ${inThird}::timestamptz, true, '0042', null, 'v2', '2025-01-01T00:05:07.120Z', null, 'b', '{"z": [1, {"a": null}], "a": "é"}'),
+        (1, 5, 40, 50, ${inThird}::timestamptz, false, 'ABCDEF', null, null, '2025-01-01T24:00:00Z', null, null, null),
+        (1, 6, 50, 60, ${inThird}::timestamptz, false, '042', null, null, '2025-01-01T00:05:07.123456Z', null, null, null),
+        (1, 7, 60, 70, ${inThird}::timestamptz, false, 'x7', null, null, null, null, null, null)`;
+    const before = await listPartitions(sql);
+    const asSent = sql`
+      select seq, lo, hi, ingested_at, replay, version, start_text, end_text,
+        event_key(event_id, event_id_hex, digest) as key, coalesce(event_id, encode(event_id_hex, 'hex')) as id,
+        event_produced_at(produced_at, produced_at_digits, produced_at_text) as produced_at,
+        extra::jsonb as extra, tableoid::regclass::text as partition
+      from events order by seq`;
+    const old = await sql`
+      select seq, lo, hi, ingested_at, replay, version, start_text, end_text,
+        event_key(event_id, digest) as key, event_id as id, produced_at, extra,
+        tableoid::regclass::text as partition
+      from events order by seq`;
+    await migrate(sql, log);
+
+    expect(await asSent).toEqual(old);
+    expect(await listPartitions(sql)).toEqual(before);
+    const forms = await sql`
+      select seq, event_id, encode(event_id_hex, 'hex') as hex, produced_at_digits as digits,
+        produced_at_text as text, extra::text as extra
+      from events order by seq`;
+    expect(forms).toEqual([
+      { seq: 1, event_id: null, hex, digits: 3, text: null, extra: '{"job": "load", "attempt": 1}' },
+      { seq: 2, event_id: 'spark-batch-8812', hex: null, digits: 0, text: null, extra: null },
+      { seq: 3, event_id: null, hex: null, digits: null, text: '2025-01-01T00:05:07+00:00', extra: null },
+      {
+        seq: 4,
+        event_id: null,
+        hex: '0042',
+        digits: 3,
+        text: null,
+        extra: '{"a": "é", "z": [1, {"a": null}]}',
+      },
+      { seq: 5, event_id: 'ABCDEF', hex: null, digits: null, text: '2025-01-01T24:00:00Z', extra: null },
+      { seq: 6, event_id: '042', hex: null, digits: 6, text: null, extra: null },
+      { seq: 7, event_id: 'x7', hex: null, digits: null, text: null, extra: null },
+    ]);
+
+    // Idempotency holds across the migration, for ids in either form.
+    const again = (id: string) =>
+      normalizeEvent({ asset: 'old.asset', start: 0, end: 10, id }, { maxPayloadBytes: 65_536 });
+    await sql`update assets set domain = 'integer'`;
+    const outcomes = await commitEvents(sql, [
+      again(hex),
+      again('0042'),
+      again('spark-batch-8812'),
+      again('ab'),
+    ]);
+    expect(outcomes.map((o) => o.status)).toEqual(['duplicate', 'duplicate', 'duplicate', 'committed']);
   });
 });
 
