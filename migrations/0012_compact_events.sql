@@ -44,6 +44,11 @@ CREATE FUNCTION event_key(event_id text, event_id_hex bytea, digest bytea) RETUR
     ELSE 'sha256:' || encode(digest, 'hex')
   END;
 
+-- The producer's id as it sent it, whichever column holds it (for operators' and tests' queries).
+CREATE FUNCTION event_id_text(event_id text, event_id_hex bytea) RETURNS text
+  LANGUAGE sql IMMUTABLE PARALLEL SAFE
+  RETURN coalesce(event_id, encode(event_id_hex, 'hex'));
+
 -- produced_at as the producer wrote it.
 CREATE FUNCTION event_produced_at(produced_at timestamptz, digits smallint, produced_at_text text)
   RETURNS text LANGUAGE sql STABLE PARALLEL SAFE

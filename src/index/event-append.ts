@@ -22,7 +22,8 @@ export interface AssetPlan {
  * rows travel as one JSON document: JSON.stringify is far cheaper on the event loop than
  * serialising a dozen parameter arrays element by element. It is sent as json text, not jsonb:
  * PostgreSQL reads each field once, so building the binary form first is wasted work; `extra` is
- * stored as that json text (JSON.stringify's, key order kept).
+ * stored as that json text (JSON.stringify's, key order kept as it reached us: BullMQ's PostgreSQL backend
+ * stores job data as jsonb, which has already ordered keys its own way).
  *
  * A key already in any live partition is a duplicate. No unique index can say so across
  * partitions (it would have to contain ingest time); the check is race-free because the caller

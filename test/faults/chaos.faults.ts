@@ -276,7 +276,7 @@ describe('the daemon under faults and load', () => {
     // ---- checks ----
     // 1. Every acknowledged event is in the event log (by asset and id).
     const logged = await sql<{ name: string; event_id: string }[]>`
-      select a.name, e.event_id from events e join assets a on a.id = e.asset_id`;
+      select a.name, event_id_text(e.event_id, e.event_id_hex) as event_id from events e join assets a on a.id = e.asset_id`;
     const inLog = new Set(logged.map((r) => `${r.name}\u0000${r.event_id}`));
     const lost = [...acked].filter((k) => !inLog.has(k));
     const unexpected = [...inLog].filter((k) => !acked.has(k));

@@ -232,7 +232,7 @@ describe('queue groups on a Redis Cluster whose master is killed during a stream
 
     // ---- checks ----
     const logged = await sql<{ name: string; event_id: string; ingested_at: Date }[]>`
-      select a.name, e.event_id, e.ingested_at from events e join assets a on a.id = e.asset_id`;
+      select a.name, event_id_text(e.event_id, e.event_id_hex) as event_id, e.ingested_at from events e join assets a on a.id = e.asset_id`;
     const inLog = new Map(logged.map((r) => [`${r.name}\u0000${r.event_id}`, r.ingested_at.getTime()]));
     const lost = [...producer.ackedAt.keys()].filter((k) => !inLog.has(k));
     // Ingest resumed for group 0: the first of its events indexed once its replica serves the slot

@@ -706,7 +706,7 @@ describe('hostile input', () => {
       ...httpCases.filter((c, i) => c.good && http[i]!.status === 202),
     ];
     const logged = await sql<{ name: string; event_id: string }[]>`
-      select a.name, e.event_id from events e join assets a on a.id = e.asset_id`;
+      select a.name, event_id_text(e.event_id, e.event_id_hex) as event_id from events e join assets a on a.id = e.asset_id`;
     const inLog = new Set(logged.map((r) => `${r.name}\u0000${r.event_id}`));
     const goodMissing = goods
       .filter((c) => {

@@ -333,7 +333,7 @@ async function runCase(kind: Kind, { db, redis, sink, aPg, aRedis, bPg, bRedis }
   // ---- events, index and periods against the oracle ----
   await stream.loadOracle(sql);
   const logged = await sql<{ name: string; event_id: string }[]>`
-    select a.name, e.event_id from events e join assets a on a.id = e.asset_id`;
+    select a.name, event_id_text(e.event_id, e.event_id_hex) as event_id from events e join assets a on a.id = e.asset_id`;
   const inLog = new Set(logged.map((r) => `${r.name}\u0000${r.event_id}`));
   const lost = [...stream.sent.keys()].filter((k) => !inLog.has(k));
   const mismatched = await stream.mismatchedAssets(sql);

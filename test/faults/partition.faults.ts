@@ -93,7 +93,7 @@ describe('one of two instances cut off from PostgreSQL without resets', () => {
     const poll = (async () => {
       while (polling) {
         const rows = await sql<{ name: string; event_id: string }[]>`
-          select a.name, e.event_id from events e join assets a on a.id = e.asset_id`;
+          select a.name, event_id_text(e.event_id, e.event_id_hex) as event_id from events e join assets a on a.id = e.asset_id`;
         const now = Date.now();
         for (const r of rows) {
           const key = `${r.name}\u0000${r.event_id}`;
@@ -143,7 +143,7 @@ describe('one of two instances cut off from PostgreSQL without resets', () => {
 
     // 2. Nothing lost, nothing twice.
     const logged = await sql<{ name: string; event_id: string }[]>`
-      select a.name, e.event_id from events e join assets a on a.id = e.asset_id`;
+      select a.name, event_id_text(e.event_id, e.event_id_hex) as event_id from events e join assets a on a.id = e.asset_id`;
     const inLog = new Set(logged.map((r) => `${r.name}\u0000${r.event_id}`));
     const lost = [...sent.keys()].filter((k) => !inLog.has(k));
     const loggedTwice = logged.length - inLog.size;

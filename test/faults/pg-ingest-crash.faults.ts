@@ -202,8 +202,8 @@ describe('SIGKILL on the PostgreSQL queue backend', () => {
     // ---- 1. the event log: each distinct (asset, id) once, nothing else ----
     const expected = new Set(stream.jobs.map((j) => `${j.data.asset}\u0000${j.data.id}`));
     const logged = await sql<{ name: string; event_id: string; n: number }[]>`
-      select a.name, e.event_id, count(*)::int as n
-      from events e join assets a on a.id = e.asset_id group by a.name, e.event_id`;
+      select a.name, event_id_text(e.event_id, e.event_id_hex) as event_id, count(*)::int as n
+      from events e join assets a on a.id = e.asset_id group by a.name, 2`;
     const inLog = new Set(logged.map((r) => `${r.name}\u0000${r.event_id}`));
     const missing = [...expected].filter((key) => !inLog.has(key));
     const twice = logged.filter((r) => r.n > 1);

@@ -87,9 +87,13 @@ export async function staleFlowScenario(o: StaleFlowOptions) {
   async function run(): Promise<StaleFlowResult> {
     // Warm: every pool of A has connections open (ingest, scheduler, LISTEN, lease, HTTP reads).
     await producer.addBulk(Array.from({ length: 30 }, (_, i) => event(i)));
-    await waitFor(async () => (await db.sql`select 1 from events where event_id = 'e29'`).length === 1, {
-      what: 'the warm-up indexed',
-    });
+    await waitFor(
+      async () =>
+        (await db.sql`select 1 from events where event_id_text(event_id, event_id_hex) = 'e29'`).length === 1,
+      {
+        what: 'the warm-up indexed',
+      },
+    );
     await warmCoverage(a);
 
     const stranded = proxy.staleExisting();
@@ -108,7 +112,8 @@ export async function staleFlowScenario(o: StaleFlowOptions) {
       for (;;) {
         const unseen = [...sentAt.keys()].filter((id) => !seenAt.has(id));
         const [events, triggers] = await Promise.all([
-          db.sql<{ id: string }[]>`select event_id as id from events where event_id = any(${unseen}::text[])`,
+          db.sql<{ id: string }[]>`select event_id_text(event_id, event_id_hex) as id from events
+            where event_id_text(event_id, event_id_hex) = any(${unseen}::text[])`,
           db.sql<{ lo: number }[]>`select period_lo as lo from triggers where rollup_id = 'stale'`,
         ]);
         const now = Date.now();
@@ -143,7 +148,7 @@ export async function staleFlowScenario(o: StaleFlowOptions) {
     await Promise.race(daemons.map((d) => once(d.scheduler!, 'pass')));
     const [after] = await db.sql<StaleFlowResult['after'][]>`
       select (select count(*)::int from events) as events,
-        (select count(distinct event_id)::int from events) as distinct,
+        (select count(distinct event_id_text(event_id, event_id_hex))::int from events) as distinct,
         (select count(*)::int from triggers where rollup_id = 'stale') as triggers,
         (select count(distinct period_lo)::int from triggers where rollup_id = 'stale') as hours,
         (select count(*)::int from triggers where rollup_id = 'stale' and generation > 1) as repeated`;
