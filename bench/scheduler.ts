@@ -233,6 +233,15 @@ async function main(): Promise<void> {
   })();
   await Promise.all([feeder, sampler]);
   clearInterval(procTimer);
+  // The daemon's CPU time so far (user + system, /proc/<pid>/stat fields 14 and 15, in clock ticks
+  // of 10 ms): what the run cost it, whatever else the machine ran meanwhile.
+  let cpuSeconds: number | null = null;
+  try {
+    const fields = readFileSync(`/proc/${daemon.pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    cpuSeconds = round((Number(fields[11]) + Number(fields[12])) / 100, 1);
+  } catch {
+    // not Linux
+  }
   const end = await tableSample();
 
   // Listings and the page, each asked a few times; the first answer warms the calendar memo.
@@ -305,6 +314,7 @@ async function main(): Promise<void> {
       decisions,
       idle_pass: idle,
       busy_pass: busy,
+      daemon_cpu_seconds: cpuSeconds,
       metrics_scrape: {
         bytes: Buffer.byteLength(metricsBody),
         series: metricsBody.split('\n').filter((l) => l !== '' && !l.startsWith('#')).length,

@@ -1,6 +1,7 @@
 import { startDaemon } from '../../daemon.js';
 import { resolveDatabase } from '../../embedded/resolve.js';
 import { createLogger, daemonStdout } from '../../log.js';
+import { boundHeapGrowth } from '../heap-growth.js';
 import { closeHungUpTerminalAtExit } from '../terminal-hangup.js';
 import { configFrom, type GlobalOptions } from './shared.js';
 
@@ -28,6 +29,7 @@ export const STOP_SIGNALS: readonly NodeJS.Signals[] = ['SIGTERM', 'SIGINT', 'SI
  * embedded PostgreSQL first and stops it last.
  */
 export async function runStart(values: GlobalOptions): Promise<number> {
+  boundHeapGrowth();
   const loaded = configFrom(values);
   const log = createLogger(loaded.log_level, daemonStdout());
   closeHungUpTerminalAtExit();
