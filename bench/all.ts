@@ -6,7 +6,7 @@
 import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, totalmem } from 'node:os';
-import { connectOnce } from '../src/index/db.js';
+import { connectOnce } from '../src/store/pg/db.js';
 import { ADMIN_URL } from './common.js';
 
 const BENCHES = ['ingest', 'query', 'trigger', 'holes'] as const;

@@ -22,14 +22,14 @@ import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { CONFIG_ENV_VARS, type Config, parseConfig } from '../src/config.js';
+import { CONFIG_ENV_VARS, type Config, parseConfig } from '../src/config/index.js';
 import { resolveDatabase } from '../src/embedded/resolve.js';
-import { connect, type Sql } from '../src/index/db.js';
-import { migrate } from '../src/index/migrate.js';
-import { queueConnection } from '../src/ingest/queue-backend.js';
 import { startIngestWorker } from '../src/ingest/worker.js';
-import { createMetrics } from '../src/metrics.js';
-import { packageRoot } from '../src/paths.js';
+import { createMetrics } from '../src/metrics/registry.js';
+import { queueConnection } from '../src/queue/backend.js';
+import { connect, type Sql } from '../src/store/pg/db.js';
+import { migrate } from '../src/store/upkeep/migrate.js';
+import { packageRoot } from '../src/support/paths.js';
 import {
   createBenchDatabase,
   dropPrefix,

@@ -6,11 +6,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { Redis } from 'ioredis';
-import { CONFIG_ENV_VARS } from '../src/config.js';
-import { connect, connectOnce, type Sql } from '../src/index/db.js';
-import { migrate } from '../src/index/migrate.js';
-import { createLogger } from '../src/log.js';
-import { packageRoot } from '../src/paths.js';
+import { CONFIG_ENV_VARS } from '../src/config/index.js';
+import { connect, connectOnce, type Sql } from '../src/store/pg/db.js';
+import { migrate } from '../src/store/upkeep/migrate.js';
+import { createLogger } from '../src/support/log.js';
+import { packageRoot } from '../src/support/paths.js';
 
 export const ADMIN_URL =
   process.env.BENCH_ADMIN_URL ?? process.env.TEST_ADMIN_URL ?? 'postgres://127.0.0.1:5432/postgres';

@@ -16,7 +16,7 @@
  */
 import { createHash } from 'node:crypto';
 import { normalizeEvent } from '../src/core/events.js';
-import { commitEvents } from '../src/index/commit.js';
+import { commitEvents } from '../src/store/assets/commit.js';
 import { createBenchDatabase, round } from './common.js';
 
 const N = Number(process.env.BENCH_N ?? 200_000);

@@ -11,7 +11,7 @@
  */
 import { Agent, get } from 'node:http';
 import { normalizeEvent } from '../src/core/events.js';
-import { commitEvents } from '../src/index/commit.js';
+import { commitEvents } from '../src/store/assets/commit.js';
 import {
   createBenchDatabase,
   DATABASE_CONNECTION,

@@ -16,7 +16,7 @@ import { readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
-import { parseConfig } from '../src/config.js';
+import { parseConfig } from '../src/config/index.js';
 import {
   createBenchDatabase,
   DATABASE_CONNECTION,

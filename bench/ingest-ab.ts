@@ -14,7 +14,7 @@ import { execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, realpathSync, rmSync, symlinkSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { packageRoot } from '../src/paths.js';
+import { packageRoot } from '../src/support/paths.js';
 import { median, round } from './common.js';
 
 const BASE = process.env.BENCH_BASE ?? '001c322';

@@ -9,9 +9,9 @@
  */
 import { Queue, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
-import { parseConfig } from '../src/config.js';
+import { parseConfig } from '../src/config/index.js';
 import { startIngestWorker } from '../src/ingest/worker.js';
-import { createMetrics } from '../src/metrics.js';
+import { createMetrics } from '../src/metrics/registry.js';
 import {
   cpuPerItem,
   cpuSnapshot,

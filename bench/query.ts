@@ -13,9 +13,9 @@ import { Agent, get } from 'node:http';
 import { toCoverageAnswer } from '../src/core/coverage-answer.js';
 import { normalizeEvent } from '../src/core/events.js';
 import { normalize } from '../src/core/intervals.js';
-import { findAsset } from '../src/index/assets.js';
-import { commitEvents } from '../src/index/commit.js';
-import { queryCoverage } from '../src/index/coverage-query.js';
+import { findAsset } from '../src/store/assets/assets.js';
+import { commitEvents } from '../src/store/assets/commit.js';
+import { queryCoverage } from '../src/store/assets/coverage-query.js';
 import {
   createBenchDatabase,
   DATABASE_CONNECTION,

@@ -28,7 +28,7 @@
 import { loadavg } from 'node:os';
 import { Queue, QueueEvents } from 'bullmq';
 import { Redis } from 'ioredis';
-import { repairWork, requestsToFollow } from '../src/index/repairs.js';
+import { repairWork, requestsToFollow } from '../src/store/repairs/repairs.js';
 import {
   createBenchDatabase,
   DATABASE_CONNECTION,
@@ -159,7 +159,7 @@ async function main(): Promise<void> {
     return { ...stats(ms.slice(1)), bytes };
   };
   /**
-   * The one statement an idle pass runs for repairs (index/repairs.ts repairWork), timed from here
+   * The one statement an idle pass runs for repairs (store/repairs/repairs.ts repairWork), timed from here
    * over the same socket: what open requests add to a pass, apart from the pass histogram's buckets.
    */
   const probe = async (times = 500) => {

@@ -18,9 +18,9 @@ import { loadavg } from 'node:os';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { normalizeEvent } from '../src/core/events.js';
-import { commitEvents } from '../src/index/commit.js';
-import { connect, type Sql } from '../src/index/db.js';
-import { migrate } from '../src/index/migrate.js';
+import { commitEvents } from '../src/store/assets/commit.js';
+import { connect, type Sql } from '../src/store/pg/db.js';
+import { migrate } from '../src/store/upkeep/migrate.js';
 import { startReplicaPair } from '../test/helpers/pg-replica.js';
 import { dropPrefix, log, quantile, REDIS_URL, round, spawnDaemon, uniqueName } from './common.js';
 

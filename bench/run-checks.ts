@@ -10,11 +10,11 @@
 import { Redis } from 'ioredis';
 import { DEFAULT_RUN_POLICY } from '../src/core/runs.js';
 import { buildPayload } from '../src/core/trigger.js';
-import { redisQueues } from '../src/ingest/queue-backend.js';
-import { createMetrics } from '../src/metrics.js';
+import { createMetrics } from '../src/metrics/registry.js';
+import { redisQueues } from '../src/queue/backend.js';
 import { followRuns } from '../src/scheduler/follow-runs.js';
-import { dagRunId, logicalDate } from '../src/scheduler/targets/airflow.js';
-import { Targets } from '../src/scheduler/targets/index.js';
+import { dagRunId, logicalDate } from '../src/targets/airflow.js';
+import { Targets } from '../src/targets/index.js';
 import { startFakeAirflow } from '../test/helpers/fake-airflow.js';
 import { createBenchDatabase, DATABASE_CONNECTION, log, quantile, REDIS_URL, round } from './common.js';
 

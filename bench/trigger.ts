@@ -9,8 +9,8 @@
  *   npm run bench:trigger
  *   BENCH_QUEUE_BACKEND=postgres npm run bench:trigger
  */
-import { parseConfig } from '../src/config.js';
-import { queueConnection } from '../src/ingest/queue-backend.js';
+import { parseConfig } from '../src/config/index.js';
+import { queueConnection } from '../src/queue/backend.js';
 import {
   createBenchDatabase,
   DATABASE_CONNECTION,

@@ -46,7 +46,7 @@ def group_prefix(prefix: str, groups: int, asset: str) -> str:
 
 
 def queue_schema(prefix: str) -> str:
-    """The PostgreSQL schema a prefix names (the daemon's src/ingest/queue-schema.ts).
+    """The PostgreSQL schema a prefix names (the daemon's src/queue/schema.ts).
 
     A prefix that is a plain identifier is the schema itself; any other is spelled as one: each
     other character becomes `_`, then `_` and 8 hex digits of its fnv1a32 keep prefixes apart.

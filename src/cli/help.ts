@@ -1,4 +1,4 @@
-import { packageVersion } from '../paths.js';
+import { packageVersion } from '../support/paths.js';
 
 export function version(): string {
   return `coverage-rollup ${packageVersion()}`;

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 import { parseArgs } from 'node:util';
-import { ConfigError } from '../config.js';
+import { ConfigError } from '../config/index.js';
 import { runCheck } from './commands/check.js';
 import { runDemo } from './commands/demo.js';
 import { runEmit } from './commands/emit.js';

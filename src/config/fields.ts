@@ -29,7 +29,7 @@ export const targetUrl = z
 
 /**
  * A credential: literal, or `{env: NAME}` read from the environment at each delivery. Literal
- * secrets are never stored in PostgreSQL (see scheduler/targets/secrets.ts).
+ * secrets are never stored in PostgreSQL (see targets/secrets.ts).
  */
 export const secret = z.union(
   [

@@ -1,6 +1,7 @@
 /** The configured rollups: each one's pure definition beside the config it came from, checked at start-up. */
-import { type Config, ConfigError, type RollupConfig } from '../config.js';
+
 import { defineRollup, type Rollup, RollupDefinitionError } from '../core/rollup.js';
+import { type Config, ConfigError, type RollupConfig } from './index.js';
 
 /**
  * A configured rollup: its pure definition and the config it came from (target included). Shared by

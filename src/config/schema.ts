@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { graphProblems } from '../core/graph.js';
 import { hasHashTag } from '../core/hash-tag.js';
-import { isClusterUrl, redisUrls } from '../ingest/redis.js';
+import { isClusterUrl, redisUrls } from '../core/redis-url.js';
 import { isoDuration, nonEmpty, postgresUrl, type secret, zone } from './fields.js';
 import { rollupSchema } from './rollup-schema.js';
 
@@ -101,7 +101,7 @@ const configObject = z
         name: nonEmpty.default('asset-events'),
         dead_letter: nonEmpty.default('asset-events-dead'),
         prefix: nonEmpty.default('bull'),
-        // The events queue spread over this many queues, one hash-tagged prefix each (ingest/groups.ts).
+        // The events queue spread over this many queues, one hash-tagged prefix each (queue/groups.ts).
         groups: z.number().int().min(1).max(1024).default(1),
         // [] ingests nothing: an instance that only serves HTTP (reads, e.g. from a replica) or schedules.
         consume: z.array(z.number().int().min(0)).optional(),

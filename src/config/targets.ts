@@ -1,7 +1,7 @@
 /** The downstream targets a rollup triggers: queue, webhook, Airflow 3 (dag runs and asset events), Dagster. */
 import { IANAZone } from 'luxon';
 import { z } from 'zod';
-import { unsupportedDirective } from '../scheduler/targets/partition-key.js';
+import { unsupportedDirective } from '../core/partition-key.js';
 import { isoDuration, nonEmpty, secret, targetUrl } from './fields.js';
 
 /** A strftime format of the directives partition keys support (partition-key.ts). */

@@ -1,5 +1,5 @@
 /**
- * What the policy decides on, per period, from what its upstreams hold (src/index/upstreams.ts
+ * What the policy decides on, per period, from what its upstreams hold (src/store/assets/upstreams.ts
  * reads it): each upstream's coverage of the period and the facts `decide()` takes. Pure.
  */
 import { type Coverage, projectCoverage } from './coverage.js';

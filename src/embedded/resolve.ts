@@ -5,9 +5,9 @@
  * uses the daemon's server when one runs, else starts one for itself and stops it when done.
  */
 import { mkdirSync } from 'node:fs';
-import { type Config, EMBEDDED_DATABASE } from '../config.js';
-import { ensureDatabase } from '../index/db.js';
-import type { Logger } from '../log.js';
+import { type Config, EMBEDDED_DATABASE } from '../config/index.js';
+import { ensureDatabase } from '../store/pg/db.js';
+import type { Logger } from '../support/log.js';
 import { type DataDir, dataDir, isAlive, readDaemonPid, removeDaemonPid, writeDaemonPid } from './files.js';
 import { ensureServer, stopServer } from './server.js';
 

@@ -19,7 +19,7 @@ import {
 } from 'node:fs';
 import { arch, platform, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Logger } from '../log.js';
+import type { Logger } from '../support/log.js';
 import { ensureBinaries, type PostgresBinaries } from './binaries.js';
 import {
   type DataDir,

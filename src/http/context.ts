@@ -1,10 +1,10 @@
-import type { Config } from '../config.js';
-import type { Sql } from '../index/db.js';
-import type { ReadHandle } from '../index/read-replica.js';
-import type { EventQueues } from '../ingest/event-queues.js';
-import type { QueueConnection } from '../ingest/queue-backend.js';
-import type { Logger } from '../log.js';
-import type { Metrics } from '../metrics.js';
+import type { Config } from '../config/index.js';
+import type { Metrics } from '../metrics/registry.js';
+import type { QueueConnection } from '../queue/backend.js';
+import type { EventQueues } from '../queue/event-queues.js';
+import type { Sql } from '../store/pg/db.js';
+import type { ReadHandle } from '../store/pg/read-replica.js';
+import type { Logger } from '../support/log.js';
 import type { TokenAuth } from './auth.js';
 
 /** What routes may use; every field is owned and closed by the daemon, not by the routes. */

@@ -18,11 +18,11 @@ import {
 } from '../core/policy.js';
 import type { Rollup } from '../core/rollup.js';
 import { upstreamFacts } from '../core/upstream-facts.js';
-import type { Db } from '../index/db.js';
-import { periodAt } from '../index/periods/listing.js';
-import { periodRuns, type RunReportView, type RunView } from '../index/run-history.js';
-import { triggersOfPeriod } from '../index/triggers.js';
-import { loadUpstreams } from '../index/upstreams.js';
+import { loadUpstreams } from '../store/assets/upstreams.js';
+import { periodAt } from '../store/periods/listing.js';
+import type { Db } from '../store/pg/db.js';
+import { periodRuns, type RunReportView, type RunView } from '../store/runs/history.js';
+import { triggersOfPeriod } from '../store/triggers.js';
 import { runJson } from './routes/run-json.js';
 
 /** Ranges listed per upstream at most; the counts say how many there are. */

@@ -1,4 +1,4 @@
-import type { RollupConfig } from '../config.js';
+import type { RollupConfig } from '../config/index.js';
 import type { Domain } from '../core/types.js';
 
 /**

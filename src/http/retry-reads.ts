@@ -2,7 +2,7 @@ import type { RouteOptions } from 'fastify';
 
 /**
  * Errors of a PostgreSQL connection lost under a statement, not of the statement: a stale flow
- * given up (src/index/stale-connections.ts destroys it with ECONNRESET), a reset, a close.
+ * given up (src/store/pg/stale-connections.ts destroys it with ECONNRESET), a reset, a close.
  */
 const CONNECTION_LOST = new Set(['ECONNRESET', 'EPIPE', 'CONNECTION_CLOSED']);
 

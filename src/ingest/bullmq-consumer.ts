@@ -3,10 +3,10 @@
  * consumer on Redis. A job given back returns to the head of the queue without counting as an attempt.
  */
 import { type Job, type KeepJobs, WaitingError } from 'bullmq';
-import type { Logger } from '../log.js';
-import type { Metrics } from '../metrics.js';
+import type { Metrics } from '../metrics/registry.js';
+import type { QueueConnection } from '../queue/backend.js';
+import type { Logger } from '../support/log.js';
 import type { EventJob, IngestResult, JobOutcome } from './event-job.js';
-import type { QueueConnection } from './queue-backend.js';
 
 /** What ingest needs of a consumer of one queue group, whichever backend it takes jobs from. */
 export interface EventConsumer {

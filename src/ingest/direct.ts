@@ -7,16 +7,16 @@
  *
  * Nothing here is a second ingest: the items are checked by the worker's own checks
  * (precheck.ts: the normaliser and the recorded domains) and committed by the worker's own commit
- * (index/commit.ts), which appends to the event log under the assets' row locks, folds the events
+ * (store/assets/commit.ts), which appends to the event log under the assets' row locks, folds the events
  * into the segments, advances each asset's `last_seq` and notifies the scheduler. The scheduler
  * follows the log by `seq` from its cursors, so it learns of these events exactly as of
  * queue-committed ones, and retention drops nothing its cursors have not passed.
  */
 import type { NormalizedEvent, NormalizeOptions } from '../core/events.js';
-import { domainsOf } from '../index/assets.js';
-import { type CommitOutcome, commitEvents, EventsRefused } from '../index/commit.js';
-import type { Sql } from '../index/db.js';
-import { backoffMs, isTransient } from '../index/transient.js';
+import { domainsOf } from '../store/assets/assets.js';
+import { type CommitOutcome, commitEvents, EventsRefused } from '../store/assets/commit.js';
+import type { Sql } from '../store/pg/db.js';
+import { backoffMs, isTransient } from '../store/pg/transient.js';
 import type { IngestResult } from './event-job.js';
 import { checkEvents, type Refusal } from './precheck.js';
 

@@ -6,10 +6,10 @@
 import type { Queue } from 'bullmq';
 import { BadInputError } from '../core/errors.js';
 import { type NormalizedEvent, type NormalizeOptions, normalizeEvent } from '../core/events.js';
-import type { CommitOutcome } from '../index/commit.js';
-import type { Logger } from '../log.js';
-import type { Metrics } from '../metrics.js';
-import { deadLetter } from './dead-letter.js';
+import type { Metrics } from '../metrics/registry.js';
+import { deadLetter } from '../queue/dead-letter.js';
+import type { CommitOutcome } from '../store/assets/commit.js';
+import type { Logger } from '../support/log.js';
 
 export type IngestResult =
   | { status: 'committed'; asset: string; seq: number }

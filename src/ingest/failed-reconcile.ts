@@ -9,9 +9,9 @@
 import type { Job, Queue } from 'bullmq';
 import { BadInputError } from '../core/errors.js';
 import { type NormalizeOptions, normalizeEvent } from '../core/events.js';
-import type { Sql } from '../index/db.js';
-import { committedEvents, type EventRef, refKey } from '../index/event-lookup.js';
-import type { Logger } from '../log.js';
+import { committedEvents, type EventRef, refKey } from '../store/assets/event-lookup.js';
+import type { Sql } from '../store/pg/db.js';
+import type { Logger } from '../support/log.js';
 
 export interface ReconcileOptions {
   /** Failed jobs read and checked per statement. */

@@ -1,4 +1,4 @@
-import { backoffMs } from '../index/transient.js';
+import { backoffMs } from '../store/pg/transient.js';
 import { Alarm } from './alarm.js';
 
 export interface GroupCommitOptions<T, R> {

@@ -12,8 +12,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Queue } from 'bullmq';
-import type { Sql } from '../index/db.js';
-import { backoffMs, isTransient } from '../index/transient.js';
+import type { Sql } from '../store/pg/db.js';
+import { backoffMs, isTransient } from '../store/pg/transient.js';
 import { Alarm } from './alarm.js';
 import type { ConsumerSettings, EventConsumer } from './bullmq-consumer.js';
 import {

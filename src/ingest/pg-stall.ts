@@ -1,5 +1,5 @@
-import { connectOnce } from '../index/db.js';
-import type { Logger } from '../log.js';
+import { connectOnce } from '../store/pg/db.js';
+import type { Logger } from '../support/log.js';
 
 export interface StallGuardOptions {
   /** How long a commit may go unanswered, with PostgreSQL silent to a probe, before ingest pauses. */

@@ -1,19 +1,19 @@
-import type { Config } from '../config.js';
+import type { Config } from '../config/index.js';
 import type { NormalizedEvent } from '../core/events.js';
-import { type CommitOutcome, commitEvents } from '../index/commit.js';
-import { connect, type Sql } from '../index/db.js';
-import { isTransient } from '../index/transient.js';
-import type { Logger } from '../log.js';
-import type { Metrics } from '../metrics.js';
+import type { Metrics } from '../metrics/registry.js';
+import { queueConnection } from '../queue/backend.js';
+import { consumedGroups, type QueueGroup } from '../queue/groups.js';
+import { queueSchema } from '../queue/schema.js';
+import { type CommitOutcome, commitEvents } from '../store/assets/commit.js';
+import { connect, type Sql } from '../store/pg/db.js';
+import { isTransient } from '../store/pg/transient.js';
+import type { Logger } from '../support/log.js';
 import { bullmqConsumer, type ConsumerSettings, type EventConsumer } from './bullmq-consumer.js';
 import { eventJobHandler } from './event-job.js';
 import { startReconciling } from './failed-reconcile.js';
 import { GroupCommitter } from './group-commit.js';
-import { consumedGroups, type QueueGroup } from './groups.js';
 import { pgBatchConsumer } from './pg-batch-consumer.js';
 import { probePostgres, StallGuard } from './pg-stall.js';
-import { queueConnection } from './queue-backend.js';
-import { queueSchema } from './queue-schema.js';
 
 export type { IngestResult } from './event-job.js';
 

@@ -10,11 +10,11 @@
 import type { Period } from '../core/calendar.js';
 import { missedBefore, nextPassAt, passedBefore } from '../core/periods.js';
 import type { Rollup } from '../core/rollup.js';
-import type { Sql } from '../index/db.js';
-import { storedStarts } from '../index/periods/reads.js';
-import { insertOwed } from '../index/periods/writes.js';
-import type { Logger } from '../log.js';
-import type { Metrics } from '../metrics.js';
+import type { Metrics } from '../metrics/registry.js';
+import { storedStarts } from '../store/periods/reads.js';
+import { insertOwed } from '../store/periods/writes.js';
+import type { Sql } from '../store/pg/db.js';
+import type { Logger } from '../support/log.js';
 
 /** Owed deadline triggers given a row per pass (all rollups together), each rollup's newest first. */
 const CATCH_UP_BATCH = 1000;

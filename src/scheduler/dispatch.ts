@@ -1,14 +1,14 @@
 import { DEFAULT_RUN_POLICY, type RunPolicy } from '../core/runs.js';
 import { attemptPayload } from '../core/trigger.js';
-import type { Sql } from '../index/db.js';
-import { recordDeliveries, recordDeliveryRetry } from '../index/run-delivery.js';
-import { type DueRun, dueRuns } from '../index/run-work.js';
-import type { ReportResult } from '../index/runs.js';
-import { backoffMs } from '../index/transient.js';
-import type { Logger } from '../log.js';
-import type { Metrics } from '../metrics.js';
-import type { DeliveryResult, Targets } from './targets/index.js';
-import type { StoredTarget } from './targets/secrets.js';
+import type { Metrics } from '../metrics/registry.js';
+import type { Sql } from '../store/pg/db.js';
+import { backoffMs } from '../store/pg/transient.js';
+import { recordDeliveries, recordDeliveryRetry } from '../store/runs/delivery.js';
+import type { ReportResult } from '../store/runs/report.js';
+import { type DueRun, dueRuns } from '../store/runs/work.js';
+import type { Logger } from '../support/log.js';
+import type { DeliveryResult, Targets } from '../targets/index.js';
+import type { StoredTarget } from '../targets/secrets.js';
 
 const BATCH = 100;
 

@@ -3,21 +3,21 @@ import { groupBy } from '../core/group-by.js';
 import { decide } from '../core/policy.js';
 import { buildPayload } from '../core/trigger.js';
 import { type Upstream, upstreamFacts } from '../core/upstream-facts.js';
-import type { Sql } from '../index/db.js';
+import type { Fence } from '../lease/fence.js';
+import type { Metrics } from '../metrics/registry.js';
+import { loadUpstreams } from '../store/assets/upstreams.js';
 import {
   type ClaimedPeriod,
   claimPending,
   type PeriodUpdate,
   writeUpdates,
-} from '../index/periods/writes.js';
-import { insertFirstRuns } from '../index/run-attempts.js';
-import { type TriggerRow, writeTriggers } from '../index/triggers.js';
-import { loadUpstreams } from '../index/upstreams.js';
-import type { Logger } from '../log.js';
-import type { Metrics } from '../metrics.js';
-import type { Fence } from './fence.js';
+} from '../store/periods/writes.js';
+import type { Sql } from '../store/pg/db.js';
+import { insertFirstRuns } from '../store/runs/attempts.js';
+import { type TriggerRow, writeTriggers } from '../store/triggers.js';
+import type { Logger } from '../support/log.js';
+import { redactTarget } from '../targets/secrets.js';
 import type { DecidedEvent } from './scheduler-events.js';
-import { redactTarget } from './targets/secrets.js';
 import { limitTransaction } from './transaction-limits.js';
 
 export interface EvaluationContext {

@@ -8,16 +8,16 @@
 import type { Rollup } from '../core/rollup.js';
 import type { RunPolicy, RunReport } from '../core/runs.js';
 import { attemptPayload } from '../core/trigger.js';
-import type { Sql } from '../index/db.js';
-import { startRetry } from '../index/run-attempts.js';
-import { setNextChecks } from '../index/run-next-checks.js';
-import { type FollowedRun, retriesDue, runsToCheck, timedOutRuns } from '../index/run-work.js';
-import { reportRun, reportRuns } from '../index/runs.js';
-import type { Logger } from '../log.js';
-import type { Metrics } from '../metrics.js';
-import type { Fence } from './fence.js';
-import type { Targets } from './targets/index.js';
-import type { StoredTarget } from './targets/secrets.js';
+import type { Fence } from '../lease/fence.js';
+import type { Metrics } from '../metrics/registry.js';
+import type { Sql } from '../store/pg/db.js';
+import { startRetry } from '../store/runs/attempts.js';
+import { setNextChecks } from '../store/runs/next-checks.js';
+import { reportRun, reportRuns } from '../store/runs/report.js';
+import { type FollowedRun, retriesDue, runsToCheck, timedOutRuns } from '../store/runs/work.js';
+import type { Logger } from '../support/log.js';
+import type { Targets } from '../targets/index.js';
+import type { StoredTarget } from '../targets/secrets.js';
 
 /** Runs asked about per pass at most, in requests of at most OBSERVE_CHUNK runs. */
 const CHECK_BATCH = 300;

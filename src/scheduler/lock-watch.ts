@@ -1,10 +1,10 @@
 import { performance } from 'node:perf_hooks';
-import type { Sql } from '../index/db.js';
-import { SESSION_PREFIX } from '../index/instance.js';
-import type { Logger } from '../log.js';
-import type { LeaseSessionMetrics, LockBlocker } from '../metrics-lease.js';
-import { describeSession, type EndedSessions, type SessionInfo, terminate } from './former-holder.js';
-import { bounded } from './lease-sql.js';
+import { describeSession, type EndedSessions, type SessionInfo, terminate } from '../lease/former-holder.js';
+import type { LeaseSessionMetrics, LockBlocker } from '../metrics/lease.js';
+import { bounded } from '../store/lease.js';
+import type { Sql } from '../store/pg/db.js';
+import { SESSION_PREFIX } from '../store/pg/instance.js';
+import type { Logger } from '../support/log.js';
 
 export interface LockWatchOptions {
   /** A pool the pass does not use (the lease's), so the look is not queued behind the wait. */

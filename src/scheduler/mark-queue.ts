@@ -5,9 +5,9 @@
  */
 import type { RollupRuntime } from '../config/rollups.js';
 import { groupBy } from '../core/group-by.js';
-import { concernsAny } from '../index/commit.js';
-import { rollupsWithNewEvents } from '../index/cursors.js';
-import type { Sql } from '../index/db.js';
+import { concernsAny } from '../store/assets/commit.js';
+import { rollupsWithNewEvents } from '../store/periods/cursors.js';
+import type { Sql } from '../store/pg/db.js';
 import { markTouchedPeriods } from './touch.js';
 
 const TOUCH_BATCH = 5000;

@@ -3,13 +3,14 @@
  * outbox) go to their target, at least once under their own key; a failure is tried again with
  * backoff, a refusal for good is recorded.
  */
-import type { Sql } from '../index/db.js';
-import { dueAttempts, recordAttemptDelivery } from '../index/repairs.js';
-import { backoffMs } from '../index/transient.js';
-import type { Logger } from '../log.js';
-import type { Metrics } from '../metrics.js';
-import type { RepairTargets } from './repair-targets.js';
-import type { StoredTarget } from './targets/secrets.js';
+
+import type { Metrics } from '../metrics/registry.js';
+import type { Sql } from '../store/pg/db.js';
+import { backoffMs } from '../store/pg/transient.js';
+import { dueAttempts, recordAttemptDelivery } from '../store/repairs/repairs.js';
+import type { Logger } from '../support/log.js';
+import type { RepairTargets } from '../targets/repair-targets.js';
+import type { StoredTarget } from '../targets/secrets.js';
 
 const DELIVERY_BATCH = 100;
 const DELIVERY_CONCURRENCY = 8;

@@ -15,17 +15,17 @@ import { piecesOf } from '../core/coverage.js';
 import { derivedState } from '../core/periods.js';
 import { followRequest, rangesOfPieces } from '../core/repair.js';
 import { attemptPayload } from '../core/repair-payload.js';
-import type { Sql } from '../index/db.js';
+import type { Fence } from '../lease/fence.js';
+import type { Metrics } from '../metrics/registry.js';
+import type { Sql } from '../store/pg/db.js';
 import {
   applyFollow,
   type FollowChange,
   type FollowedRequest,
   type FollowFocus,
   requestsToFollow,
-} from '../index/repairs.js';
-import type { Logger } from '../log.js';
-import type { Metrics } from '../metrics.js';
-import type { Fence } from './fence.js';
+} from '../store/repairs/repairs.js';
+import type { Logger } from '../support/log.js';
 
 /** Requests followed per pass at most; the rest on the next pass. */
 const FOLLOW_BATCH = 200;
@@ -49,7 +49,7 @@ export class FollowWatch {
   /** Whether any request was active at the last look: only then is a periodic look worth a wake. */
   private active = false;
 
-  /** A commit notification (index/commit.ts eventsPayload): its assets, or '' for any. */
+  /** A commit notification (store/assets/commit.ts eventsPayload): its assets, or '' for any. */
   note(payload: string): void {
     let assets: unknown;
     try {

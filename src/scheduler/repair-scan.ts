@@ -22,19 +22,19 @@ import {
 import { attemptPayload } from '../core/repair-payload.js';
 import type { Rollup } from '../core/rollup.js';
 import type { Interval } from '../core/types.js';
-import type { Sql } from '../index/db.js';
-import { storedPeriodStates } from '../index/periods/reads.js';
+import type { Fence } from '../lease/fence.js';
+import { loadUpstreams } from '../store/assets/upstreams.js';
+import { storedPeriodStates } from '../store/periods/reads.js';
+import type { Sql } from '../store/pg/db.js';
 import {
   addWaiters,
   heldRequests,
   lockRepairAssets,
   type MadeRequest,
   makeRequests,
-} from '../index/repairs.js';
-import { loadUpstreams } from '../index/upstreams.js';
-import type { Logger } from '../log.js';
-import type { Fence } from './fence.js';
-import { redactTarget } from './targets/secrets.js';
+} from '../store/repairs/repairs.js';
+import type { Logger } from '../support/log.js';
+import { redactTarget } from '../targets/secrets.js';
 
 /** Periods per scanned chunk (the newest one, and one of the backlog). */
 const CHUNK = 200;
@@ -83,7 +83,7 @@ export class RepairScan {
   }
 
   /**
-   * A commit notification (index/commit.ts eventsPayload): the rollups reading its assets scan
+   * A commit notification (store/assets/commit.ts eventsPayload): the rollups reading its assets scan
    * again, at most every scanMs (a replay requirement may have made ranges owed in a triggered
    * period); a notification that names no assets wakes them all.
    */

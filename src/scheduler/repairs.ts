@@ -6,19 +6,19 @@
  * - follow (repair-follow.ts): the active requests a pass learnt something about (due, new events
  *   on their asset, a waiting period decided) are repaired, cancelled, re-sent or abandoned;
  * - deliver (repair-deliver.ts): attempts not yet delivered go to their target.
- * A pass with nothing due pays one probe (index/repairs.ts repairWork), however many are open.
+ * A pass with nothing due pays one probe (store/repairs/repairs.ts repairWork), however many are open.
  */
 import type { RollupRuntime } from '../config/rollups.js';
-import type { Sql } from '../index/db.js';
-import { repairWork } from '../index/repairs.js';
-import type { QueueConnection } from '../ingest/queue-backend.js';
-import type { Logger } from '../log.js';
-import type { Metrics } from '../metrics.js';
-import type { Fence } from './fence.js';
+import type { Fence } from '../lease/fence.js';
+import type { Metrics } from '../metrics/registry.js';
+import type { QueueConnection } from '../queue/backend.js';
+import type { Sql } from '../store/pg/db.js';
+import { repairWork } from '../store/repairs/repairs.js';
+import type { Logger } from '../support/log.js';
+import { RepairTargets } from '../targets/repair-targets.js';
 import { deliverAttempts } from './repair-deliver.js';
 import { FollowWatch, followRequests } from './repair-follow.js';
 import { RepairScan } from './repair-scan.js';
-import { RepairTargets } from './repair-targets.js';
 
 /** New requests per pass, all rollups together, newest period first. */
 export const REPAIR_BUDGET = 100;
@@ -68,7 +68,7 @@ export class Repairs {
     this.watch.all();
   }
 
-  /** A commit notification (index/commit.ts): the requests on its assets get a look, their rollups a scan. */
+  /** A commit notification (store/assets/commit.ts): the requests on its assets get a look, their rollups a scan. */
   note(payload: string): void {
     this.watch.note(payload);
     this.scans.note(payload);

@@ -3,8 +3,8 @@
  * backlog, and the wake-ups of finished queue jobs.
  */
 
-import type { Sql } from '../index/db.js';
-import { checkSoon } from '../index/run-next-checks.js';
+import type { Sql } from '../store/pg/db.js';
+import { checkSoon } from '../store/runs/next-checks.js';
 import { type FollowContext, followRuns } from './follow-runs.js';
 
 /** While a backlog keeps passes busy, runs are followed this often. */

@@ -6,7 +6,7 @@
  */
 import type { EventEmitter } from 'node:events';
 import type { PeriodState } from '../core/policy.js';
-import type { Logger } from '../log.js';
+import type { Logger } from '../support/log.js';
 
 export interface PassEvent {
   /** The lease token the pass ran under. */

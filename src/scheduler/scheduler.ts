@@ -1,23 +1,23 @@
 import { EventEmitter } from 'node:events';
 import type { RollupRuntime } from '../config/rollups.js';
-import { EVENTS_CHANNEL } from '../index/commit.js';
-import { databaseNow, type Sql } from '../index/db.js';
-import { schedulerWake } from '../index/periods/reads.js';
-import type { QueueConnection } from '../ingest/queue-backend.js';
-import type { Logger } from '../log.js';
-import type { Metrics } from '../metrics.js';
+import type { Fence } from '../lease/fence.js';
+import type { Metrics } from '../metrics/registry.js';
+import type { QueueConnection } from '../queue/backend.js';
+import { EVENTS_CHANNEL } from '../store/assets/commit.js';
+import { schedulerWake } from '../store/periods/reads.js';
+import { databaseNow, type Sql } from '../store/pg/db.js';
+import { syncRollups } from '../store/rollups.js';
+import type { Logger } from '../support/log.js';
+import { Targets } from '../targets/index.js';
+import { redactTarget } from '../targets/secrets.js';
 import { catchUpDeadlines, DeadlineSweep } from './deadline-sweep.js';
 import { type DispatchContext, deliverDue, policyLookup } from './dispatch.js';
 import { evaluatePending } from './evaluate.js';
-import type { Fence } from './fence.js';
 import { type CheckIntervals, DEFAULT_CHECKS } from './follow-runs.js';
 import { MarkQueue } from './mark-queue.js';
 import { Repairs } from './repairs.js';
-import { syncRollups } from './rollup-store.js';
 import { RunPacing } from './run-pacing.js';
 import { emitSafely, type SchedulerEvents } from './scheduler-events.js';
-import { Targets } from './targets/index.js';
-import { redactTarget } from './targets/secrets.js';
 
 export interface SchedulerOptions {
   readonly sql: Sql;

@@ -2,11 +2,11 @@ import { groupBy } from '../core/group-by.js';
 import { derivedState } from '../core/periods.js';
 import { rerunOwed, stateAfterMark } from '../core/policy.js';
 import type { Rollup } from '../core/rollup.js';
-import { advanceCursors, openCursors, setCursor } from '../index/cursors.js';
-import type { Sql, Tx } from '../index/db.js';
-import { type CondemnedPeriod, condemnOutputs } from '../index/outputs.js';
-import { seenByTriggers } from '../index/periods/reads.js';
-import { insertTouched, type Mark, markTouched } from '../index/periods/writes.js';
+import { type CondemnedPeriod, condemnOutputs } from '../store/assets/outputs.js';
+import { advanceCursors, openCursors, setCursor } from '../store/periods/cursors.js';
+import { seenByTriggers } from '../store/periods/reads.js';
+import { insertTouched, type Mark, markTouched } from '../store/periods/writes.js';
+import type { Sql, Tx } from '../store/pg/db.js';
 import { limitTransaction } from './transaction-limits.js';
 
 interface EventRow {

@@ -1,6 +1,6 @@
 import { loadavg } from 'node:os';
 import { afterAll, describe, expect, it } from 'vitest';
-import { connect } from '../../src/index/db.js';
+import { connect } from '../../src/store/pg/db.js';
 import { createTestDatabase } from '../helpers/db.js';
 import { processHarness } from '../helpers/process.js';
 import { daemonConfig, intFromEnv, Producer, RedisServer, report, round, sleep } from './lib.js';

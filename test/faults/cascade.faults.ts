@@ -1,7 +1,7 @@
 import { type Job, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
-import { connect } from '../../src/index/db.js';
+import { connect } from '../../src/store/pg/db.js';
 import { chainLevel, chainSettled } from '../helpers/chain.js';
 import { createTestDatabase } from '../helpers/db.js';
 import { type DaemonProcess, logTime, processHarness } from '../helpers/process.js';

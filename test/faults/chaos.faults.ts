@@ -1,6 +1,6 @@
 import { Queue } from 'bullmq';
 import { afterAll, describe, expect, it, onTestFinished } from 'vitest';
-import { connect, type Sql } from '../../src/index/db.js';
+import { connect, type Sql } from '../../src/store/pg/db.js';
 import { createTestDatabase } from '../helpers/db.js';
 import { type DaemonProcess, logTime, processHarness } from '../helpers/process.js';
 import {

@@ -1,11 +1,11 @@
 import { Queue } from 'bullmq';
 import type { Cluster } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
-import { parseConfig } from '../../src/config.js';
+import { parseConfig } from '../../src/config/index.js';
 import { groupOf } from '../../src/core/routing.js';
-import { connect } from '../../src/index/db.js';
-import { type QueueGroup, queueGroups } from '../../src/ingest/groups.js';
-import { redisConnection } from '../../src/ingest/redis.js';
+import { type QueueGroup, queueGroups } from '../../src/queue/groups.js';
+import { redisConnection } from '../../src/queue/redis.js';
+import { connect } from '../../src/store/pg/db.js';
 import { createTestDatabase } from '../helpers/db.js';
 import { processHarness } from '../helpers/process.js';
 import { startRedisCluster } from '../helpers/redis-cluster.js';

@@ -1,8 +1,8 @@
 import { Queue } from 'bullmq';
 import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
-import { connect } from '../../src/index/db.js';
-import { deadLetterJobId } from '../../src/ingest/dead-letter.js';
+import { deadLetterJobId } from '../../src/queue/dead-letter.js';
+import { connect } from '../../src/store/pg/db.js';
 import { createTestDatabase } from '../helpers/db.js';
 import { processHarness } from '../helpers/process.js';
 import {

@@ -1,7 +1,7 @@
 import { loadavg } from 'node:os';
 import { Queue } from 'bullmq';
 import { afterAll, describe, expect, it } from 'vitest';
-import { connect } from '../../src/index/db.js';
+import { connect } from '../../src/store/pg/db.js';
 import { BlackholeProxy, type ChunkWatcher } from '../helpers/blackhole-proxy.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 import { commitAfterInsertInto } from '../helpers/pg-wire.js';

@@ -1,8 +1,8 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { parseConfig } from '../../src/config.js';
-import type { Sql } from '../../src/index/db.js';
-import { queueConnection } from '../../src/ingest/queue-backend.js';
-import { queueSchema } from '../../src/ingest/queue-schema.js';
+import { parseConfig } from '../../src/config/index.js';
+import { queueConnection } from '../../src/queue/backend.js';
+import { queueSchema } from '../../src/queue/schema.js';
+import type { Sql } from '../../src/store/pg/db.js';
 import { createTestDatabase } from '../helpers/db.js';
 import { type DaemonProcess, processHarness } from '../helpers/process.js';
 import { waitFor } from '../helpers/wait.js';

@@ -1,5 +1,5 @@
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
-import type { Sql } from '../../src/index/db.js';
+import type { Sql } from '../../src/store/pg/db.js';
 
 /**
  * One process's PostgreSQL sessions, told apart from those of other processes of the same

@@ -1,7 +1,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { normalizeEvent } from '../../src/core/events.js';
-import { commitEvents } from '../../src/index/commit.js';
-import { connect, connectOnce } from '../../src/index/db.js';
+import { commitEvents } from '../../src/store/assets/commit.js';
+import { connect, connectOnce } from '../../src/store/pg/db.js';
 import { createTestDatabase } from '../helpers/db.js';
 import { databaseUrl, uniqueName } from '../helpers/env.js';
 import { processHarness } from '../helpers/process.js';

@@ -5,7 +5,7 @@
  */
 import { type Queue, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
-import type { Sql } from '../../src/index/db.js';
+import type { Sql } from '../../src/store/pg/db.js';
 
 export interface DownstreamWorker {
   /** Times the worker ran each job id (more than once: BullMQ re-ran a stalled job). */

@@ -1,4 +1,4 @@
-import type { Sql } from '../../src/index/db.js';
+import type { Sql } from '../../src/store/pg/db.js';
 import { type EventJob, type Producer, sleep } from './lib.js';
 
 /**

@@ -1,6 +1,6 @@
 import { Queue } from 'bullmq';
 import { afterAll, describe, expect, it } from 'vitest';
-import { connect } from '../../src/index/db.js';
+import { connect } from '../../src/store/pg/db.js';
 import { createTestDatabase } from '../helpers/db.js';
 import { processHarness } from '../helpers/process.js';
 import { waitFor } from '../helpers/wait.js';

@@ -2,7 +2,7 @@
  * Shared by the chain tests, the cascade fault suite and bench:chain: one level of a raw -> hourly
  * -> daily -> monthly chain as config, and the condition under which a chain has nothing left to do.
  */
-import type { Db } from '../../src/index/db.js';
+import type { Db } from '../../src/store/pg/db.js';
 
 /** A chain level: reads `upstream`, writes `agg.{id}`, reruns on replay, its own target queue. */
 export function chainLevel(

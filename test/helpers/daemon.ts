@@ -1,9 +1,9 @@
 import type { Queue } from 'bullmq';
 import { afterAll } from 'vitest';
-import { type Config, parseConfig } from '../../src/config.js';
-import { type Daemon, startDaemon } from '../../src/daemon.js';
-import { queueConnection } from '../../src/ingest/queue-backend.js';
-import { createLogger } from '../../src/log.js';
+import { type Config, parseConfig } from '../../src/config/index.js';
+import { type Daemon, startDaemon } from '../../src/daemon/daemon.js';
+import { queueConnection } from '../../src/queue/backend.js';
+import { createLogger } from '../../src/support/log.js';
 import type { TestDatabase } from './db.js';
 import { REDIS_URL, withTestBackend } from './env.js';
 

@@ -1,5 +1,5 @@
 import { inject } from 'vitest';
-import { connect, connectOnce, type Sql } from '../../src/index/db.js';
+import { connect, connectOnce, type Sql } from '../../src/store/pg/db.js';
 import { atFileEnd } from './cleanup.js';
 import { ADMIN_URL, databaseUrl, uniqueName } from './env.js';
 

@@ -4,10 +4,10 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { Redis } from 'ioredis';
 import type { TestProject } from 'vitest/node';
-import { connect, connectOnce } from '../../src/index/db.js';
-import { migrate } from '../../src/index/migrate.js';
-import { createLogger } from '../../src/log.js';
-import { packageRoot } from '../../src/paths.js';
+import { connect, connectOnce } from '../../src/store/pg/db.js';
+import { migrate } from '../../src/store/upkeep/migrate.js';
+import { createLogger } from '../../src/support/log.js';
+import { packageRoot } from '../../src/support/paths.js';
 import { ADMIN_URL, databaseUrl, namesFile, REDIS_URL, RUN_ID, uniqueName } from './env.js';
 import { deleteKeysContaining, keysContaining } from './redis-keys.js';
 

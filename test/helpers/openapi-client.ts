@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import openapiTS from 'openapi-typescript';
-import { packageRoot } from '../../src/paths.js';
+import { packageRoot } from '../../src/support/paths.js';
 
 // biome-ignore lint/suspicious/noExplicitAny: the document is read as untyped JSON
 type Json = Record<string, any>;

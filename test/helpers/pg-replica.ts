@@ -3,7 +3,7 @@ import { appendFileSync, chownSync, existsSync, mkdtempSync, rmSync } from 'node
 import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { connectOnce } from '../../src/index/db.js';
+import { connectOnce } from '../../src/store/pg/db.js';
 import { freePort } from './ports.js';
 import { waitFor } from './wait.js';
 

@@ -12,8 +12,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { afterAll, afterEach } from 'vitest';
-import { CONFIG_ENV_VARS } from '../../src/config.js';
-import { packageRoot } from '../../src/paths.js';
+import { CONFIG_ENV_VARS } from '../../src/config/index.js';
+import { packageRoot } from '../../src/support/paths.js';
 import { withTestBackend } from './env.js';
 
 /**

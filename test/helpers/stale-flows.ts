@@ -1,6 +1,6 @@
 import { once } from 'node:events';
 import { afterAll } from 'vitest';
-import type { Daemon } from '../../src/daemon.js';
+import type { Daemon } from '../../src/daemon/daemon.js';
 import { BlackholeProxy } from './blackhole-proxy.js';
 import { startTestDaemon, testConfig, testProducer } from './daemon.js';
 import { createTestDatabase } from './db.js';

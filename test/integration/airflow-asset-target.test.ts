@@ -1,7 +1,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import type { TriggerPayload } from '../../src/core/trigger.js';
-import { type AirflowAssetConfig, airflowAssetTarget } from '../../src/scheduler/targets/airflow-asset.js';
-import type { Target } from '../../src/scheduler/targets/target.js';
+import { type AirflowAssetConfig, airflowAssetTarget } from '../../src/targets/airflow-asset.js';
+import type { Target } from '../../src/targets/target.js';
 import { startFakeAirflow } from '../helpers/fake-airflow.js';
 
 // The airflow_asset target against the stand-in (test/real/airflow-asset.real.test.ts runs the same

@@ -1,6 +1,6 @@
 /** An asset's whole-history facts for the status page's headline, read from real segments. */
 import { describe, expect, it } from 'vitest';
-import { assetHistories, HISTORY_MAX_SEGMENTS } from '../../src/index/asset-history.js';
+import { assetHistories, HISTORY_MAX_SEGMENTS } from '../../src/store/assets/asset-history.js';
 import { createTestDatabase } from '../helpers/db.js';
 
 const db = await createTestDatabase();

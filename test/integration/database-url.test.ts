@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { connect, connectOnce, ensureDatabase } from '../../src/index/db.js';
-import { createLogger } from '../../src/log.js';
+import { connect, connectOnce, ensureDatabase } from '../../src/store/pg/db.js';
+import { createLogger } from '../../src/support/log.js';
 import { ADMIN_URL, uniqueName } from '../helpers/env.js';
 
 // Debian's and the official images' socket directory; PGSOCKET_DIR points elsewhere.

@@ -20,8 +20,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { afterAll, describe, expect, it } from 'vitest';
-import { CONFIG_ENV_VARS } from '../../src/config.js';
-import { packageRoot } from '../../src/paths.js';
+import { CONFIG_ENV_VARS } from '../../src/config/index.js';
+import { packageRoot } from '../../src/support/paths.js';
 import { DAEMON_ENTRY } from '../helpers/process.js';
 import { waitFor } from '../helpers/wait.js';
 

@@ -1,7 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
-import { packageRoot } from '../../src/paths.js';
+import { packageRoot } from '../../src/support/paths.js';
 import { startTestDaemon, TEST_TOKEN, testConfig, testProducer } from '../helpers/daemon.js';
 import { createTestDatabase } from '../helpers/db.js';
 import { REDIS_URL } from '../helpers/env.js';

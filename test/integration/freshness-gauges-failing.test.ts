@@ -6,11 +6,11 @@
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import { normalizeEvent } from '../../src/core/events.js';
-import { freshnessGauges } from '../../src/http/freshness-gauges.js';
-import { commitEvents } from '../../src/index/commit.js';
-import { connect } from '../../src/index/db.js';
-import { createLogger } from '../../src/log.js';
-import { createMetrics } from '../../src/metrics.js';
+import { freshnessGauges } from '../../src/metrics/freshness-gauges.js';
+import { createMetrics } from '../../src/metrics/registry.js';
+import { commitEvents } from '../../src/store/assets/commit.js';
+import { connect } from '../../src/store/pg/db.js';
+import { createLogger } from '../../src/support/log.js';
 import { testConfig } from '../helpers/daemon.js';
 import { createTestDatabase } from '../helpers/db.js';
 import { createTestPrefix } from '../helpers/redis.js';

@@ -5,8 +5,8 @@
  * result per item), with the same validation and the same per-item errors.
  */
 import { beforeAll, describe, expect, it } from 'vitest';
-import type { Daemon } from '../../src/daemon.js';
-import { registerDeclaredAssets } from '../../src/index/assets.js';
+import type { Daemon } from '../../src/daemon/daemon.js';
+import { registerDeclaredAssets } from '../../src/store/assets/assets.js';
 import { startTestDaemon, TEST_TOKEN, testConfig, testProducer } from '../helpers/daemon.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 import { testQueueBackend } from '../helpers/env.js';

@@ -6,10 +6,10 @@
  */
 import { describe, expect, it } from 'vitest';
 import { normalizeEvent } from '../../src/core/events.js';
-import { commitEvents, EventsRefused } from '../../src/index/commit.js';
-import { connect } from '../../src/index/db.js';
-import { isTransient } from '../../src/index/transient.js';
 import { commitDirectly } from '../../src/ingest/direct.js';
+import { commitEvents, EventsRefused } from '../../src/store/assets/commit.js';
+import { connect } from '../../src/store/pg/db.js';
+import { isTransient } from '../../src/store/pg/transient.js';
 import { startTestDaemon, TEST_TOKEN, testConfig, testProducer, testQueue } from '../helpers/daemon.js';
 import { createTestDatabase } from '../helpers/db.js';
 import { answerChecker } from '../helpers/openapi.js';

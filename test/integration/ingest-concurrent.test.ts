@@ -3,7 +3,7 @@
  * the index one worker gives, and that PostgreSQL's range_agg over the events log gives.
  */
 import { beforeAll, describe, expect, it } from 'vitest';
-import type { Config } from '../../src/config.js';
+import type { Config } from '../../src/config/index.js';
 import { applyChanges } from '../../src/core/segments.js';
 import type { Change } from '../../src/core/types.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';

@@ -1,8 +1,8 @@
 /** Bad input through the real queue: dead-lettered with its reason, never indexed, never retried. */
 import { beforeAll, describe, expect, it } from 'vitest';
 import { BAD_INPUT_REASONS } from '../../src/core/errors.js';
-import { findAsset } from '../../src/index/assets.js';
-import type { DeadLetter } from '../../src/ingest/dead-letter.js';
+import type { DeadLetter } from '../../src/queue/dead-letter.js';
+import { findAsset } from '../../src/store/assets/assets.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 import { createTestPrefix } from '../helpers/redis.js';
 import {

@@ -4,13 +4,13 @@
  */
 import type { Queue } from 'bullmq';
 import { afterAll } from 'vitest';
-import { type Config, parseConfig } from '../../src/config.js';
+import { type Config, parseConfig } from '../../src/config/index.js';
 import type { Interval, Segment } from '../../src/core/types.js';
-import { connect, type Sql } from '../../src/index/db.js';
-import { queueConnection } from '../../src/ingest/queue-backend.js';
 import { type IngestWorker, startIngestWorker } from '../../src/ingest/worker.js';
-import { createLogger } from '../../src/log.js';
-import { createMetrics, type Metrics } from '../../src/metrics.js';
+import { createMetrics, type Metrics } from '../../src/metrics/registry.js';
+import { queueConnection } from '../../src/queue/backend.js';
+import { connect, type Sql } from '../../src/store/pg/db.js';
+import { createLogger } from '../../src/support/log.js';
 import type { TestDatabase } from '../helpers/db.js';
 import { REDIS_URL, withTestBackend } from '../helpers/env.js';
 import { waitFor } from '../helpers/wait.js';

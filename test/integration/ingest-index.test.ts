@@ -1,6 +1,6 @@
 /** Events through the real queue and worker into the index: spellings, domains, ordering, replays. */
 import { beforeAll, describe, expect, it } from 'vitest';
-import { findAsset } from '../../src/index/assets.js';
+import { findAsset } from '../../src/store/assets/assets.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 import { testQueueBackend } from '../helpers/env.js';
 import { createTestPrefix } from '../helpers/redis.js';

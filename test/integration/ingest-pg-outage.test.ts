@@ -3,7 +3,7 @@
  * accepted is lost, nothing is dead-lettered, and the index equals PostgreSQL's own merge of the log.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { connectOnce } from '../../src/index/db.js';
+import { connectOnce } from '../../src/store/pg/db.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 import { ADMIN_URL } from '../helpers/env.js';
 import { createTestPrefix } from '../helpers/redis.js';

@@ -7,10 +7,10 @@
 import type { Job } from 'bullmq';
 import { afterAll, describe, expect, it } from 'vitest';
 import { normalizeEvent } from '../../src/core/events.js';
-import { commitEvents } from '../../src/index/commit.js';
-import { connect, type Sql } from '../../src/index/db.js';
 import { connectIngest, normalizeOptions, startIngestWorker } from '../../src/ingest/worker.js';
-import { createMetrics } from '../../src/metrics.js';
+import { createMetrics } from '../../src/metrics/registry.js';
+import { commitEvents } from '../../src/store/assets/commit.js';
+import { connect, type Sql } from '../../src/store/pg/db.js';
 import { BlackholeProxy } from '../helpers/blackhole-proxy.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 import { createTestPrefix } from '../helpers/redis.js';

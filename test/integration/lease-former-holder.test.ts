@@ -1,12 +1,12 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { connect, type Sql } from '../../src/index/db.js';
-import { endFormerHolderSessions } from '../../src/scheduler/former-holder.js';
+import { endFormerHolderSessions } from '../../src/lease/former-holder.js';
+import { connect, type Sql } from '../../src/store/pg/db.js';
 import { createTestDatabase } from '../helpers/db.js';
 import { uniqueName } from '../helpers/env.js';
 import { waitFor } from '../helpers/wait.js';
 
 /**
- * Which sessions a new lease holder ends after a takeover (src/scheduler/former-holder.ts): the
+ * Which sessions a new lease holder ends after a takeover (src/lease/former-holder.ts): the
  * former holder's instance's, in a transaction, waiting on their client or a lock for at least
  * the bound; and what happens when PostgreSQL refuses (another role's session).
  */

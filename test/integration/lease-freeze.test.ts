@@ -1,8 +1,8 @@
 import type { Queue } from 'bullmq';
 import { afterAll, describe, expect, it } from 'vitest';
-import { parseConfig } from '../../src/config.js';
-import { connect, type Sql, type Tx } from '../../src/index/db.js';
-import { instanceOfHolder } from '../../src/index/instance.js';
+import { parseConfig } from '../../src/config/index.js';
+import { connect, type Sql, type Tx } from '../../src/store/pg/db.js';
+import { instanceOfHolder } from '../../src/store/pg/instance.js';
 import { BlackholeProxy } from '../helpers/blackhole-proxy.js';
 import { testProducer, testQueue } from '../helpers/daemon.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
@@ -42,12 +42,12 @@ const FAST_LEASE = { ttl: 'PT1S', renew_every: 'PT0.3S', retry_every: 'PT0.2S' }
 const TTL_MS = 1000;
 /** "TTL + a few seconds" (issue 35): the bound on cut-to-decision. */
 const TRIGGER_LIMIT_MS = TTL_MS + 4000;
-/** The marking transaction's row lock on the rollup's cursors (index/cursors.ts openCursors). */
+/** The marking transaction's row lock on the rollup's cursors (store/periods/cursors.ts openCursors). */
 const CURSOR_LOCK = {
   js: /from\s+rollup_cursors[\s\S]*for\s+update/i,
   sql: String.raw`from\s+rollup_cursors.*for\s+update`,
 };
-/** The evaluation's claim of dirty periods, FOR UPDATE SKIP LOCKED (index/periods/writes.ts). */
+/** The evaluation's claim of dirty periods, FOR UPDATE SKIP LOCKED (store/periods/writes.ts). */
 const CLAIM = {
   js: /from\s+periods\s+where\s+\(dirty or manual_requested\)[\s\S]*skip\s+locked/i,
   sql: String.raw`from\s+periods\s+where\s+\(dirty or manual_requested\).*skip\s+locked`,

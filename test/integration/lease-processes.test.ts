@@ -2,8 +2,8 @@ import { createServer, type IncomingHttpHeaders, type ServerResponse } from 'nod
 import type { AddressInfo } from 'node:net';
 import type { Queue } from 'bullmq';
 import { afterAll, describe, expect, it } from 'vitest';
-import { parseConfig } from '../../src/config.js';
-import type { Sql, Tx } from '../../src/index/db.js';
+import { parseConfig } from '../../src/config/index.js';
+import type { Sql, Tx } from '../../src/store/pg/db.js';
 import { testProducer, testQueue } from '../helpers/daemon.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 import { REDIS_URL, withTestBackend } from '../helpers/env.js';

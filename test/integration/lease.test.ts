@@ -1,10 +1,10 @@
 import { performance } from 'node:perf_hooks';
 import { afterEach, describe, expect, it } from 'vitest';
-import { connect } from '../../src/index/db.js';
-import { createLogger } from '../../src/log.js';
-import { LeaseLostError } from '../../src/scheduler/fence.js';
-import { SchedulerLease } from '../../src/scheduler/lease.js';
-import type { SchedulerLeaseOptions } from '../../src/scheduler/lease-types.js';
+import { LeaseLostError } from '../../src/lease/fence.js';
+import { SchedulerLease } from '../../src/lease/lease.js';
+import type { SchedulerLeaseOptions } from '../../src/lease/types.js';
+import { connect } from '../../src/store/pg/db.js';
+import { createLogger } from '../../src/support/log.js';
 import { createTestDatabase } from '../helpers/db.js';
 import { waitFor } from '../helpers/wait.js';
 

@@ -4,10 +4,10 @@
  * vacuums that table as it does its own. A daemon on Redis never touches a queue schema.
  */
 import { describe, expect, it } from 'vitest';
-import { type Daemon, startDaemon } from '../../src/daemon.js';
-import { queueConnection } from '../../src/ingest/queue-backend.js';
-import { queueSchema } from '../../src/ingest/queue-schema.js';
-import { createLogger } from '../../src/log.js';
+import { type Daemon, startDaemon } from '../../src/daemon/daemon.js';
+import { queueConnection } from '../../src/queue/backend.js';
+import { queueSchema } from '../../src/queue/schema.js';
+import { createLogger } from '../../src/support/log.js';
 import { startTestDaemon, testConfig } from '../helpers/daemon.js';
 import { createTestDatabase } from '../helpers/db.js';
 import { createTestPrefix } from '../helpers/redis.js';

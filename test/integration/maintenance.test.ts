@@ -6,10 +6,10 @@
 import { Writable } from 'node:stream';
 import { afterAll, describe, expect, it } from 'vitest';
 import { normalizeEvent } from '../../src/core/events.js';
-import { startDaemon } from '../../src/daemon.js';
-import { commitEvents } from '../../src/index/commit.js';
-import { autovacuumState, tablesNeedingWork } from '../../src/index/maintenance.js';
-import { createLogger } from '../../src/log.js';
+import { startDaemon } from '../../src/daemon/daemon.js';
+import { commitEvents } from '../../src/store/assets/commit.js';
+import { autovacuumState, tablesNeedingWork } from '../../src/store/upkeep/maintenance.js';
+import { createLogger } from '../../src/support/log.js';
 import { testConfig } from '../helpers/daemon.js';
 import { createTestDatabase } from '../helpers/db.js';
 import { createTestPrefix } from '../helpers/redis.js';

@@ -5,13 +5,13 @@
  * them). Counted by the server's own statistics for this connection (n_tup_upd).
  */
 import { afterAll, describe, expect, it } from 'vitest';
+import { parseConfig } from '../../src/config/index.js';
 import { defineRollups } from '../../src/config/rollups.js';
-import { parseConfig } from '../../src/config.js';
 import { normalizeEvent } from '../../src/core/events.js';
-import { commitEvents } from '../../src/index/commit.js';
-import { connect } from '../../src/index/db.js';
-import { syncRollup } from '../../src/scheduler/rollup-store.js';
 import { markTouchedPeriods } from '../../src/scheduler/touch.js';
+import { commitEvents } from '../../src/store/assets/commit.js';
+import { connect } from '../../src/store/pg/db.js';
+import { syncRollup } from '../../src/store/rollups.js';
 import { createTestDatabase } from '../helpers/db.js';
 import { log } from './ingest-harness.js';
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { connect, type Sql } from '../../src/index/db.js';
-import { migrate, readMigrations, SchemaTooNewError } from '../../src/index/migrate.js';
-import { createLogger } from '../../src/log.js';
+import { connect, type Sql } from '../../src/store/pg/db.js';
+import { migrate, readMigrations, SchemaTooNewError } from '../../src/store/upkeep/migrate.js';
+import { createLogger } from '../../src/support/log.js';
 import { createEmptyDatabase } from '../helpers/db.js';
 
 const log = createLogger('silent');

@@ -8,11 +8,11 @@
  */
 import { Gauge } from 'prom-client';
 import { afterAll, describe, expect, it } from 'vitest';
-import { SCRAPE_WAIT_MS } from '../../src/bounded-scrape.js';
 import { defineRollups } from '../../src/config/rollups.js';
-import { connect } from '../../src/index/db.js';
-import { createLogger } from '../../src/log.js';
-import { periodGaugeSource } from '../../src/scheduler/period-gauges.js';
+import { SCRAPE_WAIT_MS } from '../../src/metrics/bounded-scrape.js';
+import { periodGaugeSource } from '../../src/metrics/period-gauges.js';
+import { connect } from '../../src/store/pg/db.js';
+import { createLogger } from '../../src/support/log.js';
 import { testConfig } from '../helpers/daemon.js';
 import { createTestDatabase } from '../helpers/db.js';
 import { createTestPrefix } from '../helpers/redis.js';

@@ -5,8 +5,7 @@
  */
 import type { Queue } from 'bullmq';
 import { afterAll, describe, expect, it } from 'vitest';
-import { parseConfig } from '../../src/config.js';
-import { connect } from '../../src/index/db.js';
+import { parseConfig } from '../../src/config/index.js';
 import type { EventJob, JobOutcome } from '../../src/ingest/event-job.js';
 import { pgBatchConsumer } from '../../src/ingest/pg-batch-consumer.js';
 import {
@@ -17,10 +16,11 @@ import {
   type JobQueue,
   reclaimStalled,
 } from '../../src/ingest/pg-jobs.js';
-import { queueConnection } from '../../src/ingest/queue-backend.js';
-import { queueSchema } from '../../src/ingest/queue-schema.js';
-import { createLogger } from '../../src/log.js';
-import { createMetrics } from '../../src/metrics.js';
+import { createMetrics } from '../../src/metrics/registry.js';
+import { queueConnection } from '../../src/queue/backend.js';
+import { queueSchema } from '../../src/queue/schema.js';
+import { connect } from '../../src/store/pg/db.js';
+import { createLogger } from '../../src/support/log.js';
 import { createTestDatabase } from '../helpers/db.js';
 import { createTestPrefix } from '../helpers/redis.js';
 import { waitFor } from '../helpers/wait.js';

@@ -4,7 +4,7 @@
  * postgres.js's own reconnect backoff (up to 20 s) after a burst of failed connections.
  */
 import { afterAll, describe, expect, it } from 'vitest';
-import { connect, connectOnce } from '../../src/index/db.js';
+import { connect, connectOnce } from '../../src/store/pg/db.js';
 import { ADMIN_URL } from '../helpers/env.js';
 import { waitFor } from '../helpers/wait.js';
 

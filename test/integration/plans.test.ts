@@ -10,8 +10,8 @@
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import { normalizeEvent } from '../../src/core/events.js';
-import { commitEvents } from '../../src/index/commit.js';
-import { connectOnce } from '../../src/index/db.js';
+import { commitEvents } from '../../src/store/assets/commit.js';
+import { connectOnce } from '../../src/store/pg/db.js';
 import { BlackholeProxy } from '../helpers/blackhole-proxy.js';
 import { startTestDaemon, testConfig, testProducer } from '../helpers/daemon.js';
 import { createTestDatabase } from '../helpers/db.js';
@@ -128,7 +128,7 @@ const config = testConfig(db, prefix, {
     },
   ],
 });
-// The daemon analyzes its own tables after large changes (src/index/maintenance.ts): holding its
+// The daemon analyzes its own tables after large changes (src/store/upkeep/maintenance.ts): holding its
 // maintenance lock keeps this database never analyzed until the test says so.
 const maintenanceLock = await db.sql.reserve();
 await maintenanceLock`select pg_advisory_lock(hashtext('coverage-rollup.prune'))`;

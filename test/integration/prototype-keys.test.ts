@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Daemon } from '../../src/daemon.js';
+import type { Daemon } from '../../src/daemon/daemon.js';
 import { startTestDaemon, TEST_TOKEN, testConfig, testProducer } from '../helpers/daemon.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 import { REDIS_URL } from '../helpers/env.js';

@@ -4,8 +4,8 @@
  * prefix; a schema in this file's database), removed at the end.
  */
 import { afterAll, describe, expect, it } from 'vitest';
-import { parseConfig } from '../../src/config.js';
-import { queueConnection } from '../../src/ingest/queue-backend.js';
+import { parseConfig } from '../../src/config/index.js';
+import { queueConnection } from '../../src/queue/backend.js';
 import { createTestDatabase } from '../helpers/db.js';
 import { REDIS_URL, uniqueName } from '../helpers/env.js';
 import { waitFor } from '../helpers/wait.js';

@@ -1,8 +1,8 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { groupOf } from '../../src/core/routing.js';
-import { EventQueues } from '../../src/ingest/event-queues.js';
-import { queueGroups } from '../../src/ingest/groups.js';
-import { queueConnection } from '../../src/ingest/queue-backend.js';
+import { queueConnection } from '../../src/queue/backend.js';
+import { EventQueues } from '../../src/queue/event-queues.js';
+import { queueGroups } from '../../src/queue/groups.js';
 import { createTestDatabase } from '../helpers/db.js';
 import { uniqueName } from '../helpers/env.js';
 import { drained, indexCoverage, ingestConfig, MINUTE, micros, startWorker } from './ingest-harness.js';

@@ -8,9 +8,9 @@
 
 import { afterAll, describe, expect, it } from 'vitest';
 import type { TriggerPayload } from '../../src/core/trigger.js';
-import { redisQueues } from '../../src/ingest/queue-backend.js';
-import { redisConnection } from '../../src/ingest/redis.js';
-import { queueTarget } from '../../src/scheduler/targets/queue.js';
+import { redisQueues } from '../../src/queue/backend.js';
+import { redisConnection } from '../../src/queue/redis.js';
+import { queueTarget } from '../../src/targets/queue.js';
 import { BlackholeProxy } from '../helpers/blackhole-proxy.js';
 import { testQueue } from '../helpers/daemon.js';
 import { REDIS_URL } from '../helpers/env.js';

@@ -4,11 +4,11 @@
  * far behind or down sends reads to the primary, and the replica only ever sees the read pool.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Daemon, startDaemon } from '../../src/daemon.js';
-import { findAsset } from '../../src/index/assets.js';
-import { queryCoverage } from '../../src/index/coverage-query.js';
-import { connect, type Sql } from '../../src/index/db.js';
-import { createLogger } from '../../src/log.js';
+import { type Daemon, startDaemon } from '../../src/daemon/daemon.js';
+import { findAsset } from '../../src/store/assets/assets.js';
+import { queryCoverage } from '../../src/store/assets/coverage-query.js';
+import { connect, type Sql } from '../../src/store/pg/db.js';
+import { createLogger } from '../../src/support/log.js';
 import { TEST_TOKEN, testConfig } from '../helpers/daemon.js';
 import { uniqueName } from '../helpers/env.js';
 import { hasPostgresServer, type LocalReplicaPair, startReplicaPair } from '../helpers/pg-replica.js';

@@ -5,9 +5,9 @@
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import { repairPayload } from '../../src/core/repair-payload.js';
-import { queueConnection } from '../../src/ingest/queue-backend.js';
-import { REPAIR_JOB_NAME, RepairTargets } from '../../src/scheduler/repair-targets.js';
-import { redactTarget } from '../../src/scheduler/targets/secrets.js';
+import { queueConnection } from '../../src/queue/backend.js';
+import { REPAIR_JOB_NAME, RepairTargets } from '../../src/targets/repair-targets.js';
+import { redactTarget } from '../../src/targets/secrets.js';
 import { testQueue } from '../helpers/daemon.js';
 import { REDIS_URL } from '../helpers/env.js';
 import { startFakeAirflow } from '../helpers/fake-airflow.js';

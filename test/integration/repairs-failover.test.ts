@@ -14,7 +14,7 @@
 import { createServer, type IncomingHttpHeaders, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
-import { parseConfig } from '../../src/config.js';
+import { parseConfig } from '../../src/config/index.js';
 import { formatTime } from '../../src/core/bounds.js';
 import { testProducer } from '../helpers/daemon.js';
 import { createTestDatabase } from '../helpers/db.js';

@@ -7,8 +7,8 @@
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import { formatTime } from '../../src/core/bounds.js';
-import { type Daemon, startDaemon } from '../../src/daemon.js';
-import { createLogger } from '../../src/log.js';
+import { type Daemon, startDaemon } from '../../src/daemon/daemon.js';
+import { createLogger } from '../../src/support/log.js';
 import { testConfig, testProducer, testQueue } from '../helpers/daemon.js';
 import { createTestDatabase } from '../helpers/db.js';
 import { createTestPrefix } from '../helpers/redis.js';

@@ -1,7 +1,7 @@
 import { describe, expect, it, onTestFinished } from 'vitest';
 import type { TriggerPayload } from '../../src/core/trigger.js';
-import { queueConnection } from '../../src/ingest/queue-backend.js';
-import { queueTarget } from '../../src/scheduler/targets/queue.js';
+import { queueConnection } from '../../src/queue/backend.js';
+import { queueTarget } from '../../src/targets/queue.js';
 import { startTestDaemon, TEST_TOKEN, testConfig, testProducer, testQueue } from '../helpers/daemon.js';
 import { createTestDatabase } from '../helpers/db.js';
 import { createTestPrefix } from '../helpers/redis.js';

@@ -1,8 +1,8 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, describe, expect, it, onTestFinished } from 'vitest';
-import { startDaemon } from '../../src/daemon.js';
-import { createLogger } from '../../src/log.js';
+import { startDaemon } from '../../src/daemon/daemon.js';
+import { createLogger } from '../../src/support/log.js';
 import { startTestDaemon, testConfig, testProducer } from '../helpers/daemon.js';
 import { createTestDatabase } from '../helpers/db.js';
 import { createTestPrefix } from '../helpers/redis.js';

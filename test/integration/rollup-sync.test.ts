@@ -4,9 +4,9 @@
  * untriggered periods and the log cursors so they are rebuilt, and keeps the triggered history.
  */
 import { describe, expect, it } from 'vitest';
+import { parseConfig } from '../../src/config/index.js';
 import { defineRollups } from '../../src/config/rollups.js';
-import { parseConfig } from '../../src/config.js';
-import { syncRollup, syncRollups } from '../../src/scheduler/rollup-store.js';
+import { syncRollup, syncRollups } from '../../src/store/rollups.js';
 import { createTestDatabase } from '../helpers/db.js';
 import { log } from './ingest-harness.js';
 

@@ -4,8 +4,8 @@
  * wake-up (checkSoon) must survive the check's own next-check write, or the run stays lost.
  */
 import { describe, expect, it } from 'vitest';
-import { checkSoon, setNextChecks } from '../../src/index/run-next-checks.js';
-import { runsToCheck } from '../../src/index/run-work.js';
+import { checkSoon, setNextChecks } from '../../src/store/runs/next-checks.js';
+import { runsToCheck } from '../../src/store/runs/work.js';
 import { createTestDatabase } from '../helpers/db.js';
 
 const { sql } = await createTestDatabase();

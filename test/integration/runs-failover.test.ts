@@ -1,7 +1,7 @@
 import type { Job } from 'bullmq';
 import { describe, expect, it } from 'vitest';
-import { parseConfig } from '../../src/config.js';
-import { queueConnection } from '../../src/ingest/queue-backend.js';
+import { parseConfig } from '../../src/config/index.js';
+import { queueConnection } from '../../src/queue/backend.js';
 import { testProducer, testQueue } from '../helpers/daemon.js';
 import { createTestDatabase } from '../helpers/db.js';
 import { REDIS_URL, withTestBackend } from '../helpers/env.js';

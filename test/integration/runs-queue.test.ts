@@ -6,9 +6,9 @@
  */
 import type { Job } from 'bullmq';
 import { afterAll, describe, expect, it } from 'vitest';
-import { startDaemon } from '../../src/daemon.js';
-import { queueConnection } from '../../src/ingest/queue-backend.js';
-import { createLogger } from '../../src/log.js';
+import { startDaemon } from '../../src/daemon/daemon.js';
+import { queueConnection } from '../../src/queue/backend.js';
+import { createLogger } from '../../src/support/log.js';
 import { testConfig, testProducer, testQueue } from '../helpers/daemon.js';
 import { createTestDatabase } from '../helpers/db.js';
 import { createTestPrefix } from '../helpers/redis.js';

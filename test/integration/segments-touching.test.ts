@@ -6,13 +6,13 @@
 import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { Interval, Segment } from '../../src/core/types.js';
-import { lockAssets } from '../../src/index/assets.js';
+import { lockAssets } from '../../src/store/assets/assets.js';
 import {
   insertSegments,
   segmentsTouchingMany,
   segmentsTouchingStatement,
   type TouchRequest,
-} from '../../src/index/segments-sql.js';
+} from '../../src/store/assets/segments-sql.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 
 let db: TestDatabase;

@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { RunReport } from '../../src/core/runs.js';
-import { type RunRef, reportRun } from '../../src/index/runs.js';
+import { type RunRef, reportRun } from '../../src/store/runs/report.js';
 import { startTestDaemon, testConfig, testProducer } from '../helpers/daemon.js';
 import { createTestDatabase } from '../helpers/db.js';
 import { createTestPrefix } from '../helpers/redis.js';

@@ -1,10 +1,10 @@
 import { userInfo } from 'node:os';
 import { describe, expect, it } from 'vitest';
-import { parseConfig } from '../../src/config.js';
+import { parseConfig } from '../../src/config/index.js';
 import { groupOf } from '../../src/core/routing.js';
-import { queueGroups } from '../../src/ingest/groups.js';
-import { queueConnection } from '../../src/ingest/queue-backend.js';
-import { queueSchema } from '../../src/ingest/queue-schema.js';
+import { queueConnection } from '../../src/queue/backend.js';
+import { queueGroups } from '../../src/queue/groups.js';
+import { queueSchema } from '../../src/queue/schema.js';
 import { createTestDatabase } from '../helpers/db.js';
 import { REDIS_URL } from '../helpers/env.js';
 import { type DaemonProcess, processHarness } from '../helpers/process.js';

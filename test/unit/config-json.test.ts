@@ -3,8 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
+import { loadConfig } from '../../src/config/index.js';
 import { duplicateKey } from '../../src/config/load.js';
-import { loadConfig } from '../../src/config.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'crconfig-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { defaultDemoDatabase, demoConfig, isDemoDatabase } from '../../src/cli/commands/demo.js';
+import { ConfigError, loadConfig, maxLags, parseConfig } from '../../src/config/index.js';
 import { defineRollups } from '../../src/config/rollups.js';
-import { ConfigError, loadConfig, maxLags, parseConfig } from '../../src/config.js';
 import { combineCounts, missedBefore, periodsEnd } from '../../src/core/periods.js';
 
 describe('configuration', () => {

@@ -1,8 +1,8 @@
 import { createServer, type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeEach, describe, expect, it } from 'vitest';
+import { ConfigError, parseConfig } from '../../src/config/index.js';
 import { defineRollups } from '../../src/config/rollups.js';
-import { ConfigError, parseConfig } from '../../src/config.js';
 import type { TriggerPayload } from '../../src/core/trigger.js';
 import {
   DATA_VERSION_TAG,
@@ -12,7 +12,7 @@ import {
   materializationBody,
   partitionKey,
   reportPath,
-} from '../../src/scheduler/targets/dagster.js';
+} from '../../src/targets/dagster.js';
 
 /**
  * The dagster target's requests (SPEC §14), against a recorder that answers as Dagster's webserver

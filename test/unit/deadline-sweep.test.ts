@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { defineRollup } from '../../src/core/rollup.js';
-import type { Sql } from '../../src/index/db.js';
-import type { Logger } from '../../src/log.js';
-import type { Metrics } from '../../src/metrics.js';
+import type { Metrics } from '../../src/metrics/registry.js';
 import { DeadlineSweep } from '../../src/scheduler/deadline-sweep.js';
+import type { Sql } from '../../src/store/pg/db.js';
+import type { Logger } from '../../src/support/log.js';
 
 const rollup = (deadline?: number) =>
   defineRollup({

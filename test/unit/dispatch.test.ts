@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import type { Sql } from '../../src/index/db.js';
-import { createLogger } from '../../src/log.js';
-import { createMetrics } from '../../src/metrics.js';
+import { createMetrics } from '../../src/metrics/registry.js';
 import { type DispatchContext, deliverDue, policyLookup } from '../../src/scheduler/dispatch.js';
-import type { Targets } from '../../src/scheduler/targets/index.js';
+import type { Sql } from '../../src/store/pg/db.js';
+import { createLogger } from '../../src/support/log.js';
+import type { Targets } from '../../src/targets/index.js';
 
 /**
  * deliverDue with injected I/O: the outbox read answers two pending runs; the target accepts the

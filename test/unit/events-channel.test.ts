@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { concernsAny, eventsPayload } from '../../src/index/commit.js';
+import { concernsAny, eventsPayload } from '../../src/store/assets/commit.js';
 
 describe('events channel payload', () => {
   const upstreams = new Set(['orders', 'payments']);

@@ -1,7 +1,7 @@
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
-import { createMetrics } from '../../src/metrics.js';
-import { LeanRegistry, labelsOf } from '../../src/metrics-registry.js';
+import { LeanRegistry, labelsOf } from '../../src/metrics/lean-registry.js';
+import { createMetrics } from '../../src/metrics/registry.js';
 
 /** The same metrics on prom-client's registry and on ours: the text must be the same, byte for byte. */
 function both() {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { RunState } from '../../src/core/runs.js';
-import { createMetrics } from '../../src/metrics.js';
-import { OPEN_RUN_STATES, type ReportedRun, RUN_OUTCOMES, RUN_TARGET_TYPES } from '../../src/metrics-runs.js';
+import { createMetrics } from '../../src/metrics/registry.js';
+import { OPEN_RUN_STATES, type ReportedRun, RUN_OUTCOMES, RUN_TARGET_TYPES } from '../../src/metrics/runs.js';
 
 describe('coverage_rollup_decision_latency_seconds', () => {
   it('has a finite bucket within a factor of 3 of any latency from 5 ms to a day', async () => {

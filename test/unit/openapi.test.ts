@@ -2,7 +2,7 @@
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { parseConfig } from '../../src/config.js';
+import { parseConfig } from '../../src/config/index.js';
 import { normalizeEvent } from '../../src/core/events.js';
 import type { HttpContext } from '../../src/http/context.js';
 import { openApiDocument } from '../../src/http/openapi.js';
@@ -11,8 +11,8 @@ import { CoverageQuery } from '../../src/http/schemas/assets.js';
 import { EVENT_SPELLINGS } from '../../src/http/schemas/event-spellings.js';
 import { EventItem, ReplayRequirementBody } from '../../src/http/schemas/events.js';
 import { buildServer } from '../../src/http/server.js';
-import { createLogger } from '../../src/log.js';
-import { packageVersion } from '../../src/paths.js';
+import { createLogger } from '../../src/support/log.js';
+import { packageVersion } from '../../src/support/paths.js';
 import { answerChecker, unresolvedRefs } from '../helpers/openapi.js';
 
 // biome-ignore lint/suspicious/noExplicitAny: the document is read as untyped JSON

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { FrameReader } from '../../src/index/pg-frames.js';
+import { FrameReader } from '../../src/store/pg/pg-frames.js';
 
 const message = (type: string, body: Buffer) => {
   const head = Buffer.alloc(5);

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { StallGuard } from '../../src/ingest/pg-stall.js';
-import { createLogger } from '../../src/log.js';
+import { createLogger } from '../../src/support/log.js';
 import { waitFor } from '../helpers/wait.js';
 
 /** A guard over a fake commit age and probe; the test flips them and watches what it does. */

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { Duration } from 'luxon';
 import { describe, expect, it } from 'vitest';
-import { parseConfig } from '../../src/config.js';
+import { parseConfig } from '../../src/config/index.js';
 import { isoDuration, policyJson } from '../../src/http/policy-json.js';
 
 describe('isoDuration', () => {

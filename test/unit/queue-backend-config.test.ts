@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { CONFIG_ENV_VARS, loadConfig, parseConfig } from '../../src/config.js';
-import { consumedQueueSchemas, queueSchema } from '../../src/ingest/queue-schema.js';
+import { CONFIG_ENV_VARS, loadConfig, parseConfig } from '../../src/config/index.js';
+import { consumedQueueSchemas, queueSchema } from '../../src/queue/schema.js';
 
 describe('the defaults that follow from what is set (SPEC §12)', () => {
   it('neither URL: the embedded database in ./.coverage-rollup, queues on PostgreSQL', () => {

@@ -1,8 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { loadConfig, parseConfig } from '../../src/config.js';
+import { loadConfig, parseConfig } from '../../src/config/index.js';
 import { fnv1a32, groupOf } from '../../src/core/routing.js';
-import { consumedGroups, hasHashTag, queueGroups } from '../../src/ingest/groups.js';
+import { consumedGroups, hasHashTag, queueGroups } from '../../src/queue/groups.js';
 
 /** The README's routing table: producers in other languages check their code against it. */
 const VECTORS: Array<[name: string, fnv: number, groups2: number, groups3: number, groups4: number]> = [

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
+import { ConfigError, parseConfig } from '../../src/config/index.js';
 import { defineRollups } from '../../src/config/rollups.js';
-import { ConfigError, parseConfig } from '../../src/config.js';
-import { redactTarget } from '../../src/scheduler/targets/secrets.js';
+import { redactTarget } from '../../src/targets/secrets.js';
 
 const rollup = (repair: unknown, extra: Record<string, unknown> = {}) => ({
   rollups: [

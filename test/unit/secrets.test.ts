@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, parseConfig, type TargetConfig } from '../../src/config.js';
-import { renewalTime } from '../../src/scheduler/targets/airflow-token.js';
+import { ConfigError, parseConfig, type TargetConfig } from '../../src/config/index.js';
+import { renewalTime } from '../../src/targets/airflow-token.js';
 import {
   checkSecretEnv,
   envReferences,
@@ -9,7 +9,7 @@ import {
   SecretUnavailableError,
   scrubSecrets,
   secretValues,
-} from '../../src/scheduler/targets/secrets.js';
+} from '../../src/targets/secrets.js';
 
 const withTarget = (target: Record<string, unknown>, extra: Record<string, unknown> = {}) => ({
   rollups: [{ id: 'r', upstream: ['a'], every: 'hour', begin: '2025-01-01', target }],

@@ -1,5 +1,5 @@
 import { Duration } from 'luxon';
-import { maxLags } from '../../config.js';
+import { maxLags } from '../../config/index.js';
 import { domainOf, parseBound } from '../../core/bounds.js';
 import {
   type CoverageAnswer,
@@ -10,8 +10,8 @@ import {
 } from '../../core/coverage-answer.js';
 import { BadInputError } from '../../core/errors.js';
 import type { Domain, Interval } from '../../core/types.js';
-import { findAsset } from '../../index/assets.js';
-import { queryCoverage } from '../../index/coverage-query.js';
+import { findAsset } from '../../store/assets/assets.js';
+import { queryCoverage } from '../../store/assets/coverage-query.js';
 import { formatRatio, plural } from '../format.js';
 import { commandConfig, type GlobalOptions, withSql } from './shared.js';
 

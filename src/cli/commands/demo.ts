@@ -1,19 +1,19 @@
 import { userInfo } from 'node:os';
 import { join } from 'node:path';
-import { type Config, loadConfig } from '../../config.js';
+import { type Config, loadConfig } from '../../config/index.js';
 import { toCoverageAnswer } from '../../core/coverage-answer.js';
 import type { TriggerPayload } from '../../core/trigger.js';
-import { startDaemon } from '../../daemon.js';
-import { chainDemoConfig, runChainDemo } from '../../demo/chain.js';
-import { type DemoEvent, demoScript, HOLE, REPROCESSED_HOUR } from '../../demo/producer.js';
+import { startDaemon } from '../../daemon/daemon.js';
 import { resolveDatabase } from '../../embedded/resolve.js';
-import { findAsset } from '../../index/assets.js';
-import { queryCoverage } from '../../index/coverage-query.js';
-import { connectOnce } from '../../index/db.js';
-import { queueConnection } from '../../ingest/queue-backend.js';
-import { deleteKeysWithPrefix, redisConnection } from '../../ingest/redis.js';
-import { createLogger } from '../../log.js';
-import { packageRoot } from '../../paths.js';
+import { queueConnection } from '../../queue/backend.js';
+import { deleteKeysWithPrefix, redisConnection } from '../../queue/redis.js';
+import { findAsset } from '../../store/assets/assets.js';
+import { queryCoverage } from '../../store/assets/coverage-query.js';
+import { connectOnce } from '../../store/pg/db.js';
+import { createLogger } from '../../support/log.js';
+import { packageRoot } from '../../support/paths.js';
+import { chainDemoConfig, runChainDemo } from '../demo/chain.js';
+import { type DemoEvent, demoScript, HOLE, REPROCESSED_HOUR } from '../demo/producer.js';
 import { formatRatio, plural } from '../format.js';
 
 interface DemoOptions {

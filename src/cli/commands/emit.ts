@@ -1,12 +1,12 @@
 import { readFileSync } from 'node:fs';
-import type { Config } from '../../config.js';
+import type { Config } from '../../config/index.js';
 import type { Domain } from '../../core/types.js';
-import { domainsOf } from '../../index/assets.js';
 import { commitChecked, commitsDirectly } from '../../ingest/direct.js';
-import { EventQueues } from '../../ingest/event-queues.js';
 import { checkEvents, precheckEvents, type Refusal } from '../../ingest/precheck.js';
-import { queueConnection } from '../../ingest/queue-backend.js';
 import { normalizeOptions } from '../../ingest/worker.js';
+import { queueConnection } from '../../queue/backend.js';
+import { EventQueues } from '../../queue/event-queues.js';
+import { domainsOf } from '../../store/assets/assets.js';
 import { commandConfig, type GlobalOptions, withSql } from './shared.js';
 
 interface EmitOptions extends GlobalOptions {

@@ -1,6 +1,6 @@
-import { ensureDatabase } from '../../index/db.js';
-import { latestVersion, migrate } from '../../index/migrate.js';
-import { createLogger } from '../../log.js';
+import { ensureDatabase } from '../../store/pg/db.js';
+import { latestVersion, migrate } from '../../store/upkeep/migrate.js';
+import { createLogger } from '../../support/log.js';
 import { commandConfig, type GlobalOptions, withSql } from './shared.js';
 
 export async function runMigrate(values: GlobalOptions): Promise<number> {

@@ -1,5 +1,5 @@
-import { type PruneReport, prune } from '../../index/retention.js';
-import { retentionOptions } from '../../index/retention-loop.js';
+import { retentionOptions } from '../../daemon/retention-loop.js';
+import { type PruneReport, prune } from '../../store/upkeep/retention.js';
 import { commandConfig, type GlobalOptions, withSql } from './shared.js';
 
 interface PruneOptions extends GlobalOptions {

@@ -12,11 +12,11 @@ import { piecesOf } from '../../core/coverage.js';
 import { DEFAULT_REPAIR_POLICY, manualRequest, rangesOfPieces } from '../../core/repair.js';
 import { attemptPayload, repairKey } from '../../core/repair-payload.js';
 import type { Domain } from '../../core/types.js';
-import { findAsset } from '../../index/assets.js';
-import { EVENTS_CHANNEL } from '../../index/commit.js';
-import { heldRequests, lockRepairAssets, makeRequests, wakeScheduler } from '../../index/repairs.js';
-import { assetSegmentsIn } from '../../index/segments-sql.js';
-import { redactTarget } from '../../scheduler/targets/secrets.js';
+import { findAsset } from '../../store/assets/assets.js';
+import { EVENTS_CHANNEL } from '../../store/assets/commit.js';
+import { assetSegmentsIn } from '../../store/assets/segments-sql.js';
+import { heldRequests, lockRepairAssets, makeRequests, wakeScheduler } from '../../store/repairs/repairs.js';
+import { redactTarget } from '../../targets/secrets.js';
 import { commandConfig, type GlobalOptions, withSql } from './shared.js';
 
 interface RepairOptions extends GlobalOptions {

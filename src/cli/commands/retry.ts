@@ -6,8 +6,8 @@
 import { defineRollups } from '../../config/rollups.js';
 import { parseBound } from '../../core/bounds.js';
 import { periodOfKey } from '../../core/periods.js';
-import { retryablePeriods } from '../../index/periods-by-run-state.js';
-import { retryPeriodRun } from '../../index/run-retry.js';
+import { retryablePeriods } from '../../store/runs/periods-by-run-state.js';
+import { retryPeriodRun } from '../../store/runs/retry.js';
 import { plural } from '../format.js';
 import { configFrom, type GlobalOptions, withSql } from './shared.js';
 

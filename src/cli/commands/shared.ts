@@ -1,7 +1,7 @@
-import { type Config, loadConfig } from '../../config.js';
+import { type Config, loadConfig } from '../../config/index.js';
 import { resolveDatabase } from '../../embedded/resolve.js';
-import { type ConnectOptions, connect, type Sql } from '../../index/db.js';
-import { createLogger } from '../../log.js';
+import { type ConnectOptions, connect, type Sql } from '../../store/pg/db.js';
+import { createLogger } from '../../support/log.js';
 
 export interface GlobalOptions {
   readonly config?: string | undefined;

@@ -1,6 +1,6 @@
-import { startDaemon } from '../../daemon.js';
+import { startDaemon } from '../../daemon/daemon.js';
 import { resolveDatabase } from '../../embedded/resolve.js';
-import { createLogger, daemonStdout } from '../../log.js';
+import { createLogger, daemonStdout } from '../../support/log.js';
 import { boundHeapGrowth } from '../heap-growth.js';
 import { closeHungUpTerminalAtExit } from '../terminal-hangup.js';
 import { configFrom, type GlobalOptions } from './shared.js';

@@ -1,13 +1,13 @@
+import { maxLags } from '../../config/index.js';
 import { defineRollups } from '../../config/rollups.js';
-import { maxLags } from '../../config.js';
 import { compareWorstFirst, failedRunCount } from '../../core/rollup-rank.js';
 import { formatLength } from '../../http/status/format.js';
-import { assetJson } from '../../index/asset-json.js';
-import { pageAssets } from '../../index/assets.js';
-import { freshnessFacts } from '../../index/freshness.js';
-import { rollupCounts } from '../../index/periods/reads.js';
-import { runCountsOf } from '../../index/periods-by-run-state.js';
-import { outboxSummary } from '../../index/triggers.js';
+import { assetJson } from '../../store/assets/asset-json.js';
+import { pageAssets } from '../../store/assets/assets.js';
+import { freshnessFacts } from '../../store/assets/freshness.js';
+import { rollupCounts } from '../../store/periods/reads.js';
+import { runCountsOf } from '../../store/runs/periods-by-run-state.js';
+import { outboxSummary } from '../../store/triggers.js';
 import { plural } from '../format.js';
 import { commandConfig, type GlobalOptions, withSql } from './shared.js';
 

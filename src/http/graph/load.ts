@@ -5,14 +5,14 @@
  * freshness probes for the graph's assets only, failed-run counts per rollup.
  */
 import type { z } from 'zod';
+import { maxLags } from '../../config/index.js';
 import type { RollupRuntime } from '../../config/rollups.js';
-import { maxLags } from '../../config.js';
 import { freshnessOf } from '../../core/freshness.js';
 import { buildGraph } from '../../core/graph.js';
-import type { Sql } from '../../index/db.js';
-import { freshnessFacts } from '../../index/freshness.js';
-import { failedRunCounts } from '../../index/graph-states.js';
-import { rollupCounts } from '../../index/periods/reads.js';
+import { freshnessFacts } from '../../store/assets/freshness.js';
+import { rollupCounts } from '../../store/periods/reads.js';
+import type { Sql } from '../../store/pg/db.js';
+import { failedRunCounts } from '../../store/runs/graph-states.js';
 import type { HttpContext } from '../context.js';
 import type { AssetNode, GraphAnswer, RollupNode } from '../schemas/graph.js';
 

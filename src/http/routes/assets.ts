@@ -1,12 +1,12 @@
 import type { FastifyInstance } from 'fastify';
-import { maxLags } from '../../config.js';
+import { maxLags } from '../../config/index.js';
 import { parseBound } from '../../core/bounds.js';
 import { DEFAULT_ORDERS, toCoverageAnswer } from '../../core/coverage-answer.js';
 import { BadInputError } from '../../core/errors.js';
-import { assetJson } from '../../index/asset-json.js';
-import { assetsByName, countAssets, findAsset } from '../../index/assets.js';
-import { type AssetFacts, queryCoverage } from '../../index/coverage-query.js';
-import { freshnessFacts } from '../../index/freshness.js';
+import { assetJson } from '../../store/assets/asset-json.js';
+import { assetsByName, countAssets, findAsset } from '../../store/assets/assets.js';
+import { type AssetFacts, queryCoverage } from '../../store/assets/coverage-query.js';
+import { freshnessFacts } from '../../store/assets/freshness.js';
 import type { HttpContext } from '../context.js';
 import { HttpError } from '../errors.js';
 import { route } from '../route.js';

@@ -1,9 +1,9 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
-import { domainsOf } from '../../index/assets.js';
-import { isTransient } from '../../index/transient.js';
 import { commitDirectly } from '../../ingest/direct.js';
 import { precheckEvents, type Refusal } from '../../ingest/precheck.js';
 import { normalizeOptions } from '../../ingest/worker.js';
+import { domainsOf } from '../../store/assets/assets.js';
+import { isTransient } from '../../store/pg/transient.js';
 import type { HttpContext } from '../context.js';
 import { HttpError } from '../errors.js';
 import { route } from '../route.js';

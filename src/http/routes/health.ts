@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
-import { appliedVersion, latestVersion } from '../../index/migrate.js';
+import { freshnessGauges } from '../../metrics/freshness-gauges.js';
+import { appliedVersion, latestVersion } from '../../store/upkeep/migrate.js';
 import type { HttpContext } from '../context.js';
-import { freshnessGauges } from '../freshness-gauges.js';
 import { route } from '../route.js';
 import { healthz, metrics, readyz } from '../schemas/health.js';
 

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { packageVersion } from '../../paths.js';
+import { packageVersion } from '../../support/paths.js';
 import type { HttpContext } from '../context.js';
 import { openApiDocument } from '../openapi.js';
 import { OPERATIONS } from '../operations.js';

@@ -5,7 +5,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { RollupRuntime } from '../../config/rollups.js';
 import { periodOfKey } from '../../core/periods.js';
-import { repairsOfPeriod } from '../../index/repair-listings.js';
+import { repairsOfPeriod } from '../../store/repairs/listings.js';
 import type { HttpContext } from '../context.js';
 import { HttpError } from '../errors.js';
 import { explainPeriod } from '../period-explain.js';

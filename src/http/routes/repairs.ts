@@ -2,7 +2,7 @@
 import type { FastifyInstance } from 'fastify';
 import { formatPoint } from '../../core/bounds.js';
 import { repairKey } from '../../core/repair-payload.js';
-import { countRepairs, listRepairs, type RepairRow } from '../../index/repair-listings.js';
+import { countRepairs, listRepairs, type RepairRow } from '../../store/repairs/listings.js';
 import type { HttpContext } from '../context.js';
 import { route } from '../route.js';
 import { listRepairs as listRepairsOp } from '../schemas/repairs.js';

@@ -1,5 +1,5 @@
 /** A run as the API shows it on a period (SPEC §11's fields, plus its id and generation). */
-import type { RunView } from '../../index/run-history.js';
+import type { RunView } from '../../store/runs/history.js';
 
 export function runJson(run: RunView) {
   return {

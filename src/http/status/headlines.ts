@@ -2,7 +2,7 @@
  * The line at the top of each card: facts that no window changes (freshness, holes since the
  * first event, periods owed or late), coloured by severity.
  */
-import { HISTORY_MAX_SEGMENTS } from '../../index/asset-history.js';
+import { HISTORY_MAX_SEGMENTS } from '../../store/assets/asset-history.js';
 import { formatLength, formatPointText, formatRatio } from './format.js';
 import { html, type SafeHtml } from './html.js';
 import type { AssetView, RollupView } from './model.js';

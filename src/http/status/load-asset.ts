@@ -2,10 +2,10 @@
 import { piecesOf, projectCoverage } from '../../core/coverage.js';
 import { freshnessOf } from '../../core/freshness.js';
 import type { Interval, Piece } from '../../core/types.js';
-import type { AssetHistory } from '../../index/asset-history.js';
-import type { AssetRow } from '../../index/assets.js';
-import type { Db } from '../../index/db.js';
-import { segmentsOverlapping } from '../../index/segments-sql.js';
+import type { AssetHistory } from '../../store/assets/asset-history.js';
+import type { AssetRow } from '../../store/assets/assets.js';
+import { segmentsOverlapping } from '../../store/assets/segments-sql.js';
+import type { Db } from '../../store/pg/db.js';
 import { type AssetView, COVERAGE_STATES, type PieceDetail, type Problem } from './model.js';
 import { type DrawPiece, toDrawItems } from './pixels.js';
 import { PLOT_WIDTH } from './timeline.js';

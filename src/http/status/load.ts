@@ -5,18 +5,18 @@
  * cards of the page are drawn.
  */
 
+import { maxLags as configuredMaxLags } from '../../config/index.js';
 import type { RollupRuntime } from '../../config/rollups.js';
-import { maxLags as configuredMaxLags } from '../../config.js';
 import { freshnessOf } from '../../core/freshness.js';
 import { compareWorstFirst, failedRunCount, NATURAL } from '../../core/rollup-rank.js';
-import { assetHistories } from '../../index/asset-history.js';
-import { type AssetRow, countAssets, domainsOf, pageAssets } from '../../index/assets.js';
-import type { Sql } from '../../index/db.js';
-import { failedRuns } from '../../index/failed-runs.js';
-import { freshnessFacts } from '../../index/freshness.js';
-import { rollupCounts } from '../../index/periods/reads.js';
-import { runCountsOf } from '../../index/periods-by-run-state.js';
-import { openRepairsByAsset } from '../../index/repair-listings.js';
+import { assetHistories } from '../../store/assets/asset-history.js';
+import { type AssetRow, countAssets, domainsOf, pageAssets } from '../../store/assets/assets.js';
+import { freshnessFacts } from '../../store/assets/freshness.js';
+import { rollupCounts } from '../../store/periods/reads.js';
+import type { Sql } from '../../store/pg/db.js';
+import { openRepairsByAsset } from '../../store/repairs/listings.js';
+import { failedRuns } from '../../store/runs/failed-runs.js';
+import { runCountsOf } from '../../store/runs/periods-by-run-state.js';
 import type { HttpContext } from '../context.js';
 import { loadAsset } from './load-asset.js';
 import { loadRollup } from './load-rollup.js';

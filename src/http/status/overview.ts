@@ -7,7 +7,7 @@
 import type { FreshnessJson } from '../../core/freshness.js';
 import { PERIOD_STATES, type PeriodState } from '../../core/policy.js';
 import type { Domain } from '../../core/types.js';
-import type { AssetRow } from '../../index/assets.js';
+import type { AssetRow } from '../../store/assets/assets.js';
 import { formatLength, formatPointText } from './format.js';
 import { html, pageHref, type SafeHtml } from './html.js';
 import { renderWhyWaiting, type WhyWaiting } from './why-waiting.js';

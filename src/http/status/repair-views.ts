@@ -3,7 +3,7 @@
  * the oldest first, with when it was asked, how much is still missing and the first ranges of its
  * oldest request. Bounded: at most a page's worth of assets, the rest counted.
  */
-import type { OpenRepairsOfAsset } from '../../index/repair-listings.js';
+import type { OpenRepairsOfAsset } from '../../store/repairs/listings.js';
 import { formatLength, formatPointText, formatWhen } from './format.js';
 import { html, pageHref, type SafeHtml } from './html.js';
 

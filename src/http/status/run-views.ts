@@ -4,7 +4,7 @@
  * attempt, with a sentence that says what happens next.
  */
 import type { RunState } from '../../core/runs.js';
-import type { RunReportView, RunView } from '../../index/run-history.js';
+import type { RunReportView, RunView } from '../../store/runs/history.js';
 import { MAX_RUNS } from '../period-explain.js';
 import { formatLength, formatWhen } from './format.js';
 import { html, pageHref, type SafeHtml } from './html.js';

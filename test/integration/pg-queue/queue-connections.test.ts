@@ -6,11 +6,11 @@
  * on stderr as a bare stack (BullMQ prints the error of a handle nobody listens to).
  */
 import { afterAll, describe, expect, it, vi } from 'vitest';
-import { startDaemon } from '../../../src/daemon.js';
-import { connectOnce } from '../../../src/index/db.js';
-import { queueConnection } from '../../../src/ingest/queue-backend.js';
-import { queueSchema } from '../../../src/ingest/queue-schema.js';
-import { createLogger } from '../../../src/log.js';
+import { startDaemon } from '../../../src/daemon/daemon.js';
+import { queueConnection } from '../../../src/queue/backend.js';
+import { queueSchema } from '../../../src/queue/schema.js';
+import { connectOnce } from '../../../src/store/pg/db.js';
+import { createLogger } from '../../../src/support/log.js';
 import { atFileEnd } from '../../helpers/cleanup.js';
 import { testConfig, testProducer } from '../../helpers/daemon.js';
 import { createTestDatabase } from '../../helpers/db.js';

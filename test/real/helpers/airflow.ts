@@ -11,7 +11,7 @@ import {
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
-import { connectOnce } from '../../../src/index/db.js';
+import { connectOnce } from '../../../src/store/pg/db.js';
 import { ADMIN_URL, databaseUrl, uniqueName } from '../../helpers/env.js';
 import { freePort } from '../../helpers/ports.js';
 import { waitFor } from '../../helpers/wait.js';

@@ -1,7 +1,7 @@
 import { execFile } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { packageRoot } from '../../../src/paths.js';
+import { packageRoot } from '../../../src/support/paths.js';
 import { REAL_ARTIFACTS, venvBin } from './system.js';
 
 /** An examples/ file, as a user runs it. */

@@ -1,7 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createWriteStream, existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { packageRoot } from '../../../src/paths.js';
+import { packageRoot } from '../../../src/support/paths.js';
 
 /**
  * Real systems for test/real/: Python programs from the venvs `npm run test:real` installs
