@@ -17,6 +17,7 @@ import {
 } from '../store/upkeep/maintenance.js';
 import { withMaintenanceLock } from '../store/upkeep/retention.js';
 import type { Logger } from '../support/log.js';
+import { Periodic } from '../support/periodic.js';
 
 export const MAINTENANCE_EVERY_MS = 10_000;
 
@@ -24,9 +25,7 @@ export const MAINTENANCE_EVERY_MS = 10_000;
 const LOCK_RETRY_MS = 250;
 
 export class MaintenanceLoop {
-  private timer: NodeJS.Timeout | undefined;
-  private running: Promise<void> | undefined;
-  private stopped = false;
+  private readonly loop: Periodic;
   private autovacuum: AutovacuumState | undefined;
   private lastAt: Date | undefined;
   private lastError: string | undefined;
@@ -39,7 +38,15 @@ export class MaintenanceLoop {
     private readonly log: Logger,
     /** The schemas of the queues this instance consumes on the PostgreSQL backend (consumedQueueSchemas); none on Redis. */
     private readonly queueSchemas: readonly string[],
-  ) {}
+  ) {
+    // A pass that found the lock held (a retention pass, here or elsewhere) tries again soon, not
+    // a whole interval later.
+    this.loop = new Periodic(async () => {
+      const work = await this.pass();
+      const locked = work === undefined && this.lastError === undefined;
+      return locked ? Math.min(LOCK_RETRY_MS, this.everyMs) : this.everyMs;
+    }, everyMs);
+  }
 
   /** Reads and logs the autovacuum state, then starts the passes. A failure is logged, not thrown. */
   async start(): Promise<void> {
@@ -65,13 +72,11 @@ export class MaintenanceLoop {
     }
     // The first pass at once, not awaited: a database just restored or bulk-loaded has never been
     // analyzed, and its first plans should not wait a whole period for statistics.
-    this.schedule(0);
+    this.loop.start(0);
   }
 
-  async stop(): Promise<void> {
-    this.stopped = true;
-    clearTimeout(this.timer);
-    await this.running;
+  stop(): Promise<void> {
+    return this.loop.stop();
   }
 
   /** For /readyz: informative only, never a reason to be unready. */
@@ -110,20 +115,5 @@ export class MaintenanceLoop {
       this.log.warn({ err: error }, 'table maintenance pass failed; retrying at the next one');
       return undefined;
     }
-  }
-
-  private schedule(delayMs = this.everyMs): void {
-    if (this.stopped) return;
-    this.timer = setTimeout(() => {
-      let locked = false;
-      this.running = this.pass().then((work) => {
-        locked = work === undefined && this.lastError === undefined;
-      });
-      // The lock was held (a retention pass, here or elsewhere): try again soon, not a whole interval later.
-      void this.running.finally(() =>
-        this.schedule(locked ? Math.min(LOCK_RETRY_MS, this.everyMs) : this.everyMs),
-      );
-    }, delayMs);
-    this.timer.unref();
   }
 }

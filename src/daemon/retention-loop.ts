@@ -3,6 +3,7 @@ import type { Metrics } from '../metrics/registry.js';
 import type { Sql } from '../store/pg/db.js';
 import { type PruneReport, prune, type RetentionOptions } from '../store/upkeep/retention.js';
 import type { Logger } from '../support/log.js';
+import { Periodic } from '../support/periodic.js';
 
 /** Retention settings from the config: what `prune` needs, for the daemon and the CLI alike. */
 export function retentionOptions(config: Config, dryRun = false): RetentionOptions {
@@ -23,9 +24,7 @@ export function retentionOptions(config: Config, dryRun = false): RetentionOptio
  * every retention.prune_every. Every instance runs it; the pass's advisory lock lets one work.
  */
 export class RetentionLoop {
-  private timer: NodeJS.Timeout | undefined;
-  private running: Promise<void> | undefined;
-  private stopped = false;
+  private readonly loop: Periodic;
   private last: PruneReport | undefined;
   private lastAt: Date | undefined;
   private lastError: string | undefined;
@@ -35,18 +34,18 @@ export class RetentionLoop {
     private readonly config: Config,
     private readonly log: Logger,
     private readonly metrics: Metrics,
-  ) {}
+  ) {
+    this.loop = new Periodic(() => this.runPass(), config.retention.prune_every);
+  }
 
   /** Runs the first pass; a failure is logged, not thrown (ingest's commit makes a missing partition). */
   async start(): Promise<void> {
-    await this.pass();
-    this.schedule();
+    await this.loop.runNow();
+    this.loop.start();
   }
 
-  async stop(): Promise<void> {
-    this.stopped = true;
-    clearTimeout(this.timer);
-    await this.running;
+  stop(): Promise<void> {
+    return this.loop.stop();
   }
 
   /** For /readyz: a held-back retention is reported, not counted as unready (ingest still works). */
@@ -60,19 +59,6 @@ export class RetentionLoop {
       held_back: held.length > 0,
       ...(held.length > 0 ? { held_by: held.slice(0, 10) } : {}),
     };
-  }
-
-  private schedule(): void {
-    if (this.stopped) return;
-    this.timer = setTimeout(() => {
-      this.pass().finally(() => this.schedule());
-    }, this.config.retention.prune_every);
-    this.timer.unref();
-  }
-
-  private pass(): Promise<void> {
-    this.running = this.runPass();
-    return this.running;
   }
 
   private async runPass(): Promise<void> {

@@ -12,6 +12,7 @@ import { type NormalizeOptions, normalizeEvent } from '../core/events.js';
 import { committedEvents, type EventRef, refKey } from '../store/assets/event-lookup.js';
 import type { Sql } from '../store/pg/db.js';
 import type { Logger } from '../support/log.js';
+import { Periodic } from '../support/periodic.js';
 
 export interface ReconcileOptions {
   /** Failed jobs read and checked per statement. */
@@ -95,12 +96,9 @@ export function startReconciling(
   everyMs: number,
   log: Logger,
 ): () => Promise<void> {
-  let stopped = false;
-  let running: Promise<void> = Promise.resolve();
-  let timer: NodeJS.Timeout | undefined;
-  const pass = async () => {
+  const loop: Periodic = new Periodic(async () => {
     for (const queue of queues) {
-      if (stopped) return;
+      if (loop.isStopped) return;
       try {
         const report = await reconcileFailed(queue, sql, normalize, OPTIONS);
         if (report.removed > 0) {
@@ -116,18 +114,7 @@ export function startReconciling(
         );
       }
     }
-  };
-  const schedule = () => {
-    if (stopped) return;
-    timer = setTimeout(() => {
-      running = pass().finally(schedule);
-    }, everyMs);
-    timer.unref();
-  };
-  schedule();
-  return async () => {
-    stopped = true;
-    clearTimeout(timer);
-    await running;
-  };
+  }, everyMs);
+  loop.start();
+  return () => loop.stop();
 }
