@@ -1,4 +1,4 @@
-import { Registry } from 'prom-client';
+import { Gauge, type MetricValue, Registry } from 'prom-client';
 
 interface Value {
   readonly value: number;
@@ -98,6 +98,28 @@ export function labelsOf<L extends Record<string, string>>(): (labels: L) => L {
     }
     return held;
   };
+}
+
+/**
+ * A gauge whose series are replaced as a whole when scraped, from counts read at that moment (the
+ * periods per rollup and state). prom-client's `set` keys each series by hashing its label object
+ * anew (keys listed, sorted, joined) and stores a fresh entry: at platform scale 7,000 series and
+ * about 3 MB of garbage per scrape, the largest allocation of an idle daemon (issue 38,
+ * docs/benchmarks.md). Here a scrape hands over the whole list and `get` returns it as it is;
+ * `set`, `inc` and `reset` are not used on such a gauge (they would change nothing it exports).
+ */
+export class SnapshotGauge<T extends string> extends Gauge<T> {
+  private snapshot: MetricValue<T>[] = [];
+
+  /** The series from now on, in this order; the last list stays until the next one. */
+  replace(values: MetricValue<T>[]): void {
+    this.snapshot = values;
+  }
+
+  override async get() {
+    const data = await super.get(); // runs collect(), which calls replace
+    return { ...data, values: this.snapshot };
+  }
 }
 
 function isEmpty(o: object): boolean {

@@ -37,9 +37,11 @@ export function periodGaugeSource(db: Db, rollups: readonly RollupRuntime[], log
     async periods(gauge) {
       const answer = await read();
       if (answer === null) return;
-      gauge.reset();
+      const values = [];
       for (const [rollup, counts] of answer.counts)
-        for (const [state, n] of Object.entries(counts)) gauge.set(byState({ rollup, state }), n);
+        for (const [state, n] of Object.entries(counts))
+          values.push({ value: n, labels: byState({ rollup, state }) });
+      gauge.replace(values);
     },
     async pastDeadline(gauge) {
       late = (await read())?.late ?? late;

@@ -1,5 +1,5 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram } from 'prom-client';
-import { LeanRegistry } from './lean-registry.js';
+import { LeanRegistry, SnapshotGauge } from './lean-registry.js';
 import { createLeaseSessionMetrics } from './lease.js';
 import { createRepairMetrics } from './repairs.js';
 import { createRunMetrics } from './runs.js';
@@ -7,7 +7,7 @@ import { createRunMetrics } from './runs.js';
 /** Every metric the daemon exports, on a registry of its own (one per daemon instance). */
 /** Fills the period gauges when /metrics is scraped (they are derived, not kept up to date). */
 export interface PeriodGaugeSource {
-  periods(gauge: Gauge<'rollup' | 'state'>): Promise<void>;
+  periods(gauge: SnapshotGauge<'rollup' | 'state'>): Promise<void>;
   pastDeadline(gauge: Gauge<'rollup'>): Promise<void>;
 }
 
@@ -66,13 +66,14 @@ export function createMetrics() {
       labelNames: ['state'] as const,
       registers,
     }),
-    periods: new Gauge({
+    periods: new SnapshotGauge({
       name: 'coverage_rollup_periods',
       help: 'Periods from begin up to now, stored or derived, by rollup and state',
       labelNames: ['rollup', 'state'] as const,
       registers,
       async collect() {
-        await periodSource?.periods(this);
+        // prom-client types `this` as a plain Gauge; it is this SnapshotGauge.
+        await periodSource?.periods(this as SnapshotGauge<'rollup' | 'state'>);
       },
     }),
     periodsPastDeadline: new Gauge({

@@ -10,6 +10,7 @@ import { Gauge } from 'prom-client';
 import { afterAll, describe, expect, it } from 'vitest';
 import { defineRollups } from '../../src/config/rollups.js';
 import { SCRAPE_WAIT_MS } from '../../src/metrics/bounded-scrape.js';
+import { SnapshotGauge } from '../../src/metrics/lean-registry.js';
 import { periodGaugeSource } from '../../src/metrics/period-gauges.js';
 import { connect } from '../../src/store/pg/db.js';
 import { createLogger } from '../../src/support/log.js';
@@ -42,7 +43,12 @@ interface Line {
 const lines: Line[] = [];
 const log = createLogger('debug', { write: (line: string) => lines.push(JSON.parse(line)) });
 const source = periodGaugeSource(pool, defineRollups(config), log);
-const periods = new Gauge({ name: 'periods', help: 'test', labelNames: ['rollup', 'state'], registers: [] });
+const periods = new SnapshotGauge({
+  name: 'periods',
+  help: 'test',
+  labelNames: ['rollup', 'state'],
+  registers: [],
+});
 const late = new Gauge({ name: 'late', help: 'test', labelNames: ['rollup'], registers: [] });
 
 /** One scrape, as /metrics makes it; answers the waiting count it leaves in the gauge. */

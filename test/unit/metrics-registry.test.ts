@@ -1,6 +1,6 @@
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
-import { LeanRegistry, labelsOf } from '../../src/metrics/lean-registry.js';
+import { LeanRegistry, labelsOf, SnapshotGauge } from '../../src/metrics/lean-registry.js';
 import { createMetrics } from '../../src/metrics/registry.js';
 
 /** The same metrics on prom-client's registry and on ours: the text must be the same, byte for byte. */
@@ -98,5 +98,50 @@ describe('labelsOf', () => {
     expect(of({ rollup: 'h1', state: 'waiting' })).toBe(a);
     expect(of({ rollup: 'h1', state: 'missed' })).not.toBe(a);
     expect(a).toEqual({ rollup: 'h1', state: 'waiting' });
+  });
+});
+
+describe('SnapshotGauge', () => {
+  it('exports what the last scrape handed over, as a gauge reset and set with the same values would', async () => {
+    const plain = new Registry();
+    const lean = new LeanRegistry();
+    let scrape = 0;
+    const rows = () =>
+      scrape % 2 === 0
+        ? [
+            { rollup: 'h1', state: 'waiting', n: scrape },
+            { rollup: 'odd "name"', state: 'missed', n: 2 },
+          ]
+        : [{ rollup: 'h2', state: 'triggered', n: 7 }];
+    new Gauge({
+      name: 'periods',
+      help: 'by rollup and state',
+      labelNames: ['rollup', 'state'] as const,
+      registers: [plain],
+      collect() {
+        this.reset();
+        for (const r of rows()) this.set({ rollup: r.rollup, state: r.state }, r.n);
+      },
+    });
+    const of = labelsOf<{ rollup: string; state: string }>();
+    const snapshot: SnapshotGauge<'rollup' | 'state'> = new SnapshotGauge({
+      name: 'periods',
+      help: 'by rollup and state',
+      labelNames: ['rollup', 'state'] as const,
+      registers: [lean],
+      collect() {
+        snapshot.replace(
+          rows().map((r) => ({ value: r.n, labels: of({ rollup: r.rollup, state: r.state }) })),
+        );
+      },
+    });
+    for (; scrape < 4; scrape++) expect(await lean.metrics()).toBe(await plain.metrics());
+  });
+
+  it('keeps the last list when a scrape hands over none', async () => {
+    const gauge = new SnapshotGauge({ name: 'g', help: 'h', labelNames: ['rollup'] as const, registers: [] });
+    gauge.replace([{ value: 3, labels: { rollup: 'a' } }]);
+    expect((await gauge.get()).values).toEqual([{ value: 3, labels: { rollup: 'a' } }]);
+    expect((await gauge.get()).values).toEqual([{ value: 3, labels: { rollup: 'a' } }]);
   });
 });
