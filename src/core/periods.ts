@@ -6,7 +6,7 @@
 import { DateTime } from 'luxon';
 import type { Period } from './calendar.js';
 import { countStarts } from './period-count.js';
-import { decide, PERIOD_STATES, type PeriodFacts, type PeriodState } from './policy.js';
+import { decide, PERIOD_STATES, type PeriodFacts, type PeriodState, type Rerun } from './policy.js';
 import type { Rollup } from './rollup.js';
 
 /** One period as the listings show it (SPEC §8), stored or derived. */
@@ -64,6 +64,32 @@ export function periodRange(
   return from < to ? { from, to } : { from, to: from };
 }
 
+/** What the policy reads of a period's stored row (src/store/periods/ reads it). */
+export interface StoredFacts {
+  readonly state: PeriodState;
+  readonly generation: number;
+  readonly satisfiedSince: Date | null;
+  readonly lastChangeAt: Date | null;
+  readonly rerun: Rerun | null;
+  readonly manualRequested: boolean;
+}
+
+/**
+ * The facts `decide()` takes about the period ending at `end` from its stored row: the one
+ * mapping of a row to facts, for the scheduler's evaluation and the period explanation alike.
+ */
+export function storedFacts(rollup: Rollup, end: number, row: StoredFacts): PeriodFacts {
+  return {
+    state: row.state,
+    generation: row.generation,
+    satisfiedSince: row.satisfiedSince?.getTime() ?? null,
+    lastChangeAt: row.lastChangeAt?.getTime() ?? null,
+    rerun: row.rerun,
+    manual: row.manualRequested,
+    endMs: endMs(rollup, end),
+  };
+}
+
 /** The facts of a period nothing happened to. */
 export function untouchedFacts(rollup: Rollup, period: Period): PeriodFacts {
   return {
@@ -73,9 +99,13 @@ export function untouchedFacts(rollup: Rollup, period: Period): PeriodFacts {
     lastChangeAt: null,
     rerun: null,
     manual: false,
-    endMs: rollup.domain === 'time' ? Math.floor(period.end / 1000) : null,
+    endMs: endMs(rollup, period.end),
   };
 }
+
+/** A period's end as an instant (whole ms) for the deadline; null for integer rollups. */
+const endMs = (rollup: Rollup, end: number): number | null =>
+  rollup.domain === 'time' ? Math.floor(end / 1000) : null;
 
 /**
  * The state of a period without a row at `nowMs`: waiting, or missed once its deadline (and, with

@@ -7,15 +7,8 @@
 
 import type { ReplayRequiredJson, SpanJson } from '../core/coverage-answer.js';
 import { replayRequiredJson, spanJson } from '../core/coverage-answer.js';
-import { periodOfKey, untouchedFacts } from '../core/periods.js';
-import {
-  decide,
-  type PeriodFacts,
-  type PeriodState,
-  type Rerun,
-  type Satisfaction,
-  satisfaction,
-} from '../core/policy.js';
+import { periodOfKey, storedFacts, untouchedFacts } from '../core/periods.js';
+import { decide, type PeriodState, type Rerun, type Satisfaction, satisfaction } from '../core/policy.js';
 import type { Rollup } from '../core/rollup.js';
 import { upstreamFacts } from '../core/upstream-facts.js';
 import { loadUpstreams } from '../store/assets/upstreams.js';
@@ -107,17 +100,7 @@ export async function explainPeriod(
   // Newest first: the first run of the period's generation is its newest attempt.
   const current = view.generation > 0 ? runs.find((r) => r.generation === view.generation) : undefined;
   const { facts, coverages } = upstreamFacts(rollup, { lo: period.start, hi: period.end }, upstreams);
-  const periodFacts: PeriodFacts = row
-    ? {
-        state: row.state,
-        generation: row.generation,
-        satisfiedSince: row.satisfiedSince?.getTime() ?? null,
-        lastChangeAt: row.lastChangeAt?.getTime() ?? null,
-        rerun: row.rerun,
-        manual: row.manualRequested,
-        endMs: rollup.domain === 'time' ? Math.floor(period.end / 1000) : null,
-      }
-    : untouchedFacts(rollup, period);
+  const periodFacts = row ? storedFacts(rollup, period.end, row) : untouchedFacts(rollup, period);
   const outcome = decide(rollup.policy, periodFacts, facts, nowMs);
   const { deadlineMs } = rollup.policy;
   const deadlineAt =

@@ -1,5 +1,6 @@
 import type { RollupRuntime } from '../config/rollups.js';
 import { groupBy } from '../core/group-by.js';
+import { storedFacts } from '../core/periods.js';
 import { decide } from '../core/policy.js';
 import { buildPayload } from '../core/trigger.js';
 import { type Upstream, upstreamFacts } from '../core/upstream-facts.js';
@@ -64,7 +65,7 @@ export async function evaluatePending(ctx: EvaluationContext, now: Date, limit: 
     ]);
     const periods = claims.flatMap((c) => c.rows);
     if (periods.length === 0) return { evaluated: 0, triggered: 0, more: false };
-    const byRollup = groupBy(periods, (p) => p.rollup_id);
+    const byRollup = groupBy(periods, (p) => p.rollupId);
     const groups = [...byRollup].map(([id, rows]) => ({ runtime: ctx.rollups.get(id)!, rows }));
     const loaded = await Promise.all(
       groups.map((g) =>
@@ -118,20 +119,7 @@ function decideAll(
     const { facts, coverages } = upstreamFacts(rollup, period, upstreams);
     const ratios = Object.fromEntries(rollup.upstream.map((name, i) => [name, facts[i]!.ratio]));
     const ratio = Math.min(...facts.map((f) => f.ratio));
-    const outcome = decide(
-      rollup.policy,
-      {
-        state: period.state,
-        generation: period.generation,
-        satisfiedSince: period.satisfied_since?.getTime() ?? null,
-        lastChangeAt: period.last_change_at?.getTime() ?? null,
-        rerun: period.rerun,
-        manual: period.manual_requested,
-        endMs: rollup.domain === 'time' ? Math.floor(period.hi / 1000) : null,
-      },
-      facts,
-      nowMs,
-    );
+    const outcome = decide(rollup.policy, storedFacts(rollup, period.hi, period), facts, nowMs);
     const base = { lo: period.lo, oldGeneration: period.generation, ratio, ratios };
     if (outcome.kind === 'trigger') {
       const generation = period.generation + 1;
@@ -166,8 +154,8 @@ function decideAll(
         reason: outcome.reason,
         payload,
       });
-      if (period.last_change_at)
-        ctx.metrics.decisionSeconds.observe((nowMs - period.last_change_at.getTime()) / 1000);
+      if (period.lastChangeAt)
+        ctx.metrics.decisionSeconds.observe((nowMs - period.lastChangeAt.getTime()) / 1000);
     } else if (outcome.kind === 'miss') {
       updates.push({
         ...base,

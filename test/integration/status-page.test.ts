@@ -3,8 +3,8 @@
  * anchored at now, headlines, caps and speed.
  */
 import { describe, expect, it } from 'vitest';
-import { escapeHtml, html } from '../../src/http/status/html.js';
-import { toDrawItems } from '../../src/http/status/pixels.js';
+import { escapeHtml, html } from '../../src/http/status/draw/html.js';
+import { toDrawItems } from '../../src/http/status/draw/pixels.js';
 import { startTestDaemon, TEST_TOKEN, testConfig, testProducer } from '../helpers/daemon.js';
 import { createTestDatabase } from '../helpers/db.js';
 import { createTestPrefix } from '../helpers/redis.js';

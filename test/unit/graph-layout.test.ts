@@ -1,8 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { buildGraph, findCycle, type GraphRollup } from '../../src/core/graph.js';
-import { layoutGraph, NODE_HEIGHT } from '../../src/http/status/graph-layout.js';
-import { renderGraph } from '../../src/http/status/graph-page.js';
+import { layoutGraph, NODE_HEIGHT } from '../../src/http/status/draw/graph-layout.js';
+import { renderGraph } from '../../src/http/status/draw/graph-page.js';
 
 const asInput = (rollups: readonly GraphRollup[]) => {
   const g = buildGraph(rollups);

@@ -15,7 +15,9 @@ import {
   passedBefore,
   periodOfKey,
   type StoredState,
+  storedFacts,
   summaryRuns,
+  untouchedFacts,
 } from '../../src/core/periods.js';
 import { PERIOD_STATES, type PeriodState } from '../../src/core/policy.js';
 import { defineRollup, type Rollup } from '../../src/core/rollup.js';
@@ -248,5 +250,49 @@ describe('counts and summary', () => {
       ),
       { numRuns: 100 },
     );
+  });
+});
+
+describe('storedFacts', () => {
+  it('maps a row as nothing happened to it to the facts of an untouched period', () => {
+    fc.assert(
+      fc.property(fc.constantFrom(...GRIDS), fc.integer({ min: 0, max: 400 * DAY_MS }), ([every, tz], at) => {
+        const rollup = rollupOf(every, tz);
+        const p = rollup.calendar.periodContaining(
+          rollup.begin + (typeof every === 'number' ? at : at * 1000),
+        );
+        const untouched = {
+          state: 'waiting' as const,
+          generation: 0,
+          satisfiedSince: null,
+          lastChangeAt: null,
+          rerun: null,
+          manualRequested: false,
+        };
+        expect(storedFacts(rollup, p.end, untouched)).toEqual(untouchedFacts(rollup, p));
+      }),
+    );
+  });
+
+  it('carries the row over, instants as milliseconds', () => {
+    const rollup = rollupOf('hour', 'UTC');
+    const p = rollup.calendar.periodContaining(BEGIN_US);
+    const row = {
+      state: 'settling' as const,
+      generation: 3,
+      satisfiedSince: new Date(BEGIN_US / 1000 + 5),
+      lastChangeAt: new Date(BEGIN_US / 1000 + 7),
+      rerun: 'replay' as const,
+      manualRequested: true,
+    };
+    expect(storedFacts(rollup, p.end, row)).toEqual({
+      state: 'settling',
+      generation: 3,
+      satisfiedSince: BEGIN_US / 1000 + 5,
+      lastChangeAt: BEGIN_US / 1000 + 7,
+      rerun: row.rerun,
+      manual: true,
+      endMs: p.end / 1000,
+    });
   });
 });

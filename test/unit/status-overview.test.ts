@@ -5,8 +5,8 @@
 import { describe, expect, it } from 'vitest';
 import { PERIOD_STATES } from '../../src/core/policy.js';
 import { defineRollup } from '../../src/core/rollup.js';
-import { renderOverviewRollups } from '../../src/http/status/overview.js';
-import { renderWhyWaiting, whyWaiting } from '../../src/http/status/why-waiting.js';
+import { renderOverviewRollups } from '../../src/http/status/draw/overview.js';
+import { renderWhyWaiting, whyWaiting } from '../../src/http/status/draw/why-waiting.js';
 
 /** Per column: whether its header and each of its cells are classed `num` (right-aligned). */
 function alignment(table: string): { headers: boolean[]; rows: boolean[][] } {

@@ -1,7 +1,7 @@
 import { maxLags } from '../../config/index.js';
 import { defineRollups } from '../../config/rollups.js';
 import { compareWorstFirst, failedRunCount } from '../../core/rollup-rank.js';
-import { formatLength } from '../../http/status/format.js';
+import { formatLength } from '../../http/status/draw/format.js';
 import { assetJson } from '../../store/assets/asset-json.js';
 import { pageAssets } from '../../store/assets/assets.js';
 import { freshnessFacts } from '../../store/assets/freshness.js';

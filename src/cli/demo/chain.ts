@@ -9,6 +9,7 @@ import type { Config } from '../../config/index.js';
 import type { TriggerPayload } from '../../core/trigger.js';
 import type { Daemon } from '../../daemon/daemon.js';
 import { queueConnection } from '../../queue/backend.js';
+import { decidedAtGeneration, succeededRuns } from '../../store/runs/progress.js';
 
 const NOVEMBER = Date.parse('2026-11-01T00:00:00Z');
 const DAYS = 30;
@@ -65,11 +66,7 @@ export async function runChainDemo(
       await new Promise((r) => setTimeout(r, 100));
     }
   };
-  const succeeded = async (rollupId: string, generation: number) => {
-    const [row] = await daemon.sql<{ n: number }[]>`
-      select count(*)::int as n from runs where rollup_id = ${rollupId} and generation = ${generation} and state = 'succeeded'`;
-    return row!.n;
-  };
+  const succeeded = (rollupId: string, generation: number) => succeededRuns(daemon.sql, rollupId, generation);
   const [hourly, daily, monthly] = config.rollups.map((r) => r.id) as [string, string, string];
   try {
     print(
@@ -118,9 +115,7 @@ export async function runChainDemo(
       })),
     );
     await until('the monthly rerun', async () => (await succeeded(monthly, 2)) === 1);
-    const reruns = await daemon.sql<{ rollup_id: string; key: string; decided_at: Date }[]>`
-      select t.rollup_id, p.key, t.decided_at from triggers t join periods p on p.rollup_id = t.rollup_id and p.lo = t.period_lo
-      where t.generation = 2 order by t.decided_at`;
+    const reruns = await decidedAtGeneration(daemon.sql, 2);
     print(
       `${at()}  done: ${reruns.length} reruns, one per level, in order: ${reruns.map((r) => `${r.rollup_id} ${r.key}`).join(' -> ')}`,
     );

@@ -17,9 +17,9 @@ import {
   renderGraphPage,
   renderPage,
   renderPeriodPage,
-} from '../status/layout.js';
-import { loadPage } from '../status/load.js';
-import { parseWindowQuery, WindowError } from '../status/window.js';
+} from '../status/draw/layout.js';
+import { parseWindowQuery, WindowError } from '../status/draw/window.js';
+import { loadPage } from '../status/load/page.js';
 
 type Query = Record<string, string | string[] | undefined>;
 

@@ -1,18 +1,13 @@
+import { type CommitOutcome, planAppend, planFold, touchedRanges } from '../../core/commit-plan.js';
 import type { BadInputError } from '../../core/errors.js';
-import { domainMismatch, type NormalizedEvent } from '../../core/events.js';
-import { applyChanges } from '../../core/segments.js';
-import type { Segment } from '../../core/types.js';
+import type { NormalizedEvent } from '../../core/events.js';
 import type { Sql, Tx } from '../pg/db.js';
 import { lockAssets } from './assets.js';
-import { type AssetPlan, insertEvents } from './event-append.js';
+import { insertEvents } from './event-append.js';
 import { createCurrentPartition, createCurrentPartitionIn } from './partitions.js';
 import { insertSegments, removeSegments, segmentsTouchingMany } from './segments-sql.js';
 
-/** Per event, in input order: accepted now, seen before (same key), or refused by the index. */
-export type CommitOutcome =
-  | { readonly status: 'committed'; readonly assetId: number; readonly seq: number }
-  | { readonly status: 'duplicate'; readonly assetId: number }
-  | { readonly status: 'rejected'; readonly error: BadInputError };
+export type { CommitOutcome } from '../../core/commit-plan.js';
 
 /**
  * Wakes the scheduler when a batch with new events commits (delivered only on commit). The payload
@@ -114,6 +109,11 @@ function isNoPartition(error: unknown): boolean {
   return e?.code === '23514' && !e.constraint_name;
 }
 
+/**
+ * The statements of a commit, around the pure plan of src/core/commit-plan.ts: lock the assets,
+ * [append the plan's rows + read the segments they touch], [rewrite segments + update assets +
+ * notify].
+ */
 async function commitOn(
   tx: Tx,
   events: readonly NormalizedEvent[],
@@ -124,114 +124,25 @@ async function commitOn(
     tx,
     uniqueBy(events, (e) => e.asset).map((e) => ({ name: e.asset, domain: e.domain, zone: e.zone })),
   );
-
-  const outcomes = new Array<CommitOutcome>(events.length);
-  const byAsset = new Map<string, number[]>();
-  events.forEach((event, i) => {
-    const asset = assets.get(event.asset)!;
-    if (asset.domain !== event.domain) {
-      outcomes[i] = {
-        status: 'rejected',
-        error: domainMismatch(event, asset.domain),
-      };
-      return;
-    }
-    const list = byAsset.get(event.asset);
-    if (list) list.push(i);
-    else byAsset.set(event.asset, [i]);
-  });
-  if (allOrNothing) {
-    const refused = outcomes.flatMap((o, index) =>
-      o.status === 'rejected' ? [{ index, error: o.error }] : [],
-    );
-    // Thrown before any write: the caller's transaction rolls back the assets it registered.
-    if (refused.length > 0) throw new EventsRefused(refused);
-  }
-
-  const plans: AssetPlan[] = [];
-  for (const [name, indexes] of byAsset) {
-    const asset = assets.get(name)!;
-    const firstOfKey = new Map<string, number>();
-    for (const i of indexes) if (!firstOfKey.has(events[i]!.key)) firstOfKey.set(events[i]!.key, i);
-    const rows = [...firstOfKey.values()].map((index, n) => ({
-      index,
-      event: events[index]!,
-      seq: asset.last_seq + n + 1,
-    }));
-    plans.push({ asset, indexes, rows, changes: [] });
-  }
+  const plan = planAppend(events, assets);
+  // Thrown before any write: the caller's transaction rolls back the assets it registered.
+  if (allOrNothing && plan.refused.length > 0) throw new EventsRefused(plan.refused);
 
   // Pipelined: segments are read for every candidate, new or duplicate, a superset of what the
   // new events touch that applyChanges leaves as it is. The read runs after the locks, so it
   // sees every committed change to these assets.
   const [inserted, existing] = await Promise.all([
-    insertEvents(tx, plans, at),
+    insertEvents(tx, plan.assets, at),
     segmentsTouchingMany(
       tx,
-      plans.map((p) => ({
-        assetId: p.asset.id,
-        ranges: p.rows
-          .filter((r) => r.event.end.value > r.event.start.value)
-          .map((r) => ({ start: r.event.start.value, end: r.event.end.value })),
-      })),
+      plan.assets.map((p) => ({ assetId: p.asset.id, ranges: touchedRanges(p) })),
     ),
   ]);
-  for (const plan of plans) {
-    const seqOf = inserted.get(plan.asset.id) ?? new Map<string, number>();
-    const firstIndex = new Set(plan.rows.map((r) => r.index));
-    for (const i of plan.indexes) {
-      const seq = firstIndex.has(i) ? seqOf.get(events[i]!.key) : undefined;
-      outcomes[i] =
-        seq === undefined
-          ? { status: 'duplicate', assetId: plan.asset.id }
-          : { status: 'committed', assetId: plan.asset.id, seq };
-    }
-    // Rows are in seq order, so changes are in ingest order.
-    plan.changes = plan.rows
-      .filter((r) => seqOf.has(r.event.key) && r.event.end.value > r.event.start.value)
-      .map((r) => ({
-        kind: r.event.kind,
-        start: r.event.start.value,
-        end: r.event.end.value,
-        version: r.event.version,
-      }));
-  }
-
-  const removeIds: number[] = [];
-  const insert: Array<{ assetId: number; segment: Segment }> = [];
-  const segmentDelta = new Map<number, number>();
-  for (const plan of plans) {
-    if (plan.changes.length === 0) continue;
-    const { remove, insert: added } = applyChanges(existing.get(plan.asset.id) ?? [], plan.changes);
-    for (const s of remove) removeIds.push(s.id);
-    for (const segment of added) insert.push({ assetId: plan.asset.id, segment });
-    segmentDelta.set(plan.asset.id, added.length - remove.length);
-  }
+  const { outcomes, removeIds, insert, updates } = planFold(events, plan, inserted, existing);
 
   // Pipelined: nothing below depends on what another statement returns. Sent at once, executed in
   // order; a failure rejects Promise.all and sql.begin rolls back.
   const writes: Array<Promise<unknown>> = [removeSegments(tx, removeIds), insertSegments(tx, insert)];
-  const updates = plans
-    .filter((p) => (inserted.get(p.asset.id)?.size ?? 0) > 0)
-    .map((p) => {
-      const seqs = [...inserted.get(p.asset.id)!.values()];
-      let lo: number | null = null;
-      let hi: number | null = null;
-      for (const c of p.changes) {
-        if (c.kind !== 'completion') continue;
-        lo = lo === null ? c.start : Math.min(lo, c.start);
-        hi = hi === null ? c.end : Math.max(hi, c.end);
-      }
-      return {
-        id: p.asset.id,
-        name: p.asset.name,
-        lastSeq: seqs.reduce((max, s) => Math.max(max, s), 0),
-        count: seqs.length,
-        delta: segmentDelta.get(p.asset.id) ?? 0,
-        lo,
-        hi,
-      };
-    });
   if (updates.length > 0) {
     writes.push(
       tx`

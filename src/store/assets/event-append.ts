@@ -1,6 +1,5 @@
 import { isHexId, producedAtDigits, textUnlessCanonical } from '../../core/event-row.js';
 import type { NormalizedEvent } from '../../core/events.js';
-import type { Change } from '../../core/types.js';
 import type { Db } from '../pg/db.js';
 import type { AssetRow } from './assets.js';
 
@@ -14,7 +13,6 @@ export interface AssetPlan {
     readonly event: NormalizedEvent;
     readonly seq: number;
   }>;
-  changes: Change[];
 }
 
 /**

@@ -6,22 +6,17 @@
  * src/store/triggers.ts.
  */
 import type { Period } from '../../core/calendar.js';
+import type { StoredFacts } from '../../core/periods.js';
 import { PERIOD_STATES, type PeriodState, type Rerun, stateAfterMark } from '../../core/policy.js';
 import { EVENTS_CHANNEL } from '../assets/commit.js';
 import type { Sql, Tx } from '../pg/db.js';
 
 /** A period claimed for evaluation, locked until its transaction ends. */
-export interface ClaimedPeriod {
-  rollup_id: string;
+export interface ClaimedPeriod extends StoredFacts {
+  rollupId: string;
   lo: number;
   hi: number;
   key: string;
-  state: PeriodState;
-  generation: number;
-  satisfied_since: Date | null;
-  last_change_at: Date | null;
-  rerun: Rerun | null;
-  manual_requested: boolean;
 }
 
 /**
@@ -41,13 +36,13 @@ export async function claimPending(
   // Pipelined (sent together, run in order): every round trip here delays the trigger.
   const claims = await Promise.all([
     tx<ClaimedPeriod[]>`
-      select rollup_id, lo, hi, key, state, generation, satisfied_since, last_change_at, rerun, manual_requested
+      select ${claimedColumns(tx)}
       from periods
       where (dirty or manual_requested) and rollup_id = any(${ids}::text[])
       order by lo desc limit ${limit}
       for update skip locked`,
     tx<ClaimedPeriod[]>`
-      select rollup_id, lo, hi, key, state, generation, satisfied_since, last_change_at, rerun, manual_requested
+      select ${claimedColumns(tx)}
       from periods
       where due_at <= ${now} and not (dirty or manual_requested) and rollup_id = any(${ids}::text[])
       order by lo desc limit ${limit}
@@ -55,6 +50,11 @@ export async function claimPending(
   ]);
   return { rows: claims.flat(), full: claims.some((c) => c.length === limit) };
 }
+
+/** The columns of a claimed period, as ClaimedPeriod names them. */
+const claimedColumns = (tx: Tx) => tx`
+  rollup_id as "rollupId", lo, hi, key, state, generation, satisfied_since as "satisfiedSince",
+  last_change_at as "lastChangeAt", rerun, manual_requested as "manualRequested"`;
 
 export interface PeriodUpdate {
   lo: number;

@@ -4,25 +4,25 @@
  * state, so years of hourly periods cost the stored rows of the window, not the calendar.
  */
 
-import type { RollupRuntime } from '../../config/rollups.js';
-import type { Period } from '../../core/calendar.js';
-import { countStarts } from '../../core/period-count.js';
-import { type PeriodView, periodRange, periodsEnd } from '../../core/periods.js';
-import type { PeriodState } from '../../core/policy.js';
-import { UNSUCCESSFUL_STATES } from '../../core/runs.js';
-import type { AssetRow } from '../../store/assets/assets.js';
-import { countPeriods, listPeriods, periodAt, summarizePeriods } from '../../store/periods/listing.js';
-import type { Db } from '../../store/pg/db.js';
-import { currentRuns } from '../../store/runs/history.js';
-import { latestTrigger } from '../../store/triggers.js';
-import { extentOf } from './load-asset.js';
+import type { RollupRuntime } from '../../../config/rollups.js';
+import type { Period } from '../../../core/calendar.js';
+import { countStarts } from '../../../core/period-count.js';
+import { type PeriodView, periodRange, periodsEnd } from '../../../core/periods.js';
+import type { PeriodState } from '../../../core/policy.js';
+import { UNSUCCESSFUL_STATES } from '../../../core/runs.js';
+import type { AssetRow } from '../../../store/assets/assets.js';
+import { countPeriods, listPeriods, periodAt, summarizePeriods } from '../../../store/periods/listing.js';
+import type { Db } from '../../../store/pg/db.js';
+import { currentRuns } from '../../../store/runs/history.js';
+import { latestTrigger } from '../../../store/triggers.js';
+import { periodHref } from '../draw/period-page.js';
+import { periodSeverity, RUN_FAILED } from '../draw/period-severity.js';
+import { type DrawPiece, toDrawItems } from '../draw/pixels.js';
+import { describePolicy } from '../draw/policy-text.js';
+import { PLOT_WIDTH } from '../draw/timeline.js';
+import { resolveWindow, type WindowQuery } from '../draw/window.js';
+import { extentOf } from './asset.js';
 import type { PeriodDetail, RollupView } from './model.js';
-import { periodHref } from './period-page.js';
-import { periodSeverity, RUN_FAILED } from './period-severity.js';
-import { type DrawPiece, toDrawItems } from './pixels.js';
-import { describePolicy } from './policy-text.js';
-import { PLOT_WIDTH } from './timeline.js';
-import { resolveWindow, type WindowQuery } from './window.js';
 
 /** Above this many periods in the window, the strip is drawn from runs of equal state. */
 const MAX_DETAILED_PERIODS = 2000;

@@ -6,7 +6,7 @@
  * that holds most of it (`major`, so a year that is 99.9 % complete still reads as complete).
  * Neighbouring gathered items with the same pair of states merge.
  */
-import type { Interval } from '../../core/types.js';
+import type { Interval } from '../../../core/types.js';
 
 export interface DrawPiece<D> extends Interval {
   readonly state: string;

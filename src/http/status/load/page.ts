@@ -5,27 +5,26 @@
  * cards of the page are drawn.
  */
 
-import { maxLags as configuredMaxLags } from '../../config/index.js';
-import type { RollupRuntime } from '../../config/rollups.js';
-import { freshnessOf } from '../../core/freshness.js';
-import { compareWorstFirst, failedRunCount, NATURAL } from '../../core/rollup-rank.js';
-import { assetHistories } from '../../store/assets/asset-history.js';
-import { type AssetRow, countAssets, domainsOf, pageAssets } from '../../store/assets/assets.js';
-import { freshnessFacts } from '../../store/assets/freshness.js';
-import { rollupCounts } from '../../store/periods/reads.js';
-import type { Sql } from '../../store/pg/db.js';
-import { openRepairsByAsset } from '../../store/repairs/listings.js';
-import { failedRuns } from '../../store/runs/failed-runs.js';
-import { runCountsOf } from '../../store/runs/periods-by-run-state.js';
-import type { HttpContext } from '../context.js';
-import { loadAsset } from './load-asset.js';
-import { loadRollup } from './load-rollup.js';
-import type { PageView } from './model.js';
-import type { OverviewRollup } from './overview.js';
-import { periodHref } from './period-page.js';
-import { REPAIRS_LISTED } from './repair-views.js';
-import { whyWaiting } from './why-waiting.js';
-import type { WindowQuery } from './window.js';
+import { maxLags as configuredMaxLags } from '../../../config/index.js';
+import type { RollupRuntime } from '../../../config/rollups.js';
+import { freshnessOf } from '../../../core/freshness.js';
+import { compareWorstFirst, failedRunCount, NATURAL } from '../../../core/rollup-rank.js';
+import { assetHistories } from '../../../store/assets/asset-history.js';
+import { type AssetRow, countAssets, domainsOf, pageAssets } from '../../../store/assets/assets.js';
+import { freshnessFacts } from '../../../store/assets/freshness.js';
+import { rollupCounts } from '../../../store/periods/reads.js';
+import type { Sql } from '../../../store/pg/db.js';
+import { openRepairsByAsset } from '../../../store/repairs/listings.js';
+import { failedRuns } from '../../../store/runs/failed-runs.js';
+import { runCountsOf } from '../../../store/runs/periods-by-run-state.js';
+import type { HttpContext } from '../../context.js';
+import { periodHref } from '../draw/period-page.js';
+import { REPAIRS_LISTED } from '../draw/repair-views.js';
+import { whyWaiting } from '../draw/why-waiting.js';
+import type { WindowQuery } from '../draw/window.js';
+import { loadAsset } from './asset.js';
+import type { OverviewRollup, PageView } from './model.js';
+import { loadRollup } from './rollup.js';
 
 /** Cards of each kind on one page. */
 export const PAGE_SIZE = 20;

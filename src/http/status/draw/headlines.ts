@@ -2,10 +2,10 @@
  * The line at the top of each card: facts that no window changes (freshness, holes since the
  * first event, periods owed or late), coloured by severity.
  */
-import { HISTORY_MAX_SEGMENTS } from '../../store/assets/asset-history.js';
+
+import { type AssetView, HISTORY_MAX_SEGMENTS, type RollupView } from '../load/model.js';
 import { formatLength, formatPointText, formatRatio } from './format.js';
 import { html, type SafeHtml } from './html.js';
-import type { AssetView, RollupView } from './model.js';
 import { STATE_TEXT } from './state-text.js';
 
 const SECOND = 1_000_000;

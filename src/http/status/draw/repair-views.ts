@@ -3,7 +3,7 @@
  * the oldest first, with when it was asked, how much is still missing and the first ranges of its
  * oldest request. Bounded: at most a page's worth of assets, the rest counted.
  */
-import type { OpenRepairsOfAsset } from '../../store/repairs/listings.js';
+import type { OpenRepairsView } from '../load/model.js';
 import { formatLength, formatPointText, formatWhen } from './format.js';
 import { html, pageHref, type SafeHtml } from './html.js';
 
@@ -11,13 +11,6 @@ import { html, pageHref, type SafeHtml } from './html.js';
 export const REPAIRS_LISTED = 20;
 /** Ranges of an asset's oldest request shown in its row. */
 const RANGES_SHOWN = 3;
-
-export interface OpenRepairsView {
-  readonly rows: readonly OpenRepairsOfAsset[];
-  /** Assets (of the page's focus or filter) with an open or partial request, and those requests. */
-  readonly assets: number;
-  readonly requests: number;
-}
 
 const second = (d: Date) => new Date(Math.round(d.getTime() / 1000) * 1000).toISOString();
 

@@ -1,5 +1,5 @@
 /** Inline SVG for one timeline: a bar of drawn items over a window, with a dated axis. */
-import type { Domain, Interval } from '../../core/types.js';
+import type { Domain, Interval } from '../../../core/types.js';
 import { ticks } from './format.js';
 import { type HtmlValue, html, type SafeHtml } from './html.js';
 import type { DrawItem } from './pixels.js';

@@ -1,6 +1,6 @@
 /** Text for the status page: points, durations, ratios and axis ticks. Pure; times in UTC. */
-import { formatTime } from '../../core/bounds.js';
-import type { Domain, Interval } from '../../core/types.js';
+import { formatTime } from '../../../core/bounds.js';
+import type { Domain, Interval } from '../../../core/types.js';
 
 const SECOND = 1_000_000;
 const MINUTE = 60 * SECOND;

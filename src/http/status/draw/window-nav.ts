@@ -1,7 +1,7 @@
 /** The links that move the status page's window: presets, zoom and pan, for a card or the page. */
-import type { Domain, Interval } from '../../core/types.js';
+import type { Domain, Interval } from '../../../core/types.js';
+import type { PageView } from '../load/model.js';
 import { html, pageHref, type SafeHtml } from './html.js';
-import type { PageView } from './model.js';
 import { boundParam, nextPreset, PRESETS, type PresetName, pan, zoom } from './window.js';
 
 type Focus = { asset?: string; rollup?: string };

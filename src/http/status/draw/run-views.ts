@@ -3,34 +3,13 @@
  * the top of the overview with their error and attempt; and a period's run history, attempt by
  * attempt, with a sentence that says what happens next.
  */
-import type { RunState } from '../../core/runs.js';
-import type { RunReportView, RunView } from '../../store/runs/history.js';
-import { MAX_RUNS } from '../period-explain.js';
+import { type FailedRunsView, MAX_RUNS, type RunReportView, type RunView } from '../load/model.js';
 import { formatLength, formatWhen } from './format.js';
 import { html, pageHref, type SafeHtml } from './html.js';
 import { RUN_STATE_MEANING, RUN_STATE_TEXT, RUN_TONE, runBadge } from './run-text.js';
 
 /** Error text shown in a table cell; the full text is in its title and on the period page. */
 const ERROR_SHOWN = 160;
-
-/** A period whose current run ended without success, as the overview lists it. */
-export interface FailedRunRow {
-  readonly rollupId: string;
-  readonly key: string;
-  readonly href: string;
-  readonly generation: number;
-  readonly attempt: number;
-  readonly state: RunState;
-  readonly error: string | null;
-  readonly finishedAt: Date | null;
-  readonly nextRetryAt: Date | null;
-}
-
-export interface FailedRunsView {
-  readonly rows: readonly FailedRunRow[];
-  /** Periods of the listed rollups whose current run failed, timed out or was lost. */
-  readonly total: number;
-}
 
 const iso = (d: Date) => d.toISOString();
 /** formatWhen to the second: run times carry milliseconds nobody reads on a status page. */

@@ -4,7 +4,8 @@
  * stale assets, rollups with failed runs, periods owing a rerun, periods waiting. Each node links
  * to its card on the status page. No scripts, like the rest of the page.
  */
-import type { GraphJson } from '../graph/load.js';
+
+import type { GraphJson } from '../load/model.js';
 import { layoutGraph, NODE_HEIGHT, NODE_WIDTH } from './graph-layout.js';
 import { html, pageHref, type SafeHtml } from './html.js';
 

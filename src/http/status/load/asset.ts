@@ -1,15 +1,15 @@
 /** An asset's card: coverage of its merged segments over the window. */
-import { piecesOf, projectCoverage } from '../../core/coverage.js';
-import { freshnessOf } from '../../core/freshness.js';
-import type { Interval, Piece } from '../../core/types.js';
-import type { AssetHistory } from '../../store/assets/asset-history.js';
-import type { AssetRow } from '../../store/assets/assets.js';
-import { segmentsOverlapping } from '../../store/assets/segments-sql.js';
-import type { Db } from '../../store/pg/db.js';
+import { piecesOf, projectCoverage } from '../../../core/coverage.js';
+import { freshnessOf } from '../../../core/freshness.js';
+import type { Interval, Piece } from '../../../core/types.js';
+import type { AssetHistory } from '../../../store/assets/asset-history.js';
+import type { AssetRow } from '../../../store/assets/assets.js';
+import { segmentsOverlapping } from '../../../store/assets/segments-sql.js';
+import type { Db } from '../../../store/pg/db.js';
+import { type DrawPiece, toDrawItems } from '../draw/pixels.js';
+import { PLOT_WIDTH } from '../draw/timeline.js';
+import { resolveWindow, type WindowQuery } from '../draw/window.js';
 import { type AssetView, COVERAGE_STATES, type PieceDetail, type Problem } from './model.js';
-import { type DrawPiece, toDrawItems } from './pixels.js';
-import { PLOT_WIDTH } from './timeline.js';
-import { resolveWindow, type WindowQuery } from './window.js';
 
 /** Gaps listed under a timeline; the rest are counted. */
 const MAX_PROBLEMS = 20;

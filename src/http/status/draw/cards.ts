@@ -1,10 +1,10 @@
 /** One card per asset (headline, coverage timeline, gap list) and per rollup (headline, period strip, periods needing attention). */
-import type { Domain, Interval } from '../../core/types.js';
+import type { Domain, Interval } from '../../../core/types.js';
+import type { AssetView, PageView, PeriodDetail, PieceDetail, Problem, RollupView } from '../load/model.js';
+import { PERIOD_STATES } from '../load/model.js';
 import { formatLength, formatPointText, formatRatio } from './format.js';
 import { assetHeadline, plural, rollupHeadline } from './headlines.js';
 import { html, pageHref, type SafeHtml } from './html.js';
-import type { AssetView, PageView, PeriodDetail, PieceDetail, Problem, RollupView } from './model.js';
-import { PERIOD_STATES } from './model.js';
 import { periodHref } from './period-page.js';
 import type { DrawItem } from './pixels.js';
 import { RUN_STATE_TEXT } from './run-text.js';

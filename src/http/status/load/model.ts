@@ -1,9 +1,23 @@
-/** What the status page shows, as loaded by the route and drawn by cards.ts and layout.ts. */
-import type { FreshnessJson } from '../../core/freshness.js';
-import type { RunState } from '../../core/runs.js';
-import type { Domain, Interval } from '../../core/types.js';
-import type { DrawItem } from './pixels.js';
-import type { PresetName } from './window.js';
+/**
+ * What the status page shows, as loaded by load/ and drawn by draw/ (cards.ts, layout.ts and the
+ * rest): the one file of load/ that draw/ imports. What draw/ shows as it is read elsewhere (a
+ * stored row's shape, the period explanation, the graph, the bounds of what was read) is named
+ * here too, so draw/ needs nothing from store/ or the loaders.
+ */
+import type { FreshnessJson } from '../../../core/freshness.js';
+import type { PeriodState } from '../../../core/policy.js';
+import type { RunState } from '../../../core/runs.js';
+import type { Domain, Interval } from '../../../core/types.js';
+import type { AssetRow } from '../../../store/assets/assets.js';
+import type { OpenRepairsOfAsset } from '../../../store/repairs/listings.js';
+import type { DrawItem } from '../draw/pixels.js';
+import type { WhyWaiting } from '../draw/why-waiting.js';
+import type { PresetName } from '../draw/window.js';
+
+export { HISTORY_MAX_SEGMENTS } from '../../../store/assets/asset-history.js';
+export type { RunReportView, RunView } from '../../../store/runs/history.js';
+export type { GraphJson } from '../../graph/load.js';
+export { MAX_RUNS, type PeriodExplanation, type UpstreamExplanation } from '../../period-explain.js';
 
 /**
  * Drawing states of a coverage timeline, least severe first: the coverage states, plus gaps
@@ -14,12 +28,7 @@ export const COVERAGE_STATES = ['complete', 'outside', 'behind', 'replay_require
 export type CoverageDrawState = (typeof COVERAGE_STATES)[number];
 
 /** Period states, least severe first: a pixel holding several periods shows the most severe. */
-import type { PeriodState } from '../../core/policy.js';
-import type { Overview } from './overview.js';
-import type { OpenRepairsView } from './repair-views.js';
-import type { FailedRunsView } from './run-views.js';
-
-export { PERIOD_STATES, type PeriodState } from '../../core/policy.js';
+export { PERIOD_STATES, type PeriodState } from '../../../core/policy.js';
 
 export interface PieceDetail {
   readonly version: string | null;
@@ -150,4 +159,52 @@ export interface PageView {
   readonly notes: readonly string[];
   /** Upstreams in focus that no event has named yet, with the rollups that wait for them. */
   readonly unseen: ReadonlyArray<{ readonly name: string; readonly waiting: readonly string[] }>;
+}
+
+export interface OverviewRollup {
+  readonly id: string;
+  readonly every: string;
+  readonly upstreams: number;
+  readonly counts: Readonly<Record<PeriodState, number>>;
+  /** Periods whose current run failed, timed out or was lost. */
+  readonly failedRuns: number;
+  readonly domain: Domain;
+  readonly why: WhyWaiting;
+}
+
+export type OverviewAsset = AssetRow & {
+  readonly freshness: FreshnessJson;
+  /** End of the newest complete coverage, in points; null when nothing is complete. */
+  readonly coveredUntil: number | null;
+};
+
+export interface Overview {
+  readonly assets: readonly OverviewAsset[];
+  readonly rollups: readonly OverviewRollup[];
+}
+
+export interface OpenRepairsView {
+  readonly rows: readonly OpenRepairsOfAsset[];
+  /** Assets (of the page's focus or filter) with an open or partial request, and those requests. */
+  readonly assets: number;
+  readonly requests: number;
+}
+
+/** A period whose current run ended without success, as the overview lists it. */
+export interface FailedRunRow {
+  readonly rollupId: string;
+  readonly key: string;
+  readonly href: string;
+  readonly generation: number;
+  readonly attempt: number;
+  readonly state: RunState;
+  readonly error: string | null;
+  readonly finishedAt: Date | null;
+  readonly nextRetryAt: Date | null;
+}
+
+export interface FailedRunsView {
+  readonly rows: readonly FailedRunRow[];
+  /** Periods of the listed rollups whose current run failed, timed out or was lost. */
+  readonly total: number;
 }

@@ -4,35 +4,11 @@
  * rollups. Names link to the focused pages, which draw the timelines.
  */
 
-import type { FreshnessJson } from '../../core/freshness.js';
-import { PERIOD_STATES, type PeriodState } from '../../core/policy.js';
-import type { Domain } from '../../core/types.js';
-import type { AssetRow } from '../../store/assets/assets.js';
+import { PERIOD_STATES } from '../../../core/policy.js';
+import type { OverviewAsset, OverviewRollup } from '../load/model.js';
 import { formatLength, formatPointText } from './format.js';
 import { html, pageHref, type SafeHtml } from './html.js';
-import { renderWhyWaiting, type WhyWaiting } from './why-waiting.js';
-
-export interface OverviewRollup {
-  readonly id: string;
-  readonly every: string;
-  readonly upstreams: number;
-  readonly counts: Readonly<Record<PeriodState, number>>;
-  /** Periods whose current run failed, timed out or was lost. */
-  readonly failedRuns: number;
-  readonly domain: Domain;
-  readonly why: WhyWaiting;
-}
-
-export type OverviewAsset = AssetRow & {
-  readonly freshness: FreshnessJson;
-  /** End of the newest complete coverage, in points; null when nothing is complete. */
-  readonly coveredUntil: number | null;
-};
-
-export interface Overview {
-  readonly assets: readonly OverviewAsset[];
-  readonly rollups: readonly OverviewRollup[];
-}
+import { renderWhyWaiting } from './why-waiting.js';
 
 export function renderOverviewAssets(assets: readonly OverviewAsset[]): SafeHtml {
   if (assets.length === 0) return html`<p class="none">No assets to show.</p>`;

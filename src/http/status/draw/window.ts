@@ -1,6 +1,6 @@
 /** The status page's window: presets, explicit bounds, zooming and panning. Pure. */
-import { domainOf, formatTime, parseBound } from '../../core/bounds.js';
-import type { Domain, Interval } from '../../core/types.js';
+import { domainOf, formatTime, parseBound } from '../../../core/bounds.js';
+import type { Domain, Interval } from '../../../core/types.js';
 
 const SECOND = 1_000_000;
 const HOUR = 3600 * SECOND;

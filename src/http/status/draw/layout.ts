@@ -3,13 +3,11 @@
  * scripts: the pages reload themselves with a meta refresh, keeping their query (focus, window).
  */
 
-import type { Rollup } from '../../core/rollup.js';
-import type { GraphJson } from '../graph/load.js';
-import type { PeriodExplanation } from '../period-explain.js';
+import type { Rollup } from '../../../core/rollup.js';
+import type { GraphJson, PageView, PeriodExplanation } from '../load/model.js';
 import { renderAssetCard, renderRollupCard, renderUnseenCard } from './cards.js';
 import { GRAPH_CSS, graphLegend, renderGraph } from './graph-page.js';
 import { html, pageHref, raw, type SafeHtml } from './html.js';
-import type { PageView } from './model.js';
 import { renderOverviewAssets, renderOverviewRollups } from './overview.js';
 import { renderPeriodBody } from './period-page.js';
 import { renderOpenRepairs } from './repair-views.js';
