@@ -90,7 +90,9 @@ async function markRollup(
   await Promise.all(seeds);
   if (behind.length === 0) return { condemned: [], more: false };
   // ingested_at rounded up to the millisecond: a JS Date drops the microseconds, and settle
-  // must not end before `ingested_at + settle` in database time.
+  // must not end before `ingested_at + settle` in database time. The log's seq index keys buckets
+  // of 8 (seq >> 3, migration 0013): the bucket bounds the index scan, seq the rows, and the order
+  // by bucket then seq lets the index give the order (each bucket sorted on its own).
   const events = await tx<(EventRow & { asset_id: number })[]>`
     select u.asset_id, e.seq, case when e.replay then 'replay_requirement' else 'completion' end as kind, e.lo, e.hi,
       date_trunc('milliseconds', e.ingested_at)
@@ -99,7 +101,8 @@ async function markRollup(
     from unnest(${behind.map((b) => b.id)}::int8[], ${behind.map((b) => b.seq)}::int8[]) as u(asset_id, seq)
     cross join lateral (
       select seq, replay, lo, hi, ingested_at from events
-      where asset_id = u.asset_id and seq > u.seq order by seq limit ${batch}
+      where asset_id = u.asset_id and seq >> 3 >= u.seq >> 3 and seq > u.seq
+      order by seq >> 3, seq limit ${batch}
     ) e
     order by u.asset_id, e.seq`;
   const byAsset: Map<number, EventRow[]> = groupBy(events, (e) => e.asset_id);

@@ -7,7 +7,8 @@ import { CONFIG_ENV_VARS } from '../../src/config/index.js';
 import { normalizeEvent } from '../../src/core/events.js';
 import { parsePartitionName } from '../../src/core/partitions.js';
 import { commitEvents } from '../../src/store/assets/commit.js';
-import { listPartitions } from '../../src/store/assets/partitions.js';
+import { freshnessFacts } from '../../src/store/assets/freshness.js';
+import { dropPartition, listPartitions } from '../../src/store/assets/partitions.js';
 import { connect } from '../../src/store/pg/db.js';
 import { migrate, readMigrations } from '../../src/store/upkeep/migrate.js';
 import { prune, type RetentionOptions } from '../../src/store/upkeep/retention.js';
@@ -362,6 +363,7 @@ describe('migrating a populated event log', () => {
   const migrations = readMigrations();
   const PARTITIONED = migrations.findIndex((m) => m.name === 'partitioned_events') + 1;
   const COMPACT = migrations.findIndex((m) => m.name === 'compact_events') + 1;
+  const SEQ_BUCKETS = migrations.findIndex((m) => m.name === 'event_seq_buckets') + 1;
 
   it('moves every event into the partitioned log, keys and all, and keeps idempotency', async () => {
     const db = await createEmptyDatabase();
@@ -501,6 +503,113 @@ describe('migrating a populated event log', () => {
       again('ab'),
     ]);
     expect(outcomes.map((o) => o.status)).toEqual(['duplicate', 'duplicate', 'duplicate', 'committed']);
+  });
+
+  it('keys the seq index by buckets of 8 on every partition without touching a row, and reads follow it', async () => {
+    const db = await createEmptyDatabase();
+    const { sql } = db;
+    await migrate(sql, log, migrations.slice(0, SEQ_BUCKETS - 1));
+    await sql`
+      insert into assets (name, domain, last_seq, event_count)
+      values ('old.asset', 'integer', 20, 20), ('other.asset', 'integer', 3, 3)`;
+    await sql`insert into rollups (id, definition, calendar_hash, definition_hash) values ('r', '{}', 'h', 'd')`;
+    await sql`insert into rollup_cursors (rollup_id, asset_name, seq) values ('r', 'old.asset', 13)`;
+    // The first partition (it ends with the first migration), two more made ahead and a fourth
+    // whose DETACH CONCURRENTLY was interrupted.
+    const lo = (await listPartitions(sql))[0]!.hi;
+    const named = (k: number) => `events_p${lo + k * 3600}_${lo + (k + 1) * 3600}`;
+    const [third, pending] = [named(1), named(2)];
+    for (let k = 0; k < 3; k++)
+      await sql`select create_event_partition(${lo + k * 3600}, ${lo + (k + 1) * 3600})`;
+    const at = (partition: number) => new Date((lo + partition * 3600 + 60) * 1000);
+    // old.asset's seq 1-6 in the first partition, 7-13 in the second, 14-20 in the third (buckets
+    // 0-7, 8-15, 16-23 straddle them), in every form a field takes: an id as text, as hex bytes
+    // or none (the content digest), produced_at compact, as text or none, bounds as sent or not,
+    // extra or none, completions and replays.
+    await sql`
+      insert into events (asset_id, seq, lo, hi, ingested_at, produced_at, produced_at_digits, replay,
+        event_id, event_id_hex, digest, version, produced_at_text, start_text, end_text, extra)
+      select 1, s, s * 10, s * 10 + 10,
+        case when s <= 6 then now() - interval '1 hour' when s <= 13 then ${at(0)}::timestamptz else ${at(1)}::timestamptz end,
+        case when s % 3 = 0 then timestamptz '2025-01-01T00:05:07.12Z' end, case when s % 3 = 0 then 3 end,
+        s % 5 = 0,
+        case when s % 4 = 1 then 'spark-batch-' || s end,
+        case when s % 4 = 2 then decode(lpad(to_hex(s), 40, '0'), 'hex') end,
+        case when s % 4 in (0, 3) then decode(md5(s::text), 'hex') end,
+        case when s % 5 = 0 then 'v2' when s % 2 = 0 then 'v1' end,
+        case when s % 3 = 1 then '2025-01-01T00:05:07+00:00' end,
+        case when s % 7 = 0 then '0' || s * 10 end, case when s % 7 = 0 then '+' || s * 10 + 10 end,
+        case when s % 2 = 0 then json '{"job": "load", "attempt": 1}' end
+      from generate_series(1, 20) s`;
+    await sql`
+      insert into events (asset_id, seq, lo, hi, ingested_at, replay, event_id)
+      values (2, 1, 1, 2, ${at(0)}, false, 'o1'), (2, 2, 2, 3, ${at(1)}, false, 'o2'), (2, 3, 3, 4, ${at(2)}, false, 'o3')`;
+    // Interrupted: a transaction that still sees the log holds the detach back, and it is cancelled.
+    const holder = await sql.reserve();
+    await holder`begin`;
+    await holder`select count(*) from events`;
+    const detach = sql`alter table events detach partition ${sql(pending)} concurrently`.execute();
+    await waitFor(
+      async () =>
+        (
+          await sql`select 1 from pg_stat_activity where query like 'alter table events detach%' and wait_event_type = 'Lock'`
+        ).length === 1,
+      { what: 'the detach to wait for the open transaction' },
+    );
+    detach.cancel();
+    await expect(detach).rejects.toThrow(/cancel/);
+    await holder`rollback`;
+    holder.release();
+    const before = await listPartitions(sql);
+    expect(before.filter((p) => p.detaching).length).toBe(1);
+    const everything = () => sql`
+      select e.*, tableoid::regclass::text as partition, extra::text as extra from events e order by asset_id, seq`;
+    const old = await everything();
+    expect(old.length).toBe(22);
+
+    await migrate(sql, log);
+
+    expect(await everything()).toEqual(old);
+    expect(await listPartitions(sql)).toEqual(before);
+    const indexes = await sql<{ partition: string; def: string }[]>`
+      select c.relname as partition, pg_get_indexdef(x.indexrelid) as def
+      from pg_inherits i join pg_class c on c.oid = i.inhrelid join pg_index x on x.indrelid = c.oid
+      where i.inhparent = 'events'::regclass and not i.inhdetachpending and x.indkey[0] <> 0
+        and pg_get_indexdef(x.indexrelid) like '%(asset_id,%'
+      order by 1`;
+    expect(indexes.map((i) => i.partition)).toEqual(
+      before
+        .filter((p) => !p.detaching)
+        .map((p) => p.name)
+        .sort(),
+    );
+    for (const i of indexes) expect(i.def).toMatch(/\(asset_id, \(\(seq >> 3\)\)\)$/);
+
+    // What reads the log by seq: the newest event's time, retention's holds (cursor 13: the
+    // second partition's 7-13 are passed, though 8-13 share a bucket with 14 and 15), the commit.
+    expect((await freshnessFacts(sql, ['old.asset'])).get('old.asset')!.lastEventAt).toBe(at(1).getTime());
+    const report = await prune(
+      sql,
+      options({ readers: [{ rollup: 'r', asset: 'old.asset' }], dryRun: true }),
+      new Date((lo + 4 * 3600) * 1000 + DAY_MS),
+    );
+    expect(report.held).toEqual([
+      { partition: third, rollup: 'r', asset: 'old.asset', cursor: 13, newest: 20 },
+    ]);
+    expect(report.dropped.map((d) => d.partition)).toEqual(
+      before.filter((p) => p.name !== third).map((p) => p.name),
+    );
+    // The interrupted detach is finished and its partition dropped as before.
+    await dropPartition(sql, before.find((p) => p.detaching)!);
+    expect(await listPartitions(sql)).toEqual(before.filter((p) => p.name !== pending));
+    const again = (id: string) =>
+      normalizeEvent({ asset: 'old.asset', start: 0, end: 10, id }, { maxPayloadBytes: 65_536 });
+    expect(await commitEvents(sql, [again('spark-batch-17')], { ingestedAt: at(1) })).toEqual([
+      { status: 'duplicate', assetId: 1 },
+    ]);
+    expect(await commitEvents(sql, [again('new')], { ingestedAt: at(1) })).toEqual([
+      { status: 'committed', assetId: 1, seq: 21 },
+    ]);
   });
 });
 

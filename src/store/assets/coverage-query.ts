@@ -286,12 +286,15 @@ export function coveredUntil(sql: Db, alias = 'a') {
 }
 
 /**
- * When the index accepted the asset's newest event: a primary-key probe of the event log. Should
- * retention have pruned that row, the asset row's updated_at (its last commit) stands in.
+ * When the index accepted the asset's newest event: a probe of the event log's seq index, which
+ * keys buckets of 8 (seq >> 3, migration 0013): it reads the rows of the newest seq's bucket up to
+ * it, 1-8. Should retention have pruned that row, the asset row's updated_at (its last commit)
+ * stands in.
  */
 export function lastEventAt(sql: Db, alias = 'a') {
   const a = sql(alias);
   return sql`case when ${a}.last_seq > 0 then coalesce(
-    (select e.ingested_at from events e where e.asset_id = ${a}.id and e.seq = ${a}.last_seq),
+    (select e.ingested_at from events e
+      where e.asset_id = ${a}.id and e.seq >> 3 = ${a}.last_seq >> 3 and e.seq = ${a}.last_seq),
     ${a}.updated_at) end`;
 }

@@ -157,7 +157,8 @@ async function prunePass(
 
 /**
  * The readers whose cursor has not passed every event of theirs in the partition. A reader with
- * no cursor yet (its scheduler has not run) is at 0 and holds everything of its asset.
+ * no cursor yet (its scheduler has not run) is at 0 and holds everything of its asset. The seq
+ * index keys buckets of 8 (seq >> 3, migration 0013): the bucket condition bounds its scan.
  */
 async function holdsOn(
   sql: Sql,
@@ -170,7 +171,8 @@ async function holdsOn(
     from unnest(${readers.map((r) => r.rollup)}::text[], ${readers.map((r) => r.asset)}::text[]) as u(rollup, asset)
     join assets a on a.name = u.asset
     left join rollup_cursors c on c.rollup_id = u.rollup and c.asset_name = u.asset
-    join ${sql(partition.name)} e on e.asset_id = a.id and e.seq > coalesce(c.seq, 0)
+    join ${sql(partition.name)} e on e.asset_id = a.id
+      and e.seq >> 3 >= coalesce(c.seq, 0) >> 3 and e.seq > coalesce(c.seq, 0)
     group by u.rollup, u.asset, c.seq
     order by u.rollup, u.asset`;
   return rows.map((r) => ({ partition: partition.name, ...r }));
