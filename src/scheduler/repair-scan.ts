@@ -124,15 +124,18 @@ export class RepairScan {
     this.cursor += picked.length;
     const candidates: CandidatePeriod[] = [];
     const walked: Array<{ id: string; backlog: number | null }> = [];
+    // Each asset's last_seq as the coverage was read (the lowest, if read more than once).
+    const seqs = new Map<string, number>();
     for (const runtime of picked) {
       const found = await this.candidatesOf(runtime, nowMs);
       candidates.push(...found.candidates);
       walked.push({ id: runtime.rollup.id, backlog: found.backlog });
+      for (const [asset, seq] of found.seqs) seqs.set(asset, Math.min(seq, seqs.get(asset) ?? seq));
     }
     const made =
       candidates.length === 0
         ? { made: 0, deferred: new Set<string>() }
-        : await this.make(token, candidates, now, this.options.budget);
+        : await this.make(token, candidates, seqs, now, this.options.budget);
     for (const w of walked) {
       const scan = this.scans.get(w.id)!;
       scan.lastAt = nowMs;
@@ -153,19 +156,20 @@ export class RepairScan {
 
   /**
    * The owed periods of one rollup in its newest chunk and its next backlog chunk, with each
-   * upstream's not-complete ranges; and where its backlog walk goes on (null: done, from the top).
+   * upstream's not-complete ranges; where its backlog walk goes on (null: done, from the top); and
+   * each upstream's last_seq in the snapshot those ranges were read from.
    */
   private async candidatesOf(
     { rollup, config }: RollupRuntime,
     nowMs: number,
-  ): Promise<{ candidates: CandidatePeriod[]; backlog: number | null }> {
+  ): Promise<{ candidates: CandidatePeriod[]; backlog: number | null; seqs: Map<string, number> }> {
     const repair = config.repair!;
     const deadline = rollup.policy.deadlineMs;
     // Periods starting before `end` ended `after` ago; those before `floor` passed their deadline.
     const end = passedBefore(rollup, nowMs, repair.after);
     const floor =
       deadline === undefined ? rollup.begin : Math.max(rollup.begin, passedBefore(rollup, nowMs, deadline));
-    if (end <= floor) return { candidates: [], backlog: null };
+    if (end <= floor) return { candidates: [], backlog: null, seqs: new Map() };
     const newest = chunkBefore(rollup, end, floor);
     const scan = this.scans.get(rollup.id)!;
     const from = scan.backlog === null ? newest.start : Math.min(scan.backlog, newest.start);
@@ -197,13 +201,20 @@ export class RepairScan {
       if (!repairOwed({ afterMs: repair.after }, deadline, { endMs, state }, nowMs)) continue;
       candidates.push({ rollupId: rollup.id, lo: period.start, hi: period.end, key: period.key, ranges });
     }
-    return { candidates, backlog: older && older.start > floor ? older.start : null };
+    const seqs = new Map([...upstreams].map(([asset, u]) => [asset, u.lastSeq]));
+    return { candidates, backlog: older && older.start > floor ? older.start : null, seqs };
   }
 
-  /** Plans and makes the requests of these candidates in one fenced transaction. */
+  /**
+   * Plans and makes the requests of these candidates in one fenced transaction. Each request has
+   * seen its asset's events up to `seqs` (the coverage its ranges were read from), so the follow
+   * leaves it alone until newer ones commit: a request made from what the index holds has nothing
+   * to learn from it yet.
+   */
   private async make(
     token: number,
     candidates: readonly CandidatePeriod[],
+    seqs: ReadonlyMap<string, number>,
     now: Date,
     budget: number,
   ): Promise<{ made: number; deferred: ReadonlySet<string> }> {
@@ -235,6 +246,7 @@ export class RepairScan {
           everyMs: repair.every,
           target: redactTarget(repair.target),
           leaseToken: token,
+          seenSeq: seqs.get(m.asset) ?? 0,
         };
       });
       const ids = await makeRequests(tx, made, now, (m, id) => attemptPayload(m, id, 1, m.ranges, now));
