@@ -19,7 +19,8 @@
  *    request seen `repaired` (polled every 5 ms).
  * 5. The rest filled at once; once none is open and the scheduler is quiet: the same again.
  *
- * Prints one JSON object, with the load average before and after. Goals: idle pass with 10,000
+ * Prints one JSON object, with the load average before and after; on stderr, when each idle phase
+ * starts and ends on the monotonic clock of CPU profiles (bench/profile/top.ts --from/--to). Goals: idle pass with 10,000
  * open within 10 % of none open, fill to repaired p99 ≤ 1 s, requests per pass ≤ the budget.
  *
  *   npm run bench:repairs
@@ -64,6 +65,9 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const asset = (i: number) => `rep.a${String(i).padStart(5, '0')}`;
 const iso = (ms: number) => new Date(ms).toISOString();
 const load = () => loadavg().map((x) => round(x, 2));
+/** A phase's start or end on stderr, in the monotonic microseconds of a daemon's CPU profile. */
+const mark = (phase: string) =>
+  process.stderr.write(`phase ${phase} at ${process.hrtime.bigint() / 1000n} us, load ${load().join(' ')}\n`);
 const stats = (values: readonly number[]) => {
   const sorted = [...values].sort((a, b) => a - b);
   const r = (x: number | undefined) => (x === undefined ? null : round(x, 1));
@@ -197,6 +201,23 @@ async function main(): Promise<void> {
       last = now;
     }
   };
+  /**
+   * An idle phase of IDLE_SECONDS, scraped every 30 s: the passes (idle and busy) in each 30 s, so
+   * a burst of passes shows apart from the steady poll.
+   */
+  const idleTimeline = async (start: string) => {
+    const passes = (body: string) =>
+      passesBetween('', body, 'idle').passes + passesBetween('', body, 'busy').passes;
+    const out: number[] = [];
+    let last = passes(start);
+    for (let left = IDLE_SECONDS * 1000; left > 0; left -= 30_000) {
+      await sleep(Math.min(30_000, left));
+      const now = passes(await metrics());
+      out.push(now - last);
+      last = now;
+    }
+    return out;
+  };
   const counts = async () => {
     const [row] = await db.sql<{ made: number; open: number; undelivered: number }[]>`
       select (select count(*) from repair_requests)::int as made,
@@ -225,7 +246,9 @@ async function main(): Promise<void> {
 
   // 3. Idle with every request open.
   const before = await metrics();
-  await sleep(IDLE_SECONDS * 1000);
+  mark('idle-open start');
+  const timelineOpen = await idleTimeline(before);
+  mark('idle-open end');
   const idleOpen = passesBetween(before, await metrics(), 'idle');
   const busyOpen = passesBetween(before, await metrics(), 'busy');
   const probeOpen = await probe();
@@ -281,7 +304,9 @@ async function main(): Promise<void> {
   const burstS = round((performance.now() - burstStart) / 1000, 1);
   await quiet();
   const beforeNone = await metrics();
-  await sleep(IDLE_SECONDS * 1000);
+  mark('idle-none start');
+  const timelineNone = await idleTimeline(beforeNone);
+  mark('idle-none end');
   const idleNone = passesBetween(beforeNone, await metrics(), 'idle');
   const busyNone = passesBetween(beforeNone, await metrics(), 'busy');
   const probeNone = await probe();
@@ -323,6 +348,7 @@ async function main(): Promise<void> {
         p50_ratio: round(idleOpen.p50_ms / idleNone.p50_ms, 3),
         p99_ratio: round(idleOpen.p99_ms / idleNone.p99_ms, 3),
         busy_passes_meanwhile: { open: busyOpen.passes, none_open: busyNone.passes },
+        passes_per_30s: { open: timelineOpen, none_open: timelineNone },
         seconds: IDLE_SECONDS,
       },
       repair_probe_ms: { open: probeOpen, none_open: probeNone },

@@ -4,7 +4,11 @@
  * time). Sums every file given, by function (name, file:line) and by where the code lives
  * (our src/ per folder, or the npm package, or node itself).
  *
- *   npx tsx bench/profile/top.ts [--top 25] FILE...
+ * A CPU profile can be cut to a window of the monotonic clock its timestamps use (microseconds, as
+ * `process.hrtime.bigint() / 1000n` in any process on the machine: bench/repairs.ts prints its
+ * phases so), to see one phase of a benchmark alone.
+ *
+ *   npx tsx bench/profile/top.ts [--top 25] [--from US] [--to US] FILE...
  */
 import { readFileSync } from 'node:fs';
 
@@ -25,9 +29,20 @@ interface CpuNode {
 }
 
 const args = process.argv.slice(2);
-const topAt = args.indexOf('--top');
-const TOP = topAt >= 0 ? Number(args[topAt + 1]) : 25;
-const files = args.filter((_, i) => i !== topAt && i !== topAt + 1);
+const option = (name: string): number | undefined => {
+  const at = args.indexOf(name);
+  return at >= 0 ? Number(args[at + 1]) : undefined;
+};
+const TOP = option('--top') ?? 25;
+/** Only the CPU samples taken in [FROM, TO) (monotonic microseconds). */
+const FROM = option('--from') ?? Number.NEGATIVE_INFINITY;
+const TO = option('--to') ?? Number.POSITIVE_INFINITY;
+const optionAt = new Set(
+  ['--top', '--from', '--to'].flatMap((o) =>
+    args.includes(o) ? [args.indexOf(o), args.indexOf(o) + 1] : [],
+  ),
+);
+const files = args.filter((_, i) => !optionAt.has(i));
 
 /** Where a frame's code lives: src/<folder>, node_modules/<package>, node:<module>, or (v8). */
 function placeOf(url: string): string {
@@ -67,12 +82,18 @@ for (const file of files) {
     walk(profile.head);
   } else {
     kind = 'ms';
-    span += (profile.endTime - profile.startTime) / 1e6;
+    const from = Math.max(FROM, profile.startTime);
+    const to = Math.min(TO, profile.endTime);
+    span += Math.max(0, to - from) / 1e6;
     const nodes = new Map<number, CpuNode>(profile.nodes.map((n: CpuNode) => [n.id, n]));
+    let at = profile.startTime;
     profile.samples.forEach((id: number, i: number) => {
+      const delta = profile.timeDeltas[i] ?? 0;
+      at += delta;
+      if (at < from || at >= to) return;
       const node = nodes.get(id)!;
       if (node.callFrame.functionName === '(idle)') return;
-      add(node.callFrame, (profile.timeDeltas[i] ?? 0) / 1000);
+      add(node.callFrame, delta / 1000);
     });
   }
 }

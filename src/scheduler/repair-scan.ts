@@ -1,10 +1,18 @@
 /**
  * The scan phase of the repair step (SPEC §15), lease holder only: the rollups with `repair:` whose
  * scan is due (a period of theirs passed `after`, their upstreams have new events, a new lease, or
- * ten minutes since the last: nothing else makes a range owed) look at their newest periods past `after` (and one older chunk of their backlog,
- * walking back to `begin` one scan at a time), read what their upstreams hold there, and make
- * requests for the not-complete ranges of the periods that owe them (core/repair.ts planRepairs),
- * newest first, at most the budget per pass, in a transaction fenced by the lease token.
+ * ten minutes since the last: nothing else makes a range owed) look at their newest periods past
+ * `after` (and one older chunk of their backlog, walking back to `begin` one scan at a time), read
+ * what their upstreams hold there, and make requests for the not-complete ranges of the periods
+ * that owe them (core/repair.ts planRepairs), newest first, at most the budget per pass, in a
+ * transaction fenced by the lease token.
+ *
+ * A rollup whose periods were all planned (its walk done, none left out by the budget) is settled
+ * at its upstreams' last_seq: while they hold no newer event, what it owed is requested or waits
+ * on a request already, and only the periods passing `after` since can owe anything new. Its next
+ * due scan first compares last_seq (one statement for every due rollup): unchanged, it looks at
+ * those new periods alone, or at nothing. Planning again what is already held made every rescan
+ * with open requests cost a fenced transaction per rollup (bench:repairs, 10,000 open).
  */
 import type { RollupRuntime } from '../config/rollups.js';
 import type { Period } from '../core/calendar.js';
@@ -23,6 +31,7 @@ import { attemptPayload } from '../core/repair-payload.js';
 import type { Rollup } from '../core/rollup.js';
 import type { Interval } from '../core/types.js';
 import type { Fence } from '../lease/fence.js';
+import { lastSeqs } from '../store/assets/assets.js';
 import { loadUpstreams } from '../store/assets/upstreams.js';
 import { storedPeriodStates } from '../store/periods/reads.js';
 import type { Sql } from '../store/pg/db.js';
@@ -40,7 +49,10 @@ import { redactTarget } from '../targets/secrets.js';
 const CHUNK = 200;
 /** Rollups scanned per pass at most; the others on the next passes. */
 const SCANS_PER_PASS = 20;
-/** A rollup nothing woke is scanned again this often, in case a notification was lost. */
+/**
+ * A rollup nothing woke is looked at again this often, in case a notification was lost: settled,
+ * it is scanned only if its upstreams' last_seq moved meanwhile.
+ */
 const RESCAN_MS = 10 * 60_000;
 
 export interface ScanOptions {
@@ -61,7 +73,17 @@ interface Scan {
   lastAt: number;
   /** Where the backlog walk continues (a period boundary); null: start again from the newest. */
   backlog: number | null;
+  /** The sum of its upstreams' last_seq as the first scan of the current walk read them. */
+  walkSeqs: number | null;
+  /**
+   * Every period before `end` planned whole, its upstreams at `seqs` (the sum of their last_seq):
+   * while the sum is unchanged, only periods from `end` on can owe a new request. Null: the next
+   * scan looks at everything, from the newest chunk back.
+   */
+  settled: { seqs: number; end: number } | null;
 }
+
+const fresh = (): Scan => ({ nextAt: 0, lastAt: 0, backlog: null, walkSeqs: null, settled: null });
 
 export class RepairScan {
   private readonly repairing: readonly RollupRuntime[];
@@ -79,7 +101,7 @@ export class RepairScan {
 
   /** A new lease: every rollup scans at once, from its newest periods. */
   reset(): void {
-    this.scans = new Map(this.repairing.map((r) => [r.rollup.id, { nextAt: 0, lastAt: 0, backlog: null }]));
+    this.scans = new Map(this.repairing.map((r) => [r.rollup.id, fresh()]));
   }
 
   /**
@@ -99,11 +121,16 @@ export class RepairScan {
     );
   }
 
-  /** These rollups (all: undefined) scan again as soon as scanMs after their last scan allows. */
+  /**
+   * These rollups (all: undefined) scan again, everything, as soon as scanMs after their last scan
+   * allows.
+   */
   wake(ids: readonly string[] | undefined = undefined): void {
     for (const id of ids ?? [...this.scans.keys()]) {
       const scan = this.scans.get(id);
-      if (scan) scan.nextAt = Math.min(scan.nextAt, scan.lastAt + this.options.scanMs);
+      if (!scan) continue;
+      scan.nextAt = Math.min(scan.nextAt, scan.lastAt + this.options.scanMs);
+      scan.settled = null;
     }
   }
 
@@ -114,25 +141,43 @@ export class RepairScan {
     return at;
   }
 
-  /** The due rollups' scans, round robin, SCANS_PER_PASS at a time; busy when more is owed now. */
-  async scan(token: number, now: Date): Promise<{ made: number; busy: boolean }> {
+  /**
+   * The due rollups' scans, round robin, SCANS_PER_PASS at a time (a settled rollup with nothing
+   * new is not scanned); busy when more is owed now; `scanned`: the rollups whose coverage was read.
+   */
+  async scan(token: number, now: Date): Promise<{ made: number; busy: boolean; scanned: number }> {
     const nowMs = now.getTime();
-    const due = this.repairing.filter((r) => (this.scans.get(r.rollup.id)?.nextAt ?? 0) <= nowMs);
-    if (due.length === 0) return { made: 0, busy: false };
+    const due = await this.toScan(
+      this.repairing.filter((r) => (this.scans.get(r.rollup.id)?.nextAt ?? 0) <= nowMs),
+      nowMs,
+    );
+    if (due.length === 0) return { made: 0, busy: false, scanned: 0 };
     const start = this.cursor % due.length;
     const picked = [...due.slice(start), ...due.slice(0, start)].slice(0, SCANS_PER_PASS);
     this.cursor += picked.length;
     const candidates: CandidatePeriod[] = [];
-    const walked: Array<{ id: string; backlog: number | null }> = [];
+    const walked: Array<{
+      id: string;
+      /** Only the periods past its settled end were looked at. */
+      narrow: boolean;
+      backlog: number | null;
+      end: number;
+      seqs: number | null;
+    }> = [];
+    // Each asset's last_seq as the coverage was read (the lowest, if read more than once).
+    const seqs = new Map<string, number>();
     for (const runtime of picked) {
+      const narrow = this.scans.get(runtime.rollup.id)!.settled !== null;
       const found = await this.candidatesOf(runtime, nowMs);
       candidates.push(...found.candidates);
-      walked.push({ id: runtime.rollup.id, backlog: found.backlog });
+      const { backlog, end } = found;
+      walked.push({ id: runtime.rollup.id, narrow, backlog, end, seqs: found.seqs && sumOf(found.seqs) });
+      for (const [asset, seq] of found.seqs ?? []) seqs.set(asset, Math.min(seq, seqs.get(asset) ?? seq));
     }
     const made =
       candidates.length === 0
         ? { made: 0, deferred: new Set<string>() }
-        : await this.make(token, candidates, now, this.options.budget);
+        : await this.make(token, candidates, seqs, now, this.options.budget);
     for (const w of walked) {
       const scan = this.scans.get(w.id)!;
       scan.lastAt = nowMs;
@@ -140,37 +185,90 @@ export class RepairScan {
       // for the rollups whose periods were left out; the others were planned whole).
       if (made.deferred.has(w.id)) scan.nextAt = 0;
       else {
+        if (w.narrow) {
+          // Settled up to this end now (unless a notification woke it meanwhile: everything next).
+          if (scan.settled) scan.settled = { seqs: scan.settled.seqs, end: w.end };
+        } else {
+          if (scan.backlog === null) scan.walkSeqs = w.seqs; // this scan began a walk
+          scan.settled =
+            w.backlog === null && scan.walkSeqs !== null ? { seqs: scan.walkSeqs, end: w.end } : null;
+        }
         scan.backlog = w.backlog;
-        // Again when the next period passes `after`, when its upstreams have new events (note),
-        // and every RESCAN_MS at least: nothing else makes a range owed.
-        const { rollup, config } = this.options.byId.get(w.id)!;
-        const nextOwed = nextPassAt(rollup, nowMs, config.repair!.after);
-        scan.nextAt = w.backlog === null ? Math.min(nowMs + RESCAN_MS, nextOwed) : 0;
+        scan.nextAt = w.backlog === null ? this.nextLookAt(w.id, nowMs) : 0;
       }
     }
-    return { made: made.made, busy: made.deferred.size > 0 || walked.some((w) => w.backlog !== null) };
+    const busy = made.deferred.size > 0 || walked.some((w) => w.backlog !== null);
+    return { made: made.made, busy, scanned: picked.length };
   }
 
   /**
-   * The owed periods of one rollup in its newest chunk and its next backlog chunk, with each
-   * upstream's not-complete ranges; and where its backlog walk goes on (null: done, from the top).
+   * Which of the due rollups to scan: a settled one only if its upstreams' last_seq moved (then
+   * everything again) or a period of it passed `after` since (then those periods alone); the
+   * others are looked at again later, as after a scan.
+   */
+  private async toScan(due: readonly RollupRuntime[], nowMs: number): Promise<RollupRuntime[]> {
+    const settled = due.filter((r) => this.scans.get(r.rollup.id)?.settled);
+    if (settled.length === 0) return [...due];
+    const current = await lastSeqs(this.options.sql, [...new Set(settled.flatMap((r) => r.rollup.upstream))]);
+    return due.filter(({ rollup, config }) => {
+      const scan = this.scans.get(rollup.id)!;
+      if (!scan.settled) return true;
+      if (sumOf(new Map(rollup.upstream.map((a) => [a, current.get(a) ?? 0]))) !== scan.settled.seqs) {
+        scan.settled = null; // new events: any period may owe, or owe something else
+        return true;
+      }
+      const end = passedBefore(rollup, nowMs, config.repair!.after);
+      if (end <= scan.settled.end) {
+        scan.nextAt = this.nextLookAt(rollup.id, nowMs);
+        return false;
+      }
+      // More new periods than a chunk (a long pause): everything again.
+      if (rollup.calendar.periodsOverlapping({ start: scan.settled.end, end }, CHUNK + 1).length > CHUNK)
+        scan.settled = null;
+      return true;
+    });
+  }
+
+  /** Again when its next period passes `after`, when its upstreams have new events (note), and every RESCAN_MS at least. */
+  private nextLookAt(id: string, nowMs: number): number {
+    const { rollup, config } = this.options.byId.get(id)!;
+    return Math.min(nowMs + RESCAN_MS, nextPassAt(rollup, nowMs, config.repair!.after));
+  }
+
+  /**
+   * The owed periods of one rollup in its newest chunk and its next backlog chunk (settled: in the
+   * periods past its settled end alone), with each upstream's not-complete ranges; where its
+   * backlog walk goes on (null: done, from the top); the end of the periods looked at; and each
+   * upstream's last_seq in the snapshot those ranges were read from.
    */
   private async candidatesOf(
     { rollup, config }: RollupRuntime,
     nowMs: number,
-  ): Promise<{ candidates: CandidatePeriod[]; backlog: number | null }> {
+  ): Promise<{
+    candidates: CandidatePeriod[];
+    backlog: number | null;
+    end: number;
+    /** Null: nothing was read. */
+    seqs: Map<string, number> | null;
+  }> {
     const repair = config.repair!;
     const deadline = rollup.policy.deadlineMs;
     // Periods starting before `end` ended `after` ago; those before `floor` passed their deadline.
     const end = passedBefore(rollup, nowMs, repair.after);
     const floor =
       deadline === undefined ? rollup.begin : Math.max(rollup.begin, passedBefore(rollup, nowMs, deadline));
-    if (end <= floor) return { candidates: [], backlog: null };
-    const newest = chunkBefore(rollup, end, floor);
     const scan = this.scans.get(rollup.id)!;
-    const from = scan.backlog === null ? newest.start : Math.min(scan.backlog, newest.start);
-    const older = from > floor ? chunkBefore(rollup, from, floor) : null;
-    const windows = older ? [older, newest] : [newest];
+    const since = scan.settled ? Math.max(scan.settled.end, floor) : floor;
+    if (end <= since) return { candidates: [], backlog: null, end, seqs: null };
+    let windows: Interval[];
+    let older: Interval | null = null;
+    if (scan.settled) windows = [{ start: since, end }];
+    else {
+      const newest = chunkBefore(rollup, end, floor);
+      const from = scan.backlog === null ? newest.start : Math.min(scan.backlog, newest.start);
+      older = from > floor ? chunkBefore(rollup, from, floor) : null;
+      windows = older ? [older, newest] : [newest];
+    }
     const periods = windows.flatMap((w) => rollup.calendar.periodsOverlapping(w, CHUNK + 1));
     const upstreams = await loadUpstreams(this.options.sql, rollup, windows);
     const withRanges: Array<{ period: Period; ranges: Map<string, RepairRange[]> }> = [];
@@ -197,13 +295,20 @@ export class RepairScan {
       if (!repairOwed({ afterMs: repair.after }, deadline, { endMs, state }, nowMs)) continue;
       candidates.push({ rollupId: rollup.id, lo: period.start, hi: period.end, key: period.key, ranges });
     }
-    return { candidates, backlog: older && older.start > floor ? older.start : null };
+    const seqs = new Map(rollup.upstream.map((asset) => [asset, upstreams.get(asset)?.lastSeq ?? 0]));
+    return { candidates, backlog: older && older.start > floor ? older.start : null, end, seqs };
   }
 
-  /** Plans and makes the requests of these candidates in one fenced transaction. */
+  /**
+   * Plans and makes the requests of these candidates in one fenced transaction. Each request has
+   * seen its asset's events up to `seqs` (the coverage its ranges were read from), so the follow
+   * leaves it alone until newer ones commit: a request made from what the index holds has nothing
+   * to learn from it yet.
+   */
   private async make(
     token: number,
     candidates: readonly CandidatePeriod[],
+    seqs: ReadonlyMap<string, number>,
     now: Date,
     budget: number,
   ): Promise<{ made: number; deferred: ReadonlySet<string> }> {
@@ -235,6 +340,7 @@ export class RepairScan {
           everyMs: repair.every,
           target: redactTarget(repair.target),
           leaseToken: token,
+          seenSeq: seqs.get(m.asset) ?? 0,
         };
       });
       const ids = await makeRequests(tx, made, now, (m, id) => attemptPayload(m, id, 1, m.ranges, now));
@@ -265,6 +371,13 @@ export class RepairScan {
     }
     return { made: result.made.length, deferred: result.deferred };
   }
+}
+
+/** The sum of last_seq over a rollup's upstreams: each only grows, so any new event changes it. */
+function sumOf(seqs: ReadonlyMap<string, number>): number {
+  let sum = 0;
+  for (const seq of seqs.values()) sum += seq;
+  return sum;
 }
 
 /** Up to CHUNK periods ending at `end` (a period boundary), not before `floor`. */

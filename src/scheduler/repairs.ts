@@ -2,7 +2,9 @@
  * The repair step of a scheduler pass (SPEC §15), lease holder only, in three phases:
  * - scan (repair-scan.ts): owed periods of the rollups with `repair:` get requests, newest first,
  *   at most REPAIR_BUDGET per pass, fenced by the lease token; a rollup scans when a period of it
- *   passes `after`, when its upstreams have new events, on a new lease and every 10 minutes;
+ *   passes `after`, when its upstreams have new events, on a new lease and every 10 minutes (once
+ *   all its periods were planned, only if its upstreams' last_seq moved, and then from scratch, or
+ *   else only the periods newly past `after`);
  * - follow (repair-follow.ts): the active requests a pass learnt something about (due, new events
  *   on their asset, a waiting period decided) are repaired, cancelled, re-sent or abandoned;
  * - deliver (repair-deliver.ts): attempts not yet delivered go to their target.

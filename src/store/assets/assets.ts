@@ -156,3 +156,11 @@ export async function registerDeclaredAssets(
     return [{ declared: a, recorded: { domain: r.domain, zone: r.zone } }];
   });
 }
+
+/** Each named asset's last_seq (an asset without a row has none): what a scan compares to learn nothing changed. */
+export async function lastSeqs(db: Db, names: readonly string[]): Promise<Map<string, number>> {
+  if (names.length === 0) return new Map();
+  const rows = await db<{ name: string; last_seq: number }[]>`
+    select name, last_seq from assets where name = any(${[...names]}::text[])`;
+  return new Map(rows.map((r) => [r.name, r.last_seq]));
+}

@@ -82,6 +82,11 @@ export interface MadeRequest {
   readonly everyMs: number;
   readonly target: unknown;
   readonly leaseToken: number | null;
+  /**
+   * assets.last_seq of the coverage its ranges were read from: it is followed once its asset has
+   * newer events. Left out (0), the first follow looks at it whatever happened since.
+   */
+  readonly seenSeq?: number;
 }
 
 /**
@@ -97,10 +102,10 @@ export async function makeRequests(
   if (made.length === 0) return [];
   const rows = await tx<{ id: number; ord: number }[]>`
     insert into repair_requests (asset, domain, rollup_id, period_lo, period, span, ranges, ranges_total,
-      missing_total, attempts, every_ms, target, lease_token, requested_at, next_at)
+      missing_total, attempts, every_ms, target, lease_token, requested_at, next_at, seen_seq)
     select u.asset, u.domain, u.rollup_id, u.period_lo, u.period, u.span::int8multirange, u.ranges,
       u.ranges_total, u.missing_total, u.attempts, u.every_ms, u.target, u.lease_token, ${now},
-      ${now}::timestamptz + make_interval(secs => u.every_ms / 1000.0)
+      ${now}::timestamptz + make_interval(secs => u.every_ms / 1000.0), u.seen_seq
     from jsonb_to_recordset(${tx.json(
       made.map((m, ord) => ({
         ord,
@@ -117,9 +122,11 @@ export async function makeRequests(
         every_ms: m.everyMs,
         target: m.target,
         lease_token: m.leaseToken,
+        seen_seq: m.seenSeq ?? 0,
       })) as never,
     )}) as u(ord int, asset text, domain text, rollup_id text, period_lo int8, period jsonb, span text,
-      ranges jsonb, ranges_total int, missing_total int8, attempts int, every_ms int8, target jsonb, lease_token int8)
+      ranges jsonb, ranges_total int, missing_total int8, attempts int, every_ms int8, target jsonb, lease_token int8,
+      seen_seq int8)
     order by u.ord
     returning id`;
   // Ids of a multi-row insert follow the order of its select (one bigserial, one statement).
