@@ -1,19 +1,10 @@
+import type { AssetAppend } from '../../core/commit-plan.js';
 import { isHexId, producedAtDigits, textUnlessCanonical } from '../../core/event-row.js';
-import type { NormalizedEvent } from '../../core/events.js';
 import type { Db } from '../pg/db.js';
 import type { AssetRow } from './assets.js';
 
-/** One asset's share of a batch. */
-export interface AssetPlan {
-  readonly asset: AssetRow;
-  readonly indexes: readonly number[];
-  /** The first event of each key, with the seq it gets if its key is new. */
-  readonly rows: ReadonlyArray<{
-    readonly index: number;
-    readonly event: NormalizedEvent;
-    readonly seq: number;
-  }>;
-}
+/** One asset's share of a batch, as core's commit plan lays it out. */
+export type AssetPlan = AssetAppend<AssetRow>;
 
 /**
  * Appends every plan's rows in one statement; returns, per asset id, the seq of each new key. The
