@@ -299,7 +299,7 @@ function focusedIds(db: Db, focus: Extract<FollowFocus, { kind: 'some' }>, now: 
  * Active requests that need a look now, newest first, at most `limit`: their next attempt is due,
  * their asset has newer events than they saw, or a period waiting on one was decided. Each comes
  * with its waiters' stored states and the segments overlapping what it asked for. With focus
- * `all`, every active request is considered (a scan of them: once a minute, not every pass).
+ * `all`, every active request is considered (a scan of them: every 5 minutes, not every pass).
  */
 export async function requestsToFollow(
   db: Db,
