@@ -10,6 +10,7 @@ import type { Metrics } from '../metrics/registry.js';
 import { deadLetter } from '../queue/dead-letter.js';
 import type { CommitOutcome } from '../store/assets/commit.js';
 import type { Logger } from '../support/log.js';
+import { Hold } from './hold.js';
 
 export type IngestResult =
   | { status: 'committed'; asset: string; seq: number }
@@ -31,11 +32,11 @@ export type JobOutcome =
 
 export interface EventJobDeps {
   readonly normalize: NormalizeOptions;
-  readonly commit: (event: NormalizedEvent, signal: AbortSignal) => Promise<CommitOutcome>;
+  readonly commit: (event: NormalizedEvent, hold: Hold) => Promise<CommitOutcome>;
   /** True while ingest is paused (PostgreSQL unreachable): jobs handed over now go back. */
   readonly paused: () => boolean;
-  /** Commits this instance awaits; aborting one gives its job back. */
-  readonly held: Set<AbortController>;
+  /** Commits this instance awaits; releasing one gives its job back. */
+  readonly held: Set<Hold>;
   readonly log: Logger;
   readonly metrics: Metrics;
 }
@@ -59,13 +60,13 @@ export function eventJobHandler(deps: EventJobDeps, dlq: Queue): (job: EventJob)
     }
     // A fetch already under way when ingest paused may still hand over a job.
     if (deps.paused()) return { kind: 'give-back' };
-    const hold = new AbortController();
+    const hold = new Hold();
     deps.held.add(hold);
     let outcome: CommitOutcome;
     try {
-      outcome = await deps.commit(event, hold.signal);
+      outcome = await deps.commit(event, hold);
     } catch (error) {
-      if (hold.signal.aborted) return { kind: 'give-back' };
+      if (hold.released) return { kind: 'give-back' };
       throw error;
     } finally {
       deps.held.delete(hold);

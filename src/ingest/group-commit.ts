@@ -1,5 +1,6 @@
 import { backoffMs } from '../store/pg/transient.js';
 import { Alarm } from './alarm.js';
+import type { Hold } from './hold.js';
 
 export interface GroupCommitOptions<T, R> {
   /** Commits items in one transaction; returns one result per item, in order. */
@@ -17,8 +18,20 @@ interface Pending<T, R> {
   readonly item: T;
   readonly resolve: (result: R) => void;
   readonly reject: (error: unknown) => void;
-  /** Aborted when the caller withdraws: it no longer waits for this item's commit. */
-  readonly signal: AbortSignal | undefined;
+  /** Released when the caller withdraws: it no longer waits for this item's commit. */
+  readonly hold: Hold | undefined;
+  /** The batch committing it, once flushed. */
+  batch: Batch<T, R> | undefined;
+}
+
+/** A batch being committed (retries included), from its start, to tell a stuck one. */
+interface Batch<T, R> {
+  readonly at: number;
+  readonly items: Pending<T, R>[];
+  /** Items whose caller still waits; at 0 the batch frees its slot. */
+  waiting: number;
+  readonly allWithdrawn: Promise<void>;
+  readonly settleWithdrawn: () => void;
 }
 
 /**
@@ -28,7 +41,7 @@ interface Pending<T, R> {
  * item fails alone. After abandon(), waiting callers are left unsettled: their jobs go back to the
  * queue by lock expiry, never failed.
  *
- * A caller may withdraw its item with an AbortSignal (its job was given back to the queue): the
+ * A caller may withdraw its item by releasing its Hold (its job was given back to the queue): the
  * item leaves the pending batch, or is dropped from an in-flight batch's retries; a batch whose
  * items are all withdrawn frees its in-flight slot at once, though its transaction may still
  * commit late (harmless: commits are idempotent by event key).
@@ -37,29 +50,28 @@ export class GroupCommitter<T, R> {
   private pending: Pending<T, R>[] = [];
   private timer: NodeJS.Timeout | undefined;
   private inFlight = 0;
-  /** The batches being committed (retries included), with their start, to tell a stuck one. */
-  private readonly committing = new Set<{ readonly at: number; readonly batch: Pending<T, R>[] }>();
+  private readonly committing = new Set<Batch<T, R>>();
   private closed = false;
   private readonly drained = new Set<() => void>();
   private readonly alarm = new Alarm();
 
   constructor(private readonly options: GroupCommitOptions<T, R>) {}
 
-  add(item: T, signal?: AbortSignal): Promise<R> {
+  add(item: T, hold?: Hold): Promise<R> {
     if (this.closed) return new Promise(() => {});
-    if (signal?.aborted) return Promise.reject(signal.reason);
+    if (hold?.released) return Promise.reject(hold.reason);
     return new Promise<R>((resolve, reject) => {
-      const entry: Pending<T, R> = { item, resolve, reject, signal };
+      const entry: Pending<T, R> = { item, resolve, reject, hold, batch: undefined };
       this.pending.push(entry);
-      signal?.addEventListener(
-        'abort',
-        () => {
+      hold?.onRelease((reason) => {
+        if (entry.batch) {
+          if (--entry.batch.waiting === 0) entry.batch.settleWithdrawn();
+        } else {
           const at = this.pending.indexOf(entry);
           if (at >= 0) this.pending.splice(at, 1);
-          reject(signal.reason);
-        },
-        { once: true },
-      );
+        }
+        reject(reason);
+      });
       if (this.pending.length >= this.options.maxBatch) this.flush();
       else this.timer ??= setTimeout(() => this.flush(), this.options.maxWaitMs);
     });
@@ -71,8 +83,7 @@ export class GroupCommitter<T, R> {
    */
   oldestCommitMs(now = performance.now()): number {
     let oldest = now;
-    for (const { at, batch } of this.committing)
-      if (batch.some((p) => !p.signal?.aborted)) oldest = Math.min(oldest, at);
+    for (const { at, waiting } of this.committing) if (waiting > 0) oldest = Math.min(oldest, at);
     return now - oldest;
   }
 
@@ -98,12 +109,11 @@ export class GroupCommitter<T, R> {
     clearTimeout(this.timer);
     this.timer = undefined;
     while (!this.closed && this.pending.length > 0 && this.inFlight < this.options.maxInFlight) {
-      const batch = this.pending.splice(0, this.options.maxBatch);
-      const committing = { at: performance.now(), batch };
-      this.committing.add(committing);
+      const batch = newBatch(this.pending.splice(0, this.options.maxBatch));
+      this.committing.add(batch);
       this.inFlight++;
-      void Promise.race([this.run(batch), allWithdrawn(batch)]).finally(() => {
-        this.committing.delete(committing);
+      void Promise.race([this.run(batch.items), batch.allWithdrawn]).finally(() => {
+        this.committing.delete(batch);
         this.inFlight--;
         if (this.pending.length > 0) this.flush();
         if (this.size === 0) {
@@ -117,7 +127,7 @@ export class GroupCommitter<T, R> {
   private async run(all: Pending<T, R>[]): Promise<void> {
     let batch = all;
     for (let attempt = 0; !this.closed; attempt++) {
-      batch = batch.filter((p) => !p.signal?.aborted);
+      batch = batch.filter((p) => !p.hold?.released);
       if (batch.length === 0) return;
       const started = performance.now();
       try {
@@ -146,16 +156,19 @@ export class GroupCommitter<T, R> {
   }
 }
 
-/** Resolves once every item of the batch is withdrawn; never, if one cannot be. */
-function allWithdrawn<T, R>(batch: readonly Pending<T, R>[]): Promise<void> {
-  const signals = batch.map((p) => p.signal);
-  if (signals.some((s) => s === undefined)) return new Promise(() => {});
-  return Promise.all(
-    signals.map(
-      (s) =>
-        new Promise<void>((resolve) =>
-          s!.aborted ? resolve() : s!.addEventListener('abort', () => resolve(), { once: true }),
-        ),
-    ),
-  ).then(() => {});
+/** A batch of flushed items; its allWithdrawn resolves once every one was withdrawn (never, if one cannot be). */
+function newBatch<T, R>(items: Pending<T, R>[]): Batch<T, R> {
+  let settleWithdrawn = () => {};
+  const allWithdrawn = new Promise<void>((resolve) => {
+    settleWithdrawn = resolve;
+  });
+  const batch: Batch<T, R> = {
+    at: performance.now(),
+    items,
+    waiting: items.length,
+    allWithdrawn,
+    settleWithdrawn,
+  };
+  for (const p of items) p.batch = batch;
+  return batch;
 }

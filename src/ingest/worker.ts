@@ -12,6 +12,7 @@ import { bullmqConsumer, type ConsumerSettings, type EventConsumer } from './bul
 import { eventJobHandler } from './event-job.js';
 import { startReconciling } from './failed-reconcile.js';
 import { GroupCommitter } from './group-commit.js';
+import type { Hold } from './hold.js';
 import { pgBatchConsumer } from './pg-batch-consumer.js';
 import { probePostgres, StallGuard } from './pg-stall.js';
 
@@ -76,8 +77,8 @@ export function startIngestWorker(config: Config, sql: Sql, log: Logger, metrics
   // an asset's events commit in the order this worker took them.
   const lanes = Array.from({ length: COMMIT_LANES }, () => newCommitter());
   const committer = {
-    add: (event: NormalizedEvent, signal: AbortSignal): Promise<CommitOutcome> =>
-      lanes[laneOf(event.asset, lanes.length)]!.add(event, signal),
+    add: (event: NormalizedEvent, hold: Hold): Promise<CommitOutcome> =>
+      lanes[laneOf(event.asset, lanes.length)]!.add(event, hold),
     oldestCommitMs: () => Math.max(...lanes.map((l) => l.oldestCommitMs())),
     drain: () => Promise.all(lanes.map((l) => l.drain())),
     abandon: () => {
@@ -102,8 +103,8 @@ export function startIngestWorker(config: Config, sql: Sql, log: Logger, metrics
     });
   }
 
-  /** Jobs whose commit this worker awaits; aborting one gives its job back. */
-  const held = new Set<AbortController>();
+  /** Jobs whose commit this worker awaits; releasing one gives its job back. */
+  const held = new Set<Hold>();
   const deps = {
     normalize: options,
     commit: committer.add,
@@ -159,7 +160,7 @@ export function startIngestWorker(config: Config, sql: Sql, log: Logger, metrics
       metrics.ingestPausedForPostgres.set(1);
       await Promise.all(workers.map((w) => w.pause()));
       const returning = [...held];
-      for (const hold of returning) hold.abort(new Error('PostgreSQL does not answer'));
+      for (const hold of returning) hold.release(new Error('PostgreSQL does not answer'));
       return returning.length;
     },
     resume: async () => {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { GroupCommitter } from '../../src/ingest/group-commit.js';
+import { Hold } from '../../src/ingest/hold.js';
 import { waitFor } from '../helpers/wait.js';
 
 /** A commit function whose calls stay open until the test settles them. */
@@ -30,10 +31,10 @@ describe('GroupCommitter withdrawal', () => {
     const c = committer(commit);
     const first = c.add(1);
     await waitFor(() => calls.length === 1);
-    const gone = new AbortController();
+    const gone = new Hold();
     const kept = c.add(2);
-    const withdrawn = c.add(3, gone.signal);
-    gone.abort(new Error('given back'));
+    const withdrawn = c.add(3, gone);
+    gone.release(new Error('given back'));
     await expect(withdrawn).rejects.toThrow('given back');
     calls[0]!.resolve();
     expect(await first).toBe('ok 1');
@@ -46,14 +47,14 @@ describe('GroupCommitter withdrawal', () => {
   it('a stuck batch whose items are all withdrawn frees its slot and no longer counts as stuck', async () => {
     const { calls, commit } = controlledCommit();
     const c = committer(commit);
-    const hold = new AbortController();
-    const stuck = c.add(1, hold.signal);
+    const hold = new Hold();
+    const stuck = c.add(1, hold);
     await waitFor(() => calls.length === 1);
     await waitFor(() => c.oldestCommitMs() > 5);
     const beforeNext = performance.now();
     expect(c.oldestCommitMs(beforeNext)).toBeGreaterThan(5);
     const next = c.add(2);
-    hold.abort(new Error('given back'));
+    hold.release(new Error('given back'));
     await expect(stuck).rejects.toThrow('given back');
     await waitFor(() => calls.length === 2);
     expect(calls[1]!.items).toEqual([2]);
@@ -69,12 +70,12 @@ describe('GroupCommitter withdrawal', () => {
   it('a retry leaves the withdrawn items out', async () => {
     const { calls, commit } = controlledCommit();
     const c = committer(commit);
-    const hold = new AbortController();
-    const gone = c.add(1, hold.signal);
+    const hold = new Hold();
+    const gone = c.add(1, hold);
     const kept = c.add(2);
     await waitFor(() => calls.length === 1);
     expect(calls[0]!.items).toEqual([1, 2]);
-    hold.abort(new Error('given back'));
+    hold.release(new Error('given back'));
     await expect(gone).rejects.toThrow('given back');
     calls[0]!.reject(transient);
     await waitFor(() => calls.length === 2, { timeout: 5000 });
