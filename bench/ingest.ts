@@ -111,6 +111,23 @@ async function timeUntil(
   return { seconds, elu, cpu: cpuPerItem(cpu0, await cpuSnapshot(redis), n) };
 }
 
+/**
+ * What one Redis call costs apart from the work it asks for: `n` calls of a script that does
+ * nothing, `concurrency` in flight as the workers keep them. A claim or completion batched over
+ * many jobs could save about this much per job step, and no more (its per-job work in Redis stays).
+ */
+async function callFloor(redis: Redis, n: number, concurrency: number) {
+  const sha = (await redis.script('LOAD', 'return 1')) as string;
+  const before = await cpuSnapshot(redis);
+  let issued = 0;
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (issued++ < n) await redis.evalsha(sha, 0);
+    }),
+  );
+  return cpuPerItem(before, await cpuSnapshot(redis), n);
+}
+
 interface Round {
   noop_seconds: number;
   ingest_seconds: number;
@@ -137,6 +154,7 @@ async function main(): Promise<void> {
   const { concurrency, batch_size: batchSize } = config.queue;
   const connection = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
   const rounds: Round[] = [];
+  let floor: ReturnType<typeof cpuPerItem> | undefined;
   let workloadFacts: Record<string, number> = {};
   let index: { events: number; segments: number } | undefined;
   try {
@@ -210,6 +228,7 @@ async function main(): Promise<void> {
         mean_commit_ms: round(((await value(metrics.commitSeconds, '_sum')) / commits) * 1000, 1),
       });
     }
+    floor = await callFloor(connection, N, concurrency);
   } finally {
     connection.disconnect();
     await dropPrefix(prefix);
@@ -232,6 +251,8 @@ async function main(): Promise<void> {
     median_round_ratio: median(rounds.map((r) => r.ratio)),
     goal_ratio: 0.8,
     last_round_index: { logged_events: index?.events, segments: index?.segments },
+    /** CPU µs of one empty script call (what batching job steps could save per step). */
+    call_floor_cpu_us_per_call: floor,
     per_round: rounds,
   };
   process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
