@@ -29,7 +29,8 @@
 import { loadavg } from 'node:os';
 import { Queue, QueueEvents } from 'bullmq';
 import { Redis } from 'ioredis';
-import { repairWork, requestsToFollow } from '../src/store/repairs/repairs.js';
+import { repairWork } from '../src/store/repairs/attempts.js';
+import { requestsToFollow } from '../src/store/repairs/follow.js';
 import {
   createBenchDatabase,
   DATABASE_CONNECTION,
@@ -163,7 +164,7 @@ async function main(): Promise<void> {
     return { ...stats(ms.slice(1)), bytes };
   };
   /**
-   * The one statement an idle pass runs for repairs (store/repairs/repairs.ts repairWork), timed from here
+   * The one statement an idle pass runs for repairs (store/repairs/attempts.ts repairWork), timed from here
    * over the same socket: what open requests add to a pass, apart from the pass histogram's buckets.
    */
   const probe = async (times = 500) => {

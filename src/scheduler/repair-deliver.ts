@@ -7,7 +7,7 @@
 import type { Metrics } from '../metrics/registry.js';
 import type { Sql } from '../store/pg/db.js';
 import { backoffMs } from '../store/pg/transient.js';
-import { dueAttempts, recordAttemptDelivery } from '../store/repairs/repairs.js';
+import { dueAttempts, recordAttemptDelivery } from '../store/repairs/attempts.js';
 import type { Logger } from '../support/log.js';
 import type { RepairTargets } from '../targets/repair-targets.js';
 import type { StoredTarget } from '../targets/secrets.js';

@@ -24,7 +24,7 @@ import {
   type FollowedRequest,
   type FollowFocus,
   requestsToFollow,
-} from '../store/repairs/repairs.js';
+} from '../store/repairs/follow.js';
 import type { Logger } from '../support/log.js';
 
 /** Requests followed per pass at most; the rest on the next pass. */

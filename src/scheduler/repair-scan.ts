@@ -41,7 +41,7 @@ import {
   lockRepairAssets,
   type MadeRequest,
   makeRequests,
-} from '../store/repairs/repairs.js';
+} from '../store/repairs/requests.js';
 import type { Logger } from '../support/log.js';
 import { redactTarget } from '../targets/secrets.js';
 

@@ -8,14 +8,14 @@
  * - follow (repair-follow.ts): the active requests a pass learnt something about (due, new events
  *   on their asset, a waiting period decided) are repaired, cancelled, re-sent or abandoned;
  * - deliver (repair-deliver.ts): attempts not yet delivered go to their target.
- * A pass with nothing due pays one probe (store/repairs/repairs.ts repairWork), however many are open.
+ * A pass with nothing due pays one probe (store/repairs/attempts.ts repairWork), however many are open.
  */
 import type { RollupRuntime } from '../config/rollups.js';
 import type { Fence } from '../lease/fence.js';
 import type { Metrics } from '../metrics/registry.js';
 import type { QueueConnection } from '../queue/backend.js';
 import type { Sql } from '../store/pg/db.js';
-import { repairWork } from '../store/repairs/repairs.js';
+import { repairWork } from '../store/repairs/attempts.js';
 import type { Logger } from '../support/log.js';
 import { RepairTargets } from '../targets/repair-targets.js';
 import { deliverAttempts } from './repair-deliver.js';

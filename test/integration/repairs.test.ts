@@ -13,7 +13,7 @@ import type { Job } from 'bullmq';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { CONFIG_ENV_VARS } from '../../src/config/index.js';
 import { formatTime } from '../../src/core/bounds.js';
-import { requestsToFollow } from '../../src/store/repairs/repairs.js';
+import { requestsToFollow } from '../../src/store/repairs/follow.js';
 import { packageRoot } from '../../src/support/paths.js';
 import { startTestDaemon, TEST_TOKEN, testConfig, testProducer, testQueue } from '../helpers/daemon.js';
 import { createTestDatabase } from '../helpers/db.js';
@@ -241,7 +241,7 @@ describe('repair requests', () => {
       timeout: 30_000,
     });
     // It has seen the events its ranges were read from: the look at every open request (every 5
-    // minutes, store/repairs/repairs.ts requestsToFollow) has nothing to learn about it. Made as
+    // minutes, store/repairs/follow.ts requestsToFollow) has nothing to learn about it. Made as
     // unseen (seen_seq 0), every request of a first start was followed again there, 200 per
     // pass, back to back (bench:repairs, 10,000 open: 50 passes of about 60 ms).
     const [seen] = await db.sql<{ seen_seq: number; last_seq: number }[]>`

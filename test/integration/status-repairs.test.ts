@@ -2,12 +2,12 @@
  * Open repairs on the status page (SPEC §15): per asset, its open and partial requests, the asset
  * with the oldest request first, with the oldest time, the ranges still asked for and what they
  * miss; bounded (20 assets, the rest counted); following the page's focus and name filter; names
- * escaped. Requests are made through the scheduler's own verb (store/repairs/repairs.ts makeRequests).
+ * escaped. Requests are made through the scheduler's own verb (store/repairs/requests.ts makeRequests).
  */
 import { describe, expect, it } from 'vitest';
 import type { RepairRange } from '../../src/core/repair.js';
 import { attemptPayload } from '../../src/core/repair-payload.js';
-import { type MadeRequest, makeRequests } from '../../src/store/repairs/repairs.js';
+import { type MadeRequest, makeRequests } from '../../src/store/repairs/requests.js';
 import { startTestDaemon, testConfig } from '../helpers/daemon.js';
 import { createTestDatabase } from '../helpers/db.js';
 import { createTestPrefix } from '../helpers/redis.js';

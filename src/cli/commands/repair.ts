@@ -15,7 +15,7 @@ import type { Domain } from '../../core/types.js';
 import { findAsset } from '../../store/assets/assets.js';
 import { EVENTS_CHANNEL } from '../../store/assets/commit.js';
 import { assetSegmentsIn } from '../../store/assets/segments-sql.js';
-import { heldRequests, lockRepairAssets, makeRequests, wakeScheduler } from '../../store/repairs/repairs.js';
+import { heldRequests, lockRepairAssets, makeRequests, wakeScheduler } from '../../store/repairs/requests.js';
 import { redactTarget } from '../../targets/secrets.js';
 import { commandConfig, type GlobalOptions, withSql } from './shared.js';
 

@@ -7,7 +7,7 @@ import type { RepairRange, RepairState } from '../../core/repair.js';
 import type { RepairPayload } from '../../core/repair-payload.js';
 import type { Domain } from '../../core/types.js';
 import type { Db } from '../pg/db.js';
-import { fromStored, type StoredRange } from './repairs.js';
+import { fromStored, type StoredRange } from './ranges.js';
 
 /** A request as the API shows it. */
 export interface RepairRow {

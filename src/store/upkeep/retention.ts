@@ -9,7 +9,7 @@ import {
   planPartitionsAhead,
 } from '../assets/partitions.js';
 import type { Sql } from '../pg/db.js';
-import { pruneRepairs, type RepairsPruned } from '../repairs/repairs.js';
+import { pruneRepairs, type RepairsPruned } from '../repairs/retention.js';
 import { pruneRuns, type RunsPruned } from '../runs/retention.js';
 
 export interface RetentionOptions {
