@@ -5,26 +5,15 @@
 
 import type { RepairRange, RepairState } from '../../core/repair.js';
 import type { RepairPayload } from '../../core/repair-payload.js';
-import type { Domain, Segment, SegmentState } from '../../core/types.js';
+import type { Segment, SegmentState } from '../../core/types.js';
 import type { Db, Tx } from '../pg/db.js';
 import { insertAttempts } from './attempts.js';
-import { fromStored, type StoredRange, toStored } from './ranges.js';
+import { toStored } from './ranges.js';
+import { type RawRequestColumns, type RequestColumns, requestColumns } from './request-columns.js';
 
 /** An active request as following it needs it. */
-export interface FollowedRequest {
-  readonly id: number;
-  readonly asset: string;
-  readonly domain: Domain;
-  readonly rollupId: string | null;
-  readonly period: RepairPayload['period'];
-  readonly state: RepairState;
-  readonly ranges: RepairRange[];
-  readonly rangesTotal: number;
-  readonly missingTotal: number;
-  readonly attempt: number;
-  readonly attempts: number;
+export interface FollowedRequest extends RequestColumns {
   readonly everyMs: number;
-  readonly requestedAt: Date;
   readonly nextAt: Date;
   readonly lastSeq: number;
   readonly waiters: Array<{ rollupId: string; lo: number; state: string | null }>;
@@ -91,20 +80,8 @@ export async function requestsToFollow(
         where w.request_id = r.id and p.state in ('triggered', 'missed'))
       or (r.rollup_id is not null and not exists (select 1 from repair_waiters w where w.request_id = r.id)))`;
   const rows = await db<
-    {
-      id: number;
-      asset: string;
-      domain: Domain;
-      rollup_id: string | null;
-      period: RepairPayload['period'];
-      state: RepairState;
-      ranges: StoredRange[];
-      ranges_total: number;
-      missing_total: number;
-      attempt: number;
-      attempts: number;
+    (RawRequestColumns & {
       every_ms: number;
-      requested_at: Date;
       next_at: Date;
       last_seq: number;
       waiters: Array<{ rollup_id: string; lo: number; state: string | null }> | null;
@@ -115,7 +92,7 @@ export async function requestsToFollow(
         version: string | null;
         rv: string | null;
       }> | null;
-    }[]
+    })[]
   >`
     select r.id, r.asset, r.domain, r.rollup_id, r.period, r.state, r.ranges, r.ranges_total, r.missing_total,
       r.attempt, r.attempts, r.every_ms, r.requested_at, r.next_at, coalesce(a.last_seq, 0) as last_seq,
@@ -130,19 +107,8 @@ export async function requestsToFollow(
     order by r.id desc
     limit ${limit}`;
   return rows.map((r) => ({
-    id: r.id,
-    asset: r.asset,
-    domain: r.domain,
-    rollupId: r.rollup_id,
-    period: r.period,
-    state: r.state,
-    ranges: r.ranges.map(fromStored),
-    rangesTotal: r.ranges_total,
-    missingTotal: r.missing_total,
-    attempt: r.attempt,
-    attempts: r.attempts,
+    ...requestColumns(r),
     everyMs: r.every_ms,
-    requestedAt: r.requested_at,
     nextAt: r.next_at,
     lastSeq: r.last_seq,
     waiters: (r.waiters ?? []).map((w) => ({ rollupId: w.rollup_id, lo: Number(w.lo), state: w.state })),

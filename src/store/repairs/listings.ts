@@ -1,28 +1,16 @@
 /**
  * The reads of repair requests the API and the metrics show (GET /v1/repairs, the period detail,
- * coverage_rollup_repairs): no writes. The scheduler's verbs are in repairs.ts.
+ * coverage_rollup_repairs): no writes. The scheduler's verbs are in requests.ts, attempts.ts and follow.ts.
  */
 
 import type { RepairRange, RepairState } from '../../core/repair.js';
-import type { RepairPayload } from '../../core/repair-payload.js';
 import type { Domain } from '../../core/types.js';
 import type { Db } from '../pg/db.js';
 import { fromStored, type StoredRange } from './ranges.js';
+import { type RawRequestColumns, type RequestColumns, requestColumns } from './request-columns.js';
 
 /** A request as the API shows it. */
-export interface RepairRow {
-  readonly id: number;
-  readonly asset: string;
-  readonly domain: Domain;
-  readonly rollupId: string | null;
-  readonly period: RepairPayload['period'];
-  readonly state: RepairState;
-  readonly ranges: RepairRange[];
-  readonly rangesTotal: number;
-  readonly missingTotal: number;
-  readonly attempt: number;
-  readonly attempts: number;
-  readonly requestedAt: Date;
+export interface RepairRow extends RequestColumns {
   readonly nextAt: Date | null;
   readonly finishedAt: Date | null;
   readonly targetType: string;
@@ -30,19 +18,7 @@ export interface RepairRow {
   readonly waiting: Array<{ rollup: string; period: string }>;
 }
 
-type RawRepairRow = {
-  id: number;
-  asset: string;
-  domain: Domain;
-  rollup_id: string | null;
-  period: RepairPayload['period'];
-  state: RepairState;
-  ranges: StoredRange[];
-  ranges_total: number;
-  missing_total: number;
-  attempt: number;
-  attempts: number;
-  requested_at: Date;
+type RawRepairRow = RawRequestColumns & {
   next_at: Date | null;
   finished_at: Date | null;
   target_type: string;
@@ -53,18 +29,7 @@ type RawRepairRow = {
 };
 
 const rowOf = (r: RawRepairRow): RepairRow => ({
-  id: r.id,
-  asset: r.asset,
-  domain: r.domain,
-  rollupId: r.rollup_id,
-  period: r.period,
-  state: r.state,
-  ranges: r.ranges.map(fromStored),
-  rangesTotal: r.ranges_total,
-  missingTotal: r.missing_total,
-  attempt: r.attempt,
-  attempts: r.attempts,
-  requestedAt: r.requested_at,
+  ...requestColumns(r),
   nextAt: r.next_at,
   finishedAt: r.finished_at,
   targetType: r.target_type,
