@@ -26,6 +26,12 @@ async function main(argv: string[]): Promise<number> {
     return 2;
   }
   const { values, positionals } = parsed;
+  const repeated = repeatedOption(parsed.tokens);
+  if (repeated !== undefined) {
+    const who = commandOf(argv) ? `coverage-rollup ${commandOf(argv)}` : 'coverage-rollup';
+    process.stderr.write(`${who}: --${repeated} is given more than once; give it once\n`);
+    return 2;
+  }
   const misplaced = misplacedOptions(positionals[0], Object.keys(values));
   if (misplaced.length > 0) {
     process.stderr.write(`${unknownOption(positionals[0], `--${misplaced[0]}`, true)}\n`);
@@ -88,7 +94,21 @@ async function mainReleasing(argv: string[]): Promise<number> {
 }
 
 function parse(argv: string[]) {
-  return parseArgs({ args: argv, allowPositionals: true, strict: true, options: OPTIONS });
+  return parseArgs({ args: argv, allowPositionals: true, strict: true, tokens: true, options: OPTIONS });
+}
+
+/**
+ * An option with a value given twice (`--end 2 --end 3`): parseArgs keeps the last one, which
+ * would resolve a contradiction silently, so it is refused as contradictory flags are.
+ */
+function repeatedOption(tokens: ReturnType<typeof parse>['tokens']): string | undefined {
+  const seen = new Set<string>();
+  for (const token of tokens) {
+    if (token.kind !== 'option' || token.value === undefined) continue;
+    if (seen.has(token.name)) return token.name;
+    seen.add(token.name);
+  }
+  return undefined;
 }
 
 /** parseArgs' own words name neither the command nor its options; say both, and where help is. */

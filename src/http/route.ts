@@ -23,7 +23,7 @@ export function route<O extends Operation>(
       if (op.access === 'read') ctx.auth.requireRead(request);
       if (op.access === 'write') ctx.auth.requireWrite(request);
       const params = op.params && validate(op.params, request.params, 'path');
-      const query = op.query && validate(op.query, request.query, 'query');
+      const query = op.query && validate(op.query, withoutEmpty(request.query), 'query');
       // Checked, then passed on as sent: a parse rebuilds objects and drops keys named
       // `__proto__`, which are data here (README "Events"); body schemas transform nothing.
       if (op.body) validate(op.body.schema, request.body, 'body');
@@ -32,6 +32,15 @@ export function route<O extends Operation>(
       return handler(input, request, reply);
     },
   });
+}
+
+/**
+ * A query parameter sent empty (`?state=&asset=x`, as forms and templated URLs send an unset
+ * filter) counts as not given, rather than as a filter on the empty string or a bad value.
+ */
+function withoutEmpty(query: unknown): unknown {
+  if (typeof query !== 'object' || query === null) return query;
+  return Object.fromEntries(Object.entries(query).filter(([, value]) => value !== ''));
 }
 
 /** The first failure answers 400 with the failing field's registered code and message. */

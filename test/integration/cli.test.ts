@@ -11,7 +11,7 @@ import { CONFIG_ENV_VARS } from '../../src/config/index.js';
 import { normalizeEvent } from '../../src/core/events.js';
 import { commitEvents } from '../../src/store/assets/commit.js';
 import { testProducer } from '../helpers/daemon.js';
-import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
+import { createEmptyDatabase, createTestDatabase, type TestDatabase } from '../helpers/db.js';
 import { REDIS_URL } from '../helpers/env.js';
 import { DAEMON_ENTRY } from '../helpers/process.js';
 import { createTestPrefix } from '../helpers/redis.js';
@@ -244,6 +244,26 @@ describe('coverage-rollup check: bounded output, freshness, footguns', () => {
       stderr: expect.stringContaining('no asset named cli.misspelt is known'),
     });
     expect((await cli(['check', 'cli.orders', ...window, '--require-known'])).code).toBe(0);
+  });
+});
+
+describe('a command against a database the daemon never migrated', () => {
+  it('says what to run instead of PostgreSQL\'s "relation does not exist"', async () => {
+    const empty = await createEmptyDatabase(); // dropped after the file
+    const config = writeConfig('unmigrated.json', {
+      database_url: empty.url,
+      redis_url: REDIS_URL,
+      log_level: 'silent',
+      queue: { prefix },
+    });
+    for (const args of [
+      ['check', 'cli.orders', '--start', '2025-06-01T10:00:00Z', '--end', '2025-06-01T11:00:00Z'],
+      ['status'],
+    ]) {
+      const run = await cli(args, { config });
+      expect(run.code, args[0]).toBe(2);
+      expect(run.stderr, args[0]).toContain('has no coverage-rollup tables; run coverage-rollup migrate');
+    }
   });
 });
 
@@ -517,6 +537,10 @@ describe('coverage-rollup emit', () => {
       ],
       [['emit'], 'give an event'],
       [['emit', '--asset', 'cli.x', '--start', '1', '--end', '2', '--version', 'v1'], '--data-version'],
+      [
+        ['emit', '--asset', 'cli.x', '--start', '1', '--end', '2', '--end', '3'],
+        '--end is given more than once',
+      ],
     ] as const;
     for (const [args, message] of cases) {
       const run = await cli([...args]);

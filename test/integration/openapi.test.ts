@@ -346,6 +346,19 @@ describe('answers conform to the document', () => {
     });
     await answer({ path, url: '/v1/repairs?state=bogus', headers: reader, status: 400 });
     await answer({ path, url: '/v1/repairs?cursor=bogus', headers: reader, status: 400 });
+    // SPEC §15 spells the listing `?state=&asset=`: empty parameters filter nothing.
+    const unfiltered = await json('/v1/repairs?limit=2');
+    const empty = await answer({
+      path,
+      url: '/v1/repairs?limit=2&state=&asset=',
+      headers: reader,
+      status: 200,
+    });
+    expect(empty.counts).toEqual(unfiltered.counts);
+    expect(empty.repairs.map((r: { id: number }) => r.id)).toEqual(
+      unfiltered.repairs.map((r: { id: number }) => r.id),
+    );
+    expect(empty.repairs.length).toBeGreaterThan(0);
     await answer({ path, url: path, status: 401 });
   });
 
