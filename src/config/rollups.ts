@@ -17,11 +17,16 @@ export interface RollupRuntime {
  * output asset takes its rollup's domain, so an upstream that is another rollup's output must be
  * in the reader's domain, as must a declared asset.
  */
-export function defineRollups(config: Config): RollupRuntime[] {
+export function defineRollups(config: Config, origin?: string): RollupRuntime[] {
   const at = (i: number, field: string) => `rollups[${config.rollups[i]!.id}].${field}`;
+  const heading = origin === undefined ? 'invalid configuration:' : `invalid configuration (${origin}):`;
   const fail = (i: number, error: unknown): never => {
-    if (error instanceof RollupDefinitionError)
-      throw new ConfigError(`invalid configuration:\n  ${at(i, error.field)}: ${error.message}`);
+    if (error instanceof RollupDefinitionError) {
+      // Some messages start with their own field's name ("every: ..."): said once is enough.
+      const name = `${error.field.split('.').at(-1)}: `;
+      const message = error.message.startsWith(name) ? error.message.slice(name.length) : error.message;
+      throw new ConfigError(`${heading}\n  ${at(i, error.field)}: ${message}`);
+    }
     throw error;
   };
   const runtimes = config.rollups.map((spec, i) => {

@@ -412,6 +412,29 @@ describe('coverage-rollup start: a rollup graph with a cycle', () => {
       select count(*)::int as n from assets where name in ('agg.hourly', 'agg.daily')`;
     expect(row!.n).toBe(0);
   });
+
+  it('refuses a bad rollup period before it logs a line, naming the file and the field once', async () => {
+    const config = writeConfig('bad-every.json', {
+      database_url: 'postgres://127.0.0.1:1/never_reached',
+      redis_url: REDIS_URL,
+      queue: { prefix },
+      rollups: [
+        {
+          id: 'r1',
+          upstream: ['a'],
+          every: 'fortnight',
+          begin: '2026-11-01',
+          target: { type: 'queue', queue: 'q' },
+        },
+      ],
+    });
+    const run = await cli(['start'], { config });
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain(
+      `invalid configuration (${config}):\n  rollups[r1].every: "fortnight" is neither`,
+    );
+    expect(run.stdout).toBe(''); // not even "starting coverage-rollup"
+  });
 });
 
 describe('help', () => {

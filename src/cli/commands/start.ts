@@ -1,3 +1,4 @@
+import { defineRollups } from '../../config/rollups.js';
 import { startDaemon } from '../../daemon/daemon.js';
 import { resolveDatabase } from '../../embedded/resolve.js';
 import { createLogger, daemonStdout } from '../../support/log.js';
@@ -31,6 +32,9 @@ export const STOP_SIGNALS: readonly NodeJS.Signals[] = ['SIGTERM', 'SIGINT', 'SI
 export async function runStart(values: GlobalOptions): Promise<number> {
   boundHeapGrowth();
   const loaded = configFrom(values);
+  // Checked now, as the schema is, so a bad rollup fails before an embedded server starts or a
+  // line is logged, naming the file (the daemon builds them again from the same config).
+  defineRollups(loaded, values.config ?? process.env.COVERAGE_ROLLUP_CONFIG ?? 'defaults');
   const log = createLogger(loaded.log_level, daemonStdout());
   closeHungUpTerminalAtExit();
   let forceStopServer = () => {};
