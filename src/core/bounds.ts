@@ -72,7 +72,7 @@ export function parseTimeBound(raw: unknown, field: string, zone: string): Bound
   if (!m) {
     throw new BadInputError(
       'invalid_bound',
-      `${field} "${clip(text)}" is not an ISO 8601 timestamp (expected e.g. 2025-06-01T10:05:00Z)`,
+      `${field} "${clip(text)}" is not an ISO 8601 timestamp (expected e.g. 2025-06-01T10:05:00Z)${plusHint(text)}`,
     );
   }
   const [, y, mo, d, h = '0', mi = '0', s = '0', frac = '', offset] = m;
@@ -130,6 +130,16 @@ export function parseTimeBound(raw: unknown, field: string, zone: string): Bound
  * zone rules. Returns null for anything unusual (invalid fields, early years), which then takes
  * the general path and its precise error message.
  */
+/**
+ * A `+02:00` offset sent unencoded in a URL query arrives as a space (`+` means space there): say
+ * so, since the text shown then looks nothing like what the caller typed.
+ */
+function plusHint(text: string): string {
+  return / \d{2}(:?\d{2})?$/.test(text) && /T\d{2}/.test(text)
+    ? '; an offset\'s "+" in a URL query must be sent as %2B'
+    : '';
+}
+
 function fixedOffsetMillis(
   y: string,
   mo: string,

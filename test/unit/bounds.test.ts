@@ -105,6 +105,20 @@ describe('parseTimeBound', () => {
     expect(reasonOf(() => time('1600-01-01T00:00:00Z'))).toBe('out_of_range');
   });
 
+  it('says how to send a "+" offset when a URL query turned it into a space', () => {
+    const message = (text: string) => {
+      try {
+        time(text);
+      } catch (error) {
+        return (error as Error).message;
+      }
+      return 'accepted';
+    };
+    expect(message('2025-06-01T12:00:00 02:00')).toContain('must be sent as %2B');
+    expect(message('2025-06-01T12:00:00 0200')).toContain('must be sent as %2B');
+    expect(message('yesterday 12')).not.toContain('%2B');
+  });
+
   it('refuses what is not an ISO 8601 timestamp', () => {
     for (const bad of [
       'yesterday',

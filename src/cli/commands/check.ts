@@ -10,6 +10,7 @@ import {
 } from '../../core/coverage-answer.js';
 import { BadInputError } from '../../core/errors.js';
 import type { Domain, Interval } from '../../core/types.js';
+import { formatLength } from '../../http/status/draw/format.js';
 import { findAsset } from '../../store/assets/assets.js';
 import { queryCoverage } from '../../store/assets/coverage-query.js';
 import { formatRatio, plural } from '../format.js';
@@ -38,7 +39,17 @@ const TEXT_LIMIT = 20;
 export async function runCheck(args: string[], values: CheckOptions): Promise<number> {
   const [name] = args;
   if (!name || args.length > 1 || values.start === undefined || values.end === undefined) {
-    process.stderr.write(`${USAGE}\n`);
+    const missing = !name
+      ? 'the asset'
+      : args.length > 1
+        ? undefined
+        : [values.start === undefined ? '--start' : '', values.end === undefined ? '--end' : '']
+            .filter(Boolean)
+            .join(' and ');
+    const what = missing
+      ? `coverage-rollup check: give ${missing}\n`
+      : `coverage-rollup check: one asset at a time (got ${args.length})\n`;
+    process.stderr.write(`${what}${USAGE}\n`);
     return 2;
   }
   const fail = (message: string) => {
@@ -149,7 +160,8 @@ function describe(a: CoverageAnswer, first: Span | undefined, last: Span | undef
   summary += `; ${plural(a.replay_required_count, 'replay-required range')}`;
   const lines = [summary];
   if (a.covered_until !== null) {
-    const lag = a.lag_seconds === null ? '' : `, lag ${a.lag_seconds} s`;
+    // status's units (2h 5m, not 7500 s); --json keeps lag_seconds exact.
+    const lag = a.lag_seconds === null ? '' : `, lag ${formatLength('time', a.lag_seconds * 1_000_000)}`;
     lines.push(`covered until ${a.covered_until}${lag}; last event at ${a.last_event_at ?? 'never'}`);
   }
   const more = (shown: number, total: number) =>
