@@ -390,6 +390,20 @@ describe('repair requests', () => {
     });
     const covered = await cli(args);
     expect(covered.stdout).toContain('is covered; nothing to request');
+    // In text, the request names where it went: the queue, not only "queue".
+    const later = [
+      '--start',
+      iso(t0 + 180_000),
+      '--end',
+      iso(t0 + 240_000),
+      '--target',
+      '{type: queue, queue: rp-hand}',
+    ];
+    const text = await cli(['repair', 'rp.hand', ...later]);
+    expect(text.code).toBe(0);
+    expect(text.stdout).toMatch(
+      /^rp\.hand: repair \d+ requested \(repair-\d+~a1\), 1 of 1 range, sent to queue rp-hand:\n/,
+    );
     const refused = await cli([
       'repair',
       'rp.hand',

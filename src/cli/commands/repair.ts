@@ -5,6 +5,7 @@
  * the lease holder; the target is --target, else the repair target of a rollup reading ASSET.
  */
 import { parse as parseYaml } from 'yaml';
+import type { TargetConfig } from '../../config/index.js';
 import { repairSchema } from '../../config/repair-schema.js';
 import { defineRollups } from '../../config/rollups.js';
 import { formatPoint, parseBound } from '../../core/bounds.js';
@@ -162,7 +163,7 @@ export async function runRepair(args: readonly string[], values: RepairOptions):
       );
     else {
       process.stdout.write(
-        `${asset}: repair ${result.id} requested (${repairKey(result.id, 1)}), ${result.ranges.length} of ${result.rangesTotal} range${result.rangesTotal === 1 ? '' : 's'}, sent to ${repair.target.type}:\n`,
+        `${asset}: repair ${result.id} requested (${repairKey(result.id, 1)}), ${result.ranges.length} of ${result.rangesTotal} range${result.rangesTotal === 1 ? '' : 's'}, sent to ${targetName(repair.target)}:\n`,
       );
       for (const r of result.ranges)
         process.stdout.write(
@@ -171,4 +172,11 @@ export async function runRepair(args: readonly string[], values: RepairOptions):
     }
     return 0;
   });
+}
+
+/** Where a request went, as an operator would look for it: the queue or DAG by name. */
+function targetName(target: TargetConfig): string {
+  if (target.type === 'queue') return `queue ${target.queue}`;
+  if (target.type === 'airflow') return `airflow DAG ${target.dag_id}`;
+  return target.type;
 }
