@@ -45,6 +45,9 @@ describe('configuration', () => {
 
   it('accepts the example file and every rollup in it', () => {
     const config = loadConfig({ path: 'config/example.yaml', env: {} });
+    // It names no database and no Redis, so it starts where Node.js alone is installed (SPEC §9).
+    expect(config.database_url).toBe('embedded');
+    expect(config.queue.backend).toBe('postgres');
     expect(defineRollups(config).map((r) => r.rollup.id)).toEqual([
       'orders_hourly',
       'orders_daily',
