@@ -57,7 +57,7 @@ export const listAssets = defineOperation({
   errors: { 400: 'invalid_limit, invalid_cursor, invalid_query' },
 });
 
-const window = 'give the window as ?start=...&end=...';
+const window = 'give the window as ?start=...&end=..., each once';
 
 export const CoverageQuery = z.object({
   start: coded(
