@@ -81,7 +81,10 @@ export async function outboxSummary(
 ): Promise<Array<{ id: string; last_trigger: string | null; undelivered: number }>> {
   return db<{ id: string; last_trigger: string | null; undelivered: number }[]>`
     select r.id,
-      (select idempotency_key from triggers where rollup_id = r.id order by decided_at desc limit 1) as last_trigger,
+      -- A pass decides many periods at one instant (a first start's deadline catch-up): the latest
+      -- period of the latest generation among them, not whichever row the index gives first.
+      (select idempotency_key from triggers where rollup_id = r.id
+        order by decided_at desc, period_lo desc, generation desc limit 1) as last_trigger,
       (select count(*)::int from triggers where rollup_id = r.id and delivered_at is null and failed_at is null) as undelivered
     from unnest(${rollupIds as string[]}::text[]) as r(id)`;
 }
