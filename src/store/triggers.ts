@@ -64,13 +64,13 @@ export interface LatestTrigger extends Omit<PeriodTrigger, 'idempotency_key' | '
   key: string;
 }
 
-/** The rollup's newest decision, or undefined before its first. */
+/** The rollup's newest decision (of one instant, the latest period's), or undefined before its first. */
 export async function latestTrigger(db: Db, rollupId: string): Promise<LatestTrigger | undefined> {
   const [latest] = await db<LatestTrigger[]>`
     select p.key, t.generation, t.reason, t.decided_at, t.delivered_at, t.failed_at, t.attempts, t.last_error
     from triggers t join periods p on p.rollup_id = t.rollup_id and p.lo = t.period_lo
     where t.rollup_id = ${rollupId}
-    order by t.decided_at desc limit 1`;
+    order by t.decided_at desc, t.period_lo desc, t.generation desc limit 1`;
   return latest;
 }
 

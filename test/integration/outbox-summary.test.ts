@@ -1,9 +1,9 @@
 /**
- * `coverage-rollup status`'s "last trigger": a pass decides many periods at one instant (a first
+ * `coverage-rollup status`'s and the status page's "last trigger": a pass decides many periods at one instant (a first
  * start's deadline catch-up), and the newest of them must be the one named, not the first row read.
  */
 import { beforeAll, expect, it } from 'vitest';
-import { outboxSummary } from '../../src/store/triggers.js';
+import { latestTrigger, outboxSummary } from '../../src/store/triggers.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 
 let db: TestDatabase;
@@ -24,6 +24,8 @@ it('names the latest period of the latest instant, whatever order the rows were 
         decided_at, delivered_at)
       values ('tie', ${lo}, 1, ${`tie@k${lo}#1`}, 'deadline', 1, '{"type":"queue","queue":"q"}', '{}', ${at}, ${at})`;
   }
+  // The status page's "last trigger" too.
+  expect((await latestTrigger(db.sql, 'tie'))?.key).toBe('k4');
   expect(await outboxSummary(db.sql, ['tie'])).toEqual([
     { id: 'tie', last_trigger: 'tie@k4#1', undelivered: 0 },
   ]);
