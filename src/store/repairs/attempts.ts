@@ -3,6 +3,7 @@
 import type { RepairPayload } from '../../core/repair-payload.js';
 import type { Db, Tx } from '../pg/db.js';
 
+/** Stores new attempts, due at once, and stops delivering the older attempts they supersede. */
 export async function insertAttempts(
   tx: Tx,
   attempts: ReadonlyArray<{ id: number; attempt: number; payload: RepairPayload; leaseToken: number | null }>,
@@ -21,6 +22,13 @@ export async function insertAttempts(
       })) as never,
     )}) as u(id int8, attempt int, payload jsonb, lease_token int8)
     on conflict do nothing`;
+  // A new attempt supersedes its request's older ones: it carries what is still missing, so an
+  // older one still failing to reach its target is not retried beside it (a webhook that is down
+  // would otherwise be sent every attempt so far, each with its own backoff).
+  await tx`
+    update repair_attempts a set due_at = null
+    from unnest(${attempts.map((a) => a.id)}::int8[], ${attempts.map((a) => a.attempt)}::int[]) as u(id, attempt)
+    where a.request_id = u.id and a.attempt < u.attempt and a.due_at is not null`;
 }
 
 /** An attempt whose delivery is due. */
