@@ -126,11 +126,6 @@ export function parseTimeBound(raw: unknown, field: string, zone: string): Bound
 }
 
 /**
- * The common case without luxon (it dominates ingest CPU otherwise): an explicit offset needs no
- * zone rules. Returns null for anything unusual (invalid fields, early years), which then takes
- * the general path and its precise error message.
- */
-/**
  * A `+02:00` offset sent unencoded in a URL query arrives as a space (`+` means space there): say
  * so, since the text shown then looks nothing like what the caller typed.
  */
@@ -140,6 +135,11 @@ function plusHint(text: string): string {
     : '';
 }
 
+/**
+ * The common case without luxon (it dominates ingest CPU otherwise): an explicit offset needs no
+ * zone rules. Returns null for anything unusual (invalid fields, early years), which then takes
+ * the general path and its precise error message.
+ */
 function fixedOffsetMillis(
   y: string,
   mo: string,
