@@ -1,6 +1,6 @@
 /** The downstream targets a rollup triggers: queue, webhook, Airflow 3 (dag runs and asset events), Dagster. */
-import { IANAZone } from 'luxon';
 import { z } from 'zod';
+import { isValidZone } from '../core/bounds.js';
 import { unsupportedDirective } from '../core/partition-key.js';
 import { isoDuration, nonEmpty, secret, targetUrl } from './fields.js';
 
@@ -18,7 +18,7 @@ const partitionFormat = z
   });
 
 /** An IANA zone name luxon knows. */
-const ianaZone = z.string().refine((zone) => IANAZone.isValidZone(zone), {
+const ianaZone = z.string().refine(isValidZone, {
   message: 'not an IANA time zone (e.g. Europe/Berlin, UTC)',
 });
 

@@ -22,7 +22,7 @@
  * appended: `2025-10-26T02+01:00` follows `2025-10-26T02`. The same holds for ISO durations
  * (`2025-10-26T02:15+01:00`).
  */
-import { IANAZone } from 'luxon';
+import { isValidZone } from './bounds.js';
 import {
   calendarDurationEngine,
   defaultTimeOrigin,
@@ -59,7 +59,7 @@ export const DEFAULT_MAX_PERIODS = 100_000;
 export function createCalendar(opts: CalendarOptions): Calendar {
   const every = opts.every;
   const timezone = opts.timezone ?? 'UTC';
-  if (typeof timezone !== 'string' || !IANAZone.isValidZone(timezone)) {
+  if (typeof timezone !== 'string' || !isValidZone(timezone)) {
     throw new CalendarError(
       'invalid_timezone',
       `timezone: ${JSON.stringify(timezone)} is not a known IANA time zone`,

@@ -1,10 +1,12 @@
 import fc from 'fast-check';
-import { describe, expect, it } from 'vitest';
+import { IANAZone } from 'luxon';
+import { describe, expect, it, vi } from 'vitest';
 import {
   addIsoDuration,
   domainOf,
   formatPoint,
   formatTime,
+  isValidZone,
   parseBound,
   parseIntegerBound,
   parseTimeBound,
@@ -191,6 +193,22 @@ describe('parseIntegerBound', () => {
     expect(reasonOf(() => parseIntegerBound(null, 'start'))).toBe('invalid_bound');
     expect(reasonOf(() => parseIntegerBound(true, 'start'))).toBe('invalid_bound');
     expect(reasonOf(() => parseIntegerBound('2025-06-01', 'start'))).toBe('invalid_bound');
+  });
+});
+
+describe('isValidZone', () => {
+  it('asks luxon (an Intl.DateTimeFormat each time) once per valid zone, and every time for an unknown one', () => {
+    const asked = vi.spyOn(IANAZone, 'isValidZone');
+    try {
+      for (let i = 0; i < 1000; i++) expect(isValidZone('Pacific/Chatham')).toBe(true);
+      expect(asked).toHaveBeenCalledTimes(1);
+      expect(isValidZone('Mars/Olympus_Mons')).toBe(false);
+      expect(isValidZone('Mars/Olympus_Mons')).toBe(false);
+      expect(isValidZone('')).toBe(false);
+      expect(asked).toHaveBeenCalledTimes(4);
+    } finally {
+      asked.mockRestore();
+    }
   });
 });
 
