@@ -4,9 +4,6 @@ import { DEFAULT_REPAIR_POLICY } from '../core/repair.js';
 import { isoDuration } from './fields.js';
 import { targetSchema } from './targets.js';
 
-/** The target types a repair request can be sent to (its payload is not a trigger's). */
-export const REPAIR_TARGET_TYPES = ['queue', 'webhook', 'airflow'] as const;
-
 export const repairSchema = z.strictObject({
   // Unsatisfied this long after its end, a period's ranges are requested (README "Repair requests").
   after: isoDuration.default(DEFAULT_REPAIR_POLICY.afterMs),
@@ -18,12 +15,28 @@ export const repairSchema = z.strictObject({
   attempts: z.number().int().min(1).max(100).default(DEFAULT_REPAIR_POLICY.attempts),
   // At most this many ranges per request; the payload carries the totals.
   limit: z.number().int().min(1).max(1000).default(DEFAULT_REPAIR_POLICY.limit),
+  // Any target type (SPEC §15), with the request as its payload; the fields that place a
+  // decision in a partition or follow its run have no meaning for a request.
   target: targetSchema.superRefine((t, ctx) => {
-    if (!(REPAIR_TARGET_TYPES as readonly string[]).includes(t.type)) {
+    if (t.type === 'airflow' && t.partitioned !== undefined) {
       ctx.addIssue({
         code: 'custom',
-        path: ['type'],
-        message: `a repair request can be sent to ${REPAIR_TARGET_TYPES.join(', ')}; not to ${t.type}`,
+        path: ['partitioned'],
+        message: 'a repair request is a run with the request in conf, not a partition: remove it',
+      });
+    }
+    if (t.type === 'dagster' && t.partition_format !== undefined) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['partition_format'],
+        message: 'a repair request is an observation of the asset, not of one partition: remove it',
+      });
+    }
+    if (t.type === 'airflow_asset' && t.follow_dag_id !== undefined) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['follow_dag_id'],
+        message: 'a repair request is followed by what the index then covers, not by a DAG run: remove it',
       });
     }
   }),

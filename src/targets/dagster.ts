@@ -62,9 +62,12 @@ export function materializationBody(payload: TriggerPayload, format: string | un
   };
 }
 
-/** The path of the report endpoint: each key part URL-encoded, `/` between them (Dagster splits on it). */
-export function reportPath(assetKey: readonly string[]): string {
-  return `/report_asset_materialization/${assetKey.map(encodeURIComponent).join('/')}`;
+/** The path of a report endpoint: each key part URL-encoded, `/` between them (Dagster splits on it). */
+export function reportPath(
+  assetKey: readonly string[],
+  event: 'materialization' | 'observation' = 'materialization',
+): string {
+  return `/report_asset_${event}/${assetKey.map(encodeURIComponent).join('/')}`;
 }
 
 const MATERIALIZATIONS_QUERY = `query CoverageRollupMaterializations($assetKey: AssetKeyInput!, $partitions: [String!], $limit: Int) {
@@ -113,46 +116,14 @@ const pair = (partition: string | null, version: string) => JSON.stringify([part
  * the delivery, by the same look-up; one Dagster no longer has (a wiped instance) is lost.
  */
 export function dagsterTarget(config: DagsterConfig): Target {
-  const base = config.url.replace(/\/+$/, '');
-  const headers: Record<string, string> = {
-    // Dagster takes `application/json` exactly (postJson sets it): no header may replace it.
-    ...Object.fromEntries(
-      Object.entries(config.headers).filter(([name]) => name.toLowerCase() !== 'content-type'),
-    ),
-    ...(config.token !== undefined ? { 'Dagster-Cloud-Api-Token': config.token } : {}),
-  };
-  const secrets = [...Object.values(config.headers), ...(config.token !== undefined ? [config.token] : [])];
-  const scrub = (text: string) => scrubSecrets(text, secrets);
+  const client = dagsterClient(config);
 
   async function recorded(partitions: readonly string[]): Promise<Recorded | { error: string }> {
-    const response = await postJson(
-      `${base}/graphql`,
-      lookupRequest(config.asset_key, partitions),
-      headers,
-      config.timeout,
-    );
-    if ('error' in response) return { error: scrub(response.error) };
-    if (response.status !== 200)
-      return { error: scrub(`GraphQL HTTP ${response.status}: ${response.text.slice(0, 300)}`) };
-    let answer: {
-      data?: { assetOrError?: { __typename?: string; assetMaterializations?: Materialization[] } };
-      errors?: Array<{ message?: string }>;
-    };
-    try {
-      answer = JSON.parse(response.text) as typeof answer;
-    } catch {
-      return { error: 'the GraphQL answer is not JSON' };
-    }
-    if (answer.errors?.length)
-      return {
-        error: scrub(
-          `GraphQL: ${answer.errors
-            .map((e) => e.message)
-            .join('; ')
-            .slice(0, 300)}`,
-        ),
-      };
-    const asset = answer.data?.assetOrError;
+    const answer = await client.graphql<{
+      assetOrError?: { __typename?: string; assetMaterializations?: Materialization[] };
+    }>(lookupRequest(config.asset_key, partitions));
+    if ('error' in answer) return answer;
+    const asset = answer.data.assetOrError;
     if (asset?.__typename !== 'Asset') return { seen: new Set(), truncated: false };
     const list = asset.assetMaterializations ?? [];
     const seen = new Set<string>();
@@ -169,16 +140,7 @@ export function dagsterTarget(config: DagsterConfig): Target {
       const before = await recorded([body.partition]);
       if ('error' in before) return { ok: false, retry: true, error: before.error };
       if (before.seen.has(pair(body.partition, body.data_version))) return { ok: true };
-      // Exactly `application/json`: Dagster refuses any other content type, charset included.
-      const response = await postJson(
-        `${base}${reportPath(config.asset_key)}`,
-        body,
-        headers,
-        config.timeout,
-      );
-      if ('error' in response) return { ok: false, retry: true, error: scrub(response.error) };
-      const result = resultOfStatus(response.status, response.text);
-      return result.ok ? result : { ...result, error: scrub(result.error) };
+      return client.report(reportPath(config.asset_key), body);
     },
 
     async observe(runs: readonly ObservedRun[]): Promise<Observation | { error: string }> {
@@ -206,5 +168,55 @@ export function dagsterTarget(config: DagsterConfig): Target {
     },
 
     close: async () => {},
+  };
+}
+
+/**
+ * A Dagster webserver as both Dagster targets use it: its GraphQL and its report endpoints, with
+ * the configured headers and token, every error scrubbed of them.
+ */
+export function dagsterClient(config: DagsterConfig) {
+  const base = config.url.replace(/\/+$/, '');
+  const headers: Record<string, string> = {
+    // Dagster takes `application/json` exactly (postJson sets it): no header may replace it.
+    ...Object.fromEntries(
+      Object.entries(config.headers).filter(([name]) => name.toLowerCase() !== 'content-type'),
+    ),
+    ...(config.token !== undefined ? { 'Dagster-Cloud-Api-Token': config.token } : {}),
+  };
+  const secrets = [...Object.values(config.headers), ...(config.token !== undefined ? [config.token] : [])];
+  const scrub = (text: string) => scrubSecrets(text, secrets);
+  return {
+    /** A GraphQL request's `data`, or an error (HTTP, not JSON, or GraphQL's own `errors`). */
+    async graphql<T>(request: unknown): Promise<{ data: T } | { error: string }> {
+      const response = await postJson(`${base}/graphql`, request, headers, config.timeout);
+      if ('error' in response) return { error: scrub(response.error) };
+      if (response.status !== 200)
+        return { error: scrub(`GraphQL HTTP ${response.status}: ${response.text.slice(0, 300)}`) };
+      let answer: { data?: T; errors?: Array<{ message?: string }> };
+      try {
+        answer = JSON.parse(response.text) as typeof answer;
+      } catch {
+        return { error: 'the GraphQL answer is not JSON' };
+      }
+      if (answer.errors?.length)
+        return {
+          error: scrub(
+            `GraphQL: ${answer.errors
+              .map((e) => e.message)
+              .join('; ')
+              .slice(0, 300)}`,
+          ),
+        };
+      return { data: answer.data ?? ({} as T) };
+    },
+    /** POSTs a report (`/report_asset_materialization/...`, `/report_asset_observation/...`). */
+    async report(path: string, body: unknown): Promise<DeliveryResult> {
+      // Exactly `application/json`: Dagster refuses any other content type, charset included.
+      const response = await postJson(`${base}${path}`, body, headers, config.timeout);
+      if ('error' in response) return { ok: false, retry: true, error: scrub(response.error) };
+      const result = resultOfStatus(response.status, response.text);
+      return result.ok ? result : { ...result, error: scrub(result.error) };
+    },
   };
 }

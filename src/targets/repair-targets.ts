@@ -2,12 +2,15 @@
  * Where repair requests go (SPEC §15): the same target types and configuration as triggers, with
  * the repair payload. Each attempt is delivered at least once under its own idempotency key
  * (`repair-<id>~aN`), which the target dedupes: the BullMQ jobId, the webhook's Idempotency-Key,
- * the Airflow dag_run_id. Secrets are resolved at delivery, as for triggers (targets/secrets.ts).
+ * the Airflow dag_run_id, the Airflow asset event or Dagster observation found by the key it
+ * carries. Secrets are resolved at delivery, as for triggers (targets/secrets.ts).
  */
 import type { TargetConfig } from '../config/index.js';
 import type { RepairPayload } from '../core/repair-payload.js';
 import type { QueueConnection } from '../queue/backend.js';
+import { type AirflowAssetConfig, airflowAssetEvents } from './airflow-asset-events.js';
 import { airflowAuth } from './airflow-token.js';
+import { dagsterRepairTarget } from './dagster-repair.js';
 import { QUEUE_DELIVERY_TIMEOUT_MS } from './queue.js';
 import {
   type ResolvedTarget,
@@ -76,16 +79,10 @@ export class RepairTargets {
         };
       case 'airflow':
         return airflowRepairTarget(config);
-      default:
-        // The config refuses other types for `repair` (config/repair-schema.ts).
-        return {
-          deliver: async () => ({
-            ok: false,
-            retry: false,
-            error: `a repair request cannot be sent to a ${(config as { type: string }).type} target`,
-          }),
-          close: async () => {},
-        };
+      case 'airflow_asset':
+        return airflowAssetRepairTarget(config);
+      case 'dagster':
+        return dagsterRepairTarget(config);
     }
   }
 
@@ -155,6 +152,31 @@ function airflowRepairTarget(config: Extract<ResolvedTarget, { type: 'airflow' }
             ? { ok: false, retry: true, error: found.error }
             : resultOfStatus(found.status, found.text);
       } else result = resultOfStatus(sent.status, sent.text);
+      return result.ok ? result : { ...result, error: scrubSecrets(result.error, used) };
+    },
+    close: async () => {},
+  };
+}
+
+/**
+ * An asset event with the request in `extra` and no partition key: a request names ranges of an
+ * upstream, not a partition of the asset, so a backfill DAG scheduled on the asset (a plain
+ * `schedule=[Asset(...)]`) runs on it and reads it from `triggering_asset_events`. A redelivery
+ * finds the attempt's event by `extra.idempotency_key` and posts no second one.
+ */
+function airflowAssetRepairTarget(config: AirflowAssetConfig): RepairTarget {
+  const events = airflowAssetEvents(config);
+  return {
+    async deliver(payload) {
+      const used: string[] = [];
+      const result = await events.sendOnce(
+        {
+          extra: payload,
+          isOurs: (extra) => extra?.idempotency_key === payload.idempotency_key,
+          since: payload.requested_at,
+        },
+        used,
+      );
       return result.ok ? result : { ...result, error: scrubSecrets(result.error, used) };
     },
     close: async () => {},

@@ -1,6 +1,7 @@
 /**
  * Repair request delivery to each target type (SPEC §15), against a webhook receiver, the fake
- * Airflow 3 API (which validates TriggerDAGRunPostBody) and the test Redis: the payload as sent,
+ * Airflow 3 API (which validates TriggerDAGRunPostBody and CreateAssetEventsBody; the real one in
+ * test/real/airflow-repair.real.test.ts) and the test Redis: the payload as sent,
  * the attempt's key where each target dedupes, and a redelivery that creates nothing new.
  */
 import { afterAll, describe, expect, it } from 'vitest';
@@ -34,7 +35,10 @@ const payload = repairPayload({
   requestedAt: new Date('2026-06-01T12:00:00Z'),
 });
 const sink = await startWebhookSink();
-const airflow = await startFakeAirflow({ users: { backfill: 'pw-0123456789' } });
+const airflow = await startFakeAirflow({
+  users: { backfill: 'pw-0123456789' },
+  assets: ['orders_repairs'],
+});
 const webhook = { type: 'webhook' as const, url: sink.url, headers: { 'X-Team': 'data' }, timeout: 5000 };
 const dag = {
   type: 'airflow' as const,
@@ -44,8 +48,17 @@ const dag = {
   password: 'pw-0123456789',
   timeout: 5000,
 };
+const asset = {
+  type: 'airflow_asset' as const,
+  url: airflow.url,
+  asset: 'orders_repairs',
+  username: 'backfill',
+  password: 'pw-0123456789',
+  timeout: 5000,
+  partition_key_format: '%Y-%m-%dT%H:%M:%S',
+};
 const queue = { type: 'queue' as const, queue: 'repair-deliveries' };
-const targets = new RepairTargets(queues, prefix, [webhook, dag, queue]);
+const targets = new RepairTargets(queues, prefix, [webhook, dag, asset, queue]);
 const received = testQueue('repair-deliveries', prefix);
 afterAll(async () => {
   await targets.close();
@@ -80,6 +93,19 @@ describe('repair request targets', () => {
       conf: payload,
     });
     expect(airflow.to('/api/v2/dags/orders_backfill/dagRuns').map((r) => r.status)).toEqual([200, 409]);
+  });
+
+  it('airflow_asset: an asset event with the request in extra and no partition key; a redelivery finds it and posts none', async () => {
+    expect(await targets.deliver(redactTarget(asset), payload)).toEqual({ ok: true });
+    expect(await targets.deliver(redactTarget(asset), payload)).toEqual({ ok: true });
+    expect(airflow.events).toHaveLength(1);
+    expect(airflow.events[0]!.asset_id).toBe(1);
+    expect(airflow.events[0]!.partition_key ?? null).toBeNull();
+    expect(airflow.events[0]!.extra).toEqual({ ...payload, from_rest_api: true });
+    // The next attempt is an event of its own.
+    const next = { ...payload, attempt: 3, idempotency_key: 'repair-9~a3' };
+    expect(await targets.deliver(redactTarget(asset), next)).toEqual({ ok: true });
+    expect(airflow.events.map((e) => e.extra?.idempotency_key)).toEqual(['repair-9~a2', 'repair-9~a3']);
   });
 
   it('a refused delivery is final and its error never carries a secret', async () => {

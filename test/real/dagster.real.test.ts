@@ -1,11 +1,14 @@
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config/index.js';
+import { repairPayload } from '../../src/core/repair-payload.js';
 import { attemptPayload, type TriggerPayload } from '../../src/core/trigger.js';
 import { Targets } from '../../src/targets/index.js';
-import type { StoredTarget } from '../../src/targets/secrets.js';
+import { RepairTargets } from '../../src/targets/repair-targets.js';
+import { redactTarget, type StoredTarget } from '../../src/targets/secrets.js';
 import { testProducer } from '../helpers/daemon.js';
 import { createTestDatabase } from '../helpers/db.js';
 import { REDIS_URL } from '../helpers/env.js';
@@ -22,7 +25,9 @@ import { SystemProcess, venvBin, waitForHttp } from './helpers/system.js';
  * DAGSTER_HOME in a temporary folder. A covered hour becomes one materialization of that asset,
  * partition = the hour in Dagster's key form, data version = `{rollup}#{generation}`, read back
  * over Dagster's GraphQL; a forced redelivery of the same decision adds none; a manual trigger
- * (generation 2) adds the second data version; the run succeeds once Dagster holds it.
+ * (generation 2) adds the second data version; the run succeeds once Dagster holds it. A repair
+ * request (SPEC §15) becomes one observation of warehouse/orders_repairs per attempt, and the
+ * example's sensor turns each into a backfill run request.
  */
 
 const procs = processHarness();
@@ -215,5 +220,83 @@ describe('the dagster target against dagster-webserver 1.13', () => {
     } finally {
       await daemon?.stop();
     }
+  });
+
+  it('a repair request is one observation of the repairs asset per attempt, a redelivery included, and the example sensor asks for its backfill run', async () => {
+    const REPAIRS = ['warehouse', 'orders_repairs'];
+    const target = {
+      type: 'dagster' as const,
+      url: dagsterUrl,
+      asset_key: REPAIRS,
+      headers: {},
+      timeout: 10_000,
+    };
+    const targets = new RepairTargets(undefined as never, 'bull', [target]);
+    const attempt = (n: number) =>
+      repairPayload({
+        id: 3,
+        attempt: n,
+        asset: 'warehouse.orders',
+        ranges: [
+          {
+            start: Date.parse(HOUR_START) * 1000,
+            end: (Date.parse(HOUR_START) + 900_000) * 1000,
+            kind: 'missing',
+            requiredVersion: null,
+          },
+        ],
+        rangesTotal: 1,
+        missingTotal: 900_000_000,
+        rollup: 'dg_hourly',
+        period: {
+          start: HOUR_START,
+          end: new Date(Date.parse(HOUR_START) + 3_600_000).toISOString(),
+          key: PERIOD_KEY,
+        },
+        format: (p) => new Date(p / 1000).toISOString(),
+        unitSeconds: 1e-6,
+        requestedAt: new Date(),
+      });
+    const observations = async () => {
+      const data = await graphql<{ assetOrError: { assetObservations: Materialization[] } }>(
+        `query ($key: AssetKeyInput!) {
+          assetOrError(assetKey: $key) {
+            ... on Asset { assetObservations { partition tags { key value } metadataEntries { label ... on JsonMetadataEntry { jsonString } ... on TextMetadataEntry { text } ... on IntMetadataEntry { intValue } } } }
+          }
+        }`,
+        { key: { path: REPAIRS } },
+      );
+      return data.assetOrError.assetObservations;
+    };
+    const first = attempt(1);
+    try {
+      expect(await targets.deliver(redactTarget(target), first)).toEqual({ ok: true });
+      expect(await targets.deliver(redactTarget(target), first)).toEqual({ ok: true });
+      const once = await observations();
+      expect(once).toHaveLength(1);
+      const meta = Object.fromEntries(once[0]!.metadataEntries.map((e) => [e.label, e]));
+      expect(meta.idempotency_key?.text).toBe('repair-3~a1');
+      expect(meta.asset?.text).toBe('warehouse.orders');
+      expect(meta.attempt?.intValue).toBe(1);
+      expect(JSON.parse(meta.ranges!.jsonString!)).toEqual(first.ranges);
+      expect(once[0]!.tags.some((t) => t.key === 'dagster/data_version')).toBe(false);
+      expect(await targets.deliver(redactTarget(target), attempt(2))).toEqual({ ok: true });
+      expect(await observations()).toHaveLength(2);
+    } finally {
+      await targets.close();
+    }
+
+    // The example's sensor, evaluated once against the same instance, asks for one run per attempt.
+    const preview = spawnSync(
+      venvBin('dagster', 'dagster'),
+      ['sensor', 'preview', 'orders_repair_requests', '-f', exampleFile('dagster/defs.py')],
+      { env: { ...process.env, DAGSTER_HOME: home }, encoding: 'utf8', timeout: 240_000 },
+    );
+    expect(preview.status, preview.stderr).toBe(0);
+    expect(preview.stdout).toContain('repair-3~a1');
+    expect(preview.stdout).toContain('repair-3~a2');
+    report(
+      'dagster: a repair request became one observation of warehouse/orders_repairs per attempt (a redelivery added none); the example sensor asked for a backfill run of each',
+    );
   });
 });

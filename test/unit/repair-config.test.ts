@@ -33,7 +33,7 @@ describe('repair: in a rollup', () => {
     expect(parseConfig(rollup(undefined)).rollups[0]!.repair).toBeUndefined();
   });
 
-  it('takes ISO durations and a webhook or airflow target', () => {
+  it('takes ISO durations and any target type: webhook, airflow, airflow_asset, dagster', () => {
     const config = parseConfig(
       rollup({
         after: 'PT10M',
@@ -58,6 +58,16 @@ describe('repair: in a rollup', () => {
         rollup({ target: { type: 'airflow', url: 'http://airflow:8080', dag_id: 'orders_backfill' } }),
       ).rollups[0]!.repair!.target.type,
     ).toBe('airflow');
+    expect(
+      parseConfig(
+        rollup({ target: { type: 'airflow_asset', url: 'http://airflow:8080', asset: 'orders_repairs' } }),
+      ).rollups[0]!.repair!.target.type,
+    ).toBe('airflow_asset');
+    expect(
+      parseConfig(
+        rollup({ target: { type: 'dagster', url: 'http://dagster:3000', asset_key: 'warehouse/repairs' } }),
+      ).rollups[0]!.repair!.target,
+    ).toMatchObject({ type: 'dagster', asset_key: ['warehouse', 'repairs'] });
   });
 
   it.each([
@@ -71,6 +81,32 @@ describe('repair: in a rollup', () => {
     [{ target: { type: 'queue', queue: 'b' }, every_so_often: 'PT1H' }, 'every_so_often'],
     [{}, 'rollups[orders_hourly].repair.target'],
     [{ target: { type: 'webhook', url: 'ftp://x' } }, 'rollups[orders_hourly].repair.target.url'],
+    [
+      {
+        target: {
+          type: 'airflow_asset',
+          url: 'http://airflow:8080',
+          asset: 'orders_repairs',
+          follow_dag_id: 'orders_backfill',
+        },
+      },
+      'rollups[orders_hourly].repair.target.follow_dag_id: a repair request is followed by what the index then covers',
+    ],
+    [
+      { target: { type: 'airflow', url: 'http://airflow:8080', dag_id: 'b', partitioned: true } },
+      'rollups[orders_hourly].repair.target.partitioned',
+    ],
+    [
+      {
+        target: {
+          type: 'dagster',
+          url: 'http://dagster:3000',
+          asset_key: 'warehouse/repairs',
+          partition_format: 'yyyy-MM-dd',
+        },
+      },
+      'rollups[orders_hourly].repair.target.partition_format: a repair request is an observation of the asset',
+    ],
   ])('refuses %j, naming the field', (repair, message) => {
     expect(() => parseConfig(rollup(repair))).toThrow(ConfigError);
     expect(() => parseConfig(rollup(repair))).toThrow(message);

@@ -174,9 +174,11 @@ export async function runRepair(args: readonly string[], values: RepairOptions):
   });
 }
 
-/** Where a request went, as an operator would look for it: the queue or DAG by name. */
+/** Where a request went, as an operator would look for it: the queue, DAG or asset by name. */
 function targetName(target: TargetConfig): string {
   if (target.type === 'queue') return `queue ${target.queue}`;
   if (target.type === 'airflow') return `airflow DAG ${target.dag_id}`;
+  if (target.type === 'airflow_asset') return `airflow asset ${target.asset ?? target.asset_uri}`;
+  if (target.type === 'dagster') return `dagster asset ${target.asset_key.join('/')}`;
   return target.type;
 }
