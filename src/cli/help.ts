@@ -175,7 +175,8 @@ marks it repaired once the index covers it, or abandoned after its attempts.
 
 Options:
   --start S, --end E  the window, in the asset's form (ISO 8601, or integers)
-  --target T          where to send it, as YAML or JSON: "{type: queue, queue: backfills}",
+  --target T          where to send it, as YAML or JSON, any target type (queue, webhook, airflow,
+                      airflow_asset, dagster): "{type: queue, queue: backfills}",
                       '{"type": "webhook", "url": "http://127.0.0.1:9000/repair"}'; secrets only as
                       {env: NAME}. Default: the repair target of a rollup reading ASSET (with its
                       every, attempts and limit), else of any rollup

@@ -49,13 +49,16 @@ beforeAll(async () => {
   });
   const auth = { username: USER, password: airflow.passwords[USER]!, timeout: 'PT60S' };
   const db = await createTestDatabase();
+  // Yesterday's period becomes due for repair 30 s after the daemon starts, so the events sent
+  // below are in the index by then and the requests ask for exactly the holes they leave.
+  const dueInSeconds = Math.ceil((Date.now() - Date.parse(`${day}T00:00:00Z`) - DAY_MS) / 1000) + 30;
   const daily = (id: string, upstream: string, target: Json) => ({
     id,
     upstream: [upstream],
     every: 'day',
     begin: day,
     target: { type: 'queue', queue: `${id}-runs` },
-    repair: { after: 'PT1S', every: 'PT10M', attempts: 2, target },
+    repair: { after: `PT${dueInSeconds}S`, every: 'PT10M', attempts: 2, target },
   });
   raw = {
     database_url: db.url,
@@ -167,11 +170,10 @@ describe('repair requests against Airflow 3.3', () => {
       );
       expect(period.generation).toBe(1);
     }
-    // The holes are among what was asked for (a request made before the events arrived asked for
-    // the whole day, and the backfill announced all of it).
-    const asked = (list: Json[]) => list.flatMap((r) => r.ranges as Json[]);
-    expect(asked(orders).some((r) => r.start <= at(10) && r.end >= at(10, 30))).toBe(true);
-    expect(asked(clicks).some((r) => r.start <= at(14) && r.end >= at(14, 15))).toBe(true);
+    // Exactly the holes were asked for, once each.
+    const hole = (start: string, end: string) => [{ start, end, kind: 'missing', required_version: null }];
+    expect(orders.map((r) => r.ranges)).toEqual([hole(at(10), at(10, 30))]);
+    expect(clicks.map((r) => r.ranges)).toEqual([hole(at(14), at(14, 15))]);
 
     // airflow_asset: one event per attempt, each carrying the request as SPEC §15 names it.
     const events = (await repairEvents()).filter((e) => e.extra?.type === 'repair');
@@ -199,6 +201,17 @@ describe('repair requests against Airflow 3.3', () => {
     for (const r of byConf)
       expect(r.conf).toMatchObject({ type: 'repair', asset: 'clicks.raw', rollup: 'clicks_daily' });
     expect(runs.filter((r) => r.run_type === 'asset_triggered')).toHaveLength(events.length);
+    // What the backfill task announced, read back from Airflow: the hole, under the attempt's key.
+    for (const run of runs) {
+      const announced = await airflow.api(
+        'GET',
+        `/api/v2/dags/${DAG}/dagRuns/${encodeURIComponent(run.dag_run_id)}/taskInstances/backfill/xcomEntries/return_value`,
+      );
+      expect(announced.status, JSON.stringify(announced.body)).toBe(200);
+      const [request] = announced.body.value as Json[];
+      const expected = run.run_type === 'manual' ? clicks[0]! : orders[0]!;
+      expect(request).toEqual({ idempotency_key: expected.idempotency_key, ranges: expected.ranges });
+    }
   }, 900_000);
 
   it('a redelivered attempt adds no second asset event and no second dag run', async () => {
