@@ -89,7 +89,7 @@ function parseJson(raw: unknown, maxBytes: number): Record<string, unknown> {
     try {
       text = JSON.stringify(raw) ?? '';
     } catch {
-      throw new BadInputError('invalid_json', 'the job data is not serialisable JSON');
+      throw new BadInputError('invalid_json', 'the event is not serialisable JSON');
     }
   }
   const bytes = Buffer.byteLength(text, 'utf8');
@@ -100,7 +100,7 @@ function parseJson(raw: unknown, maxBytes: number): Record<string, unknown> {
     try {
       value = JSON.parse(raw);
     } catch {
-      throw new BadInputError('invalid_json', 'the job data is a string that does not parse as JSON');
+      throw new BadInputError('invalid_json', 'the event is a string that does not parse as JSON');
     }
   }
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {

@@ -352,6 +352,10 @@ describe('normalizeEvent: bad input', () => {
     expect(reasonOf(raw)).toBe(reason);
   });
 
+  it('says "event", not "job data", for a string that is not JSON: a POST /v1/events item gets the same message', () => {
+    expect(() => norm('not json')).toThrow('the event is a string that does not parse as JSON');
+  });
+
   it('covers every reason code of the contract', () => {
     expect(new Set(cases.map(([r]) => r))).toEqual(new Set(BAD_INPUT_REASONS));
   });
