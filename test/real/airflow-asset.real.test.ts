@@ -9,22 +9,22 @@
  * DST changes of Europe/Berlin as the partitions we meant.
  */
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseConfig } from '../../src/config/index.js';
 import { partitionKey } from '../../src/core/partition-key.js';
 import type { TriggerPayload } from '../../src/core/trigger.js';
 import { packageRoot } from '../../src/support/paths.js';
 import { airflowAssetTarget } from '../../src/targets/airflow-asset.js';
-import { TEST_TOKEN, testProducer } from '../helpers/daemon.js';
+import { TEST_TOKEN } from '../helpers/daemon.js';
 import { createTestDatabase } from '../helpers/db.js';
-import { REDIS_URL, withTestBackend } from '../helpers/env.js';
-import { DaemonProcess } from '../helpers/process.js';
+import { REDIS_URL } from '../helpers/env.js';
+import type { DaemonProcess } from '../helpers/process.js';
 import { createTestPrefix } from '../helpers/redis.js';
 import { waitFor } from '../helpers/wait.js';
 import { type Json, type RealAirflow, startAirflow } from './helpers/airflow.js';
+import { daemonApi, startSuiteDaemon } from './helpers/daemon.js';
 import { venvBin } from './helpers/system.js';
 
 const ROOT = packageRoot();
@@ -90,13 +90,9 @@ beforeAll(async () => {
       },
     ],
   };
-  const configPath = join(dir, 'daemon.json');
-  writeFileSync(configPath, JSON.stringify(withTestBackend(raw)));
-  daemon = new DaemonProcess('asset-daemon', configPath);
-  // Not in processHarness (it ends processes after every test): killed should the worker exit first.
-  process.once('exit', () => daemon.running && daemon.signal('SIGKILL'));
-  await daemon.waitForLog('listening', { timeout: 60_000, what: 'the daemon to listen' });
-  const producer = testProducer(parseConfig(withTestBackend(raw)));
+  const started = await startSuiteDaemon('asset-daemon', dir, raw);
+  daemon = started.daemon;
+  const producer = started.producer;
   send = (asset, start, end) => producer.add('e', { asset, start, end, version: 'v1' });
 }, 600_000);
 
@@ -108,12 +104,7 @@ afterAll(async () => {
   if (exit) expect(exit).toEqual({ code: 0, signal: null });
 }, 120_000);
 
-async function ours(path: string): Promise<Json> {
-  const response = await fetch(`${daemon.url}${path}`, {
-    headers: { authorization: `Bearer ${TEST_TOKEN}` },
-  });
-  return (await response.json()) as Json;
-}
+const ours = (path: string) => daemonApi(daemon, path);
 async function assetId(name: string): Promise<number> {
   const answer = await airflow.api('GET', `/api/v2/assets?name_pattern=${encodeURIComponent(name)}`);
   return (answer.body.assets as Json[]).find((a) => a.name === name)!.id as number;

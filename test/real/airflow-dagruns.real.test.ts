@@ -10,17 +10,17 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseConfig } from '../../src/config/index.js';
 import type { TriggerPayload } from '../../src/core/trigger.js';
 import { packageRoot } from '../../src/support/paths.js';
 import { airflowTarget, dagRunId, triggerBody } from '../../src/targets/airflow.js';
-import { TEST_TOKEN, testProducer } from '../helpers/daemon.js';
+import { TEST_TOKEN } from '../helpers/daemon.js';
 import { createTestDatabase } from '../helpers/db.js';
-import { REDIS_URL, withTestBackend } from '../helpers/env.js';
-import { DaemonProcess } from '../helpers/process.js';
+import { REDIS_URL } from '../helpers/env.js';
+import type { DaemonProcess } from '../helpers/process.js';
 import { createTestPrefix } from '../helpers/redis.js';
 import { waitFor } from '../helpers/wait.js';
 import { type Json, type RealAirflow, startAirflow } from './helpers/airflow.js';
+import { daemonApi, startSuiteDaemon } from './helpers/daemon.js';
 
 const ROOT = packageRoot();
 /** `[api_auth] jwt_expiration_time` of this Airflow, seconds: the suite outlives several tokens. */
@@ -111,13 +111,9 @@ beforeAll(async () => {
     ],
   };
   // One daemon for the whole file (processHarness ends its processes after every test).
-  const configPath = join(gates, 'daemon.json');
-  writeFileSync(configPath, JSON.stringify(withTestBackend(raw)));
-  daemon = new DaemonProcess('dagruns-daemon', configPath);
-  // Not in processHarness (it ends processes after every test): killed should the worker exit first.
-  process.once('exit', () => daemon.running && daemon.signal('SIGKILL'));
-  await daemon.waitForLog('listening', { timeout: 60_000, what: 'the daemon to listen' });
-  const producer = testProducer(parseConfig(withTestBackend(raw)));
+  const started = await startSuiteDaemon('dagruns-daemon', gates, raw);
+  daemon = started.daemon;
+  const producer = started.producer;
   send = (asset, h, version) => producer.add('e', { asset, ...span(h), version });
 }, 600_000);
 
@@ -130,12 +126,7 @@ afterAll(async () => {
   if (exit) expect(exit).toEqual({ code: 0, signal: null });
 }, 120_000);
 
-async function ours(path: string): Promise<Json> {
-  const response = await fetch(`${daemon.url}${path}`, {
-    headers: { authorization: `Bearer ${TEST_TOKEN}` },
-  });
-  return (await response.json()) as Json;
-}
+const ours = (path: string) => daemonApi(daemon, path);
 const period = (rollup: string, h: number) => ours(`/v1/rollups/${rollup}/periods/${hourOf(h)}`);
 function untilRun(rollup: string, h: number, ok: (run: Json, answer: Json) => boolean, what: string) {
   return waitFor(

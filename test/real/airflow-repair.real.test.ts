@@ -6,7 +6,7 @@
  * loop closes: the requests become `repaired` and the periods that waited on them trigger. A
  * redelivery of an attempt adds no second asset event and no second dag run.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -15,14 +15,15 @@ import type { RepairPayload } from '../../src/core/repair-payload.js';
 import { packageRoot } from '../../src/support/paths.js';
 import { RepairTargets } from '../../src/targets/repair-targets.js';
 import { redactTarget } from '../../src/targets/secrets.js';
-import { TEST_TOKEN, testProducer } from '../helpers/daemon.js';
+import { TEST_TOKEN } from '../helpers/daemon.js';
 import { createTestDatabase } from '../helpers/db.js';
 import { REDIS_URL, withTestBackend } from '../helpers/env.js';
 import { freePort } from '../helpers/ports.js';
-import { DaemonProcess } from '../helpers/process.js';
+import type { DaemonProcess } from '../helpers/process.js';
 import { createTestPrefix } from '../helpers/redis.js';
 import { waitFor } from '../helpers/wait.js';
 import { type Json, type RealAirflow, startAirflow } from './helpers/airflow.js';
+import { daemonApi, startSuiteDaemon } from './helpers/daemon.js';
 
 const DAY_MS = 86_400_000;
 const day = new Date(Date.now() - DAY_MS).toISOString().slice(0, 10);
@@ -79,13 +80,9 @@ beforeAll(async () => {
       daily('clicks_daily', 'clicks.raw', { type: 'airflow', url: airflow.url, dag_id: DAG, ...auth }),
     ],
   };
-  const configPath = join(dir, 'daemon.json');
-  writeFileSync(configPath, JSON.stringify(withTestBackend(raw)));
-  daemon = new DaemonProcess('repair-daemon', configPath);
-  // Not in processHarness (it ends processes after every test): killed should the worker exit first.
-  process.once('exit', () => daemon.running && daemon.signal('SIGKILL'));
-  await daemon.waitForLog('listening', { timeout: 60_000, what: 'the daemon to listen' });
-  const producer = testProducer(parseConfig(withTestBackend(raw)));
+  const started = await startSuiteDaemon('repair-daemon', dir, raw);
+  daemon = started.daemon;
+  const producer = started.producer;
   send = (asset, start, end) => producer.add('e', { asset, start, end, version: 'v1' });
 }, 600_000);
 
@@ -97,12 +94,7 @@ afterAll(async () => {
   if (exit) expect(exit).toEqual({ code: 0, signal: null });
 }, 120_000);
 
-async function ours(path: string): Promise<Json> {
-  const response = await fetch(`${daemon.url}${path}`, {
-    headers: { authorization: `Bearer ${TEST_TOKEN}` },
-  });
-  return (await response.json()) as Json;
-}
+const ours = (path: string) => daemonApi(daemon, path);
 
 /** The asset's events (Airflow 3.3.2 answers 500 while a run made from one has no start_date yet). */
 async function repairEvents(): Promise<Json[]> {

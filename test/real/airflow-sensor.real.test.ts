@@ -4,20 +4,20 @@
  * interval is covered, logging the range still missing, and succeeds once the rest arrives. The
  * task log is read through Airflow's API.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseConfig } from '../../src/config/index.js';
 import { packageRoot } from '../../src/support/paths.js';
-import { TEST_TOKEN, testProducer } from '../helpers/daemon.js';
+import { TEST_TOKEN } from '../helpers/daemon.js';
 import { createTestDatabase } from '../helpers/db.js';
-import { REDIS_URL, withTestBackend } from '../helpers/env.js';
+import { REDIS_URL } from '../helpers/env.js';
 import { freePort } from '../helpers/ports.js';
-import { DaemonProcess } from '../helpers/process.js';
+import type { DaemonProcess } from '../helpers/process.js';
 import { createTestPrefix } from '../helpers/redis.js';
 import { waitFor } from '../helpers/wait.js';
 import { type Json, type RealAirflow, startAirflow } from './helpers/airflow.js';
+import { startSuiteDaemon } from './helpers/daemon.js';
 
 const DAY_MS = 86_400_000;
 const day = new Date(Date.now() - 2 * DAY_MS).toISOString().slice(0, 10);
@@ -42,13 +42,9 @@ beforeAll(async () => {
     queue: { prefix: createTestPrefix(), batch_wait: 'PT0.002S' },
     shutdown_timeout: 'PT10S',
   };
-  const configPath = join(dir, 'daemon.json');
-  writeFileSync(configPath, JSON.stringify(withTestBackend(raw)));
-  daemon = new DaemonProcess('sensor-daemon', configPath);
-  // Not in processHarness (it ends processes after every test): killed should the worker exit first.
-  process.once('exit', () => daemon.running && daemon.signal('SIGKILL'));
-  await daemon.waitForLog('listening', { timeout: 60_000, what: 'the daemon to listen' });
-  const producer = testProducer(parseConfig(withTestBackend(raw)));
+  const started = await startSuiteDaemon('sensor-daemon', dir, raw);
+  daemon = started.daemon;
+  const producer = started.producer;
   send = (start, end) => producer.add('e', { asset: 'sensor.in', start, end, version: 'v1' });
   airflow = await startAirflow({
     name: 'sensor',
