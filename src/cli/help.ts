@@ -171,7 +171,8 @@ Makes a repair request by hand (README "Repair requests"), no rollup needed: the
 [S, E) the index does not hold complete (missing, or replay_required with the version to rebuild
 at) that no open request already asks for, at most the limit of ranges. The lease holder delivers
 it as attempt 1 (idempotency key repair-<id>~a1), re-sends what is still missing at \`every\`, and
-marks it repaired once the index covers it, or abandoned after its attempts.
+marks it repaired once the index covers it, or abandoned after its attempts. ASSET must be
+known: seen by the index, declared under assets:, or read or written by a rollup.
 
 Options:
   --start S, --end E  the window, in the asset's form (ISO 8601, or integers)

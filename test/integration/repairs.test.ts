@@ -416,5 +416,8 @@ describe('repair requests', () => {
     ]);
     expect(refused.code).toBe(2);
     expect(refused.stderr).toContain('--target');
+    const typo = await cli(['repair', 'rp.hnad', ...later]);
+    expect(typo.code).toBe(2);
+    expect(typo.stderr).toContain('asset rp.hnad is unknown');
   });
 });

@@ -87,6 +87,13 @@ export async function runRepair(args: readonly string[], values: RepairOptions):
   return withSql(config, async (sql) => {
     const known = await findAsset(sql, asset);
     const declared = config.assets.find((a) => a.name === asset);
+    // An asset the index never saw, the config does not declare and no rollup reads or writes is
+    // most likely a typo: a request for it would wait out its attempts and be abandoned.
+    const read = rollups.some((r) => r.rollup.upstream.includes(asset) || r.rollup.output === asset);
+    if (!known && !declared && !read)
+      return usage(
+        `asset ${asset} is unknown: no event of it was seen, it is not under assets: in the config and no rollup reads it (declare it to ask for it before its first event)`,
+      );
     const domain: Domain = known?.domain ?? declared?.domain ?? 'time';
     const zone = known?.zone ?? declared?.zone ?? 'UTC';
     let window: { start: number; end: number };
