@@ -172,7 +172,8 @@ Makes a repair request by hand (README "Repair requests"), no rollup needed: the
 at) that no open request already asks for, at most the limit of ranges. The lease holder delivers
 it as attempt 1 (idempotency key repair-<id>~a1), re-sends what is still missing at \`every\`, and
 marks it repaired once the index covers it, or abandoned after its attempts. ASSET must be
-known: seen by the index, declared under assets:, or read or written by a rollup.
+known: seen by the index, declared under assets:, or read or written by a rollup. A time window
+is asked for up to now at most (data after now cannot exist yet).
 
 Options:
   --start S, --end E  the window, in the asset's form (ISO 8601, or integers)
@@ -181,7 +182,8 @@ Options:
                       '{"type": "webhook", "url": "http://127.0.0.1:9000/repair"}'; secrets only as
                       {env: NAME}. Default: the repair target of a rollup reading ASSET (with its
                       every, attempts and limit), else of any rollup
-  --json              print {asset, requested: {id, idempotency_key, ranges, ranges_total} | null}
+  --json              print {asset, requested: {id, idempotency_key, ranges, ranges_total} | null},
+                      with cut_at when the window was cut at now
 ${CONFIG_OPTION}
 Exit codes: 0 done (also when the window is covered or already requested), 2 usage or runtime error.
 `,

@@ -419,5 +419,35 @@ describe('repair requests', () => {
     const typo = await cli(['repair', 'rp.hnad', ...later]);
     expect(typo.code).toBe(2);
     expect(typo.stderr).toContain('asset rp.hnad is unknown');
+    // Data after now cannot exist yet: a window ending later is cut at now, one starting later refused.
+    const target = ['--target', '{type: queue, queue: rp-hand}'];
+    const tomorrow = new Date(Date.now() + 86_400_000).toISOString();
+    const ahead = await cli([
+      'repair',
+      'rp.hand',
+      '--start',
+      tomorrow,
+      '--end',
+      new Date(Date.now() + 2 * 86_400_000).toISOString(),
+      ...target,
+    ]);
+    expect(ahead.code).toBe(2);
+    expect(ahead.stderr).toContain('--start is in the future');
+    const before = Date.now();
+    const open = await cli([
+      'repair',
+      'rp.hand',
+      '--start',
+      iso(t0 + 240_000),
+      '--end',
+      tomorrow,
+      ...target,
+      '--json',
+    ]);
+    expect(open.code, open.stderr).toBe(0);
+    const body = JSON.parse(open.stdout) as { cut_at: string; requested: { ranges: Array<{ end: string }> } };
+    expect(Date.parse(body.cut_at)).toBeGreaterThanOrEqual(before);
+    expect(Date.parse(body.cut_at)).toBeLessThanOrEqual(Date.now());
+    expect(body.requested.ranges.at(-1)!.end).toBe(body.cut_at);
   });
 });

@@ -106,6 +106,12 @@ export async function runRepair(args: readonly string[], values: RepairOptions):
       return usage((error as Error).message);
     }
     if (window.end <= window.start) return usage('--end must be after --start');
+    // Nothing after now can be produced yet: a request for it would be re-sent until abandoned.
+    const nowMicros = Date.now() * 1000;
+    if (domain === 'time' && window.start >= nowMicros)
+      return usage('--start is in the future: no producer can send data that does not exist yet');
+    const cutAt = domain === 'time' && window.end > nowMicros ? nowMicros : undefined;
+    if (cutAt !== undefined) window = { ...window, end: cutAt };
     const result = await sql.begin(async (tx) => {
       await lockRepairAssets(tx, [asset]);
       const segments = await assetSegmentsIn(tx, asset, window, MAX_SEGMENTS);
@@ -139,6 +145,7 @@ export async function runRepair(args: readonly string[], values: RepairOptions):
       return { kind: 'made' as const, id: id!, ...made };
     });
     const point = (p: number) => formatPoint(domain, p);
+    const cut = cutAt === undefined ? {} : { cut_at: point(cutAt) };
     if (values.json) {
       const body =
         result.kind === 'made'
@@ -159,11 +166,15 @@ export async function runRepair(args: readonly string[], values: RepairOptions):
           : result.kind === 'held'
             ? { asset, requested: null, open: result.ids }
             : { asset, requested: null, covered: true };
-      process.stdout.write(`${JSON.stringify(body)}\n`);
+      process.stdout.write(`${JSON.stringify({ ...body, ...cut })}\n`);
       return 0;
     }
+    if (cut.cut_at !== undefined)
+      process.stdout.write(`${asset}: the window ends in the future; asking up to now, ${cut.cut_at}\n`);
     if (result.kind === 'covered')
-      process.stdout.write(`${asset}: [${values.start}, ${values.end}) is covered; nothing to request\n`);
+      process.stdout.write(
+        `${asset}: [${values.start}, ${cut.cut_at ?? values.end}) is covered; nothing to request\n`,
+      );
     else if (result.kind === 'held')
       process.stdout.write(
         `${asset}: every range is already requested by open repair ${result.ids.join(', ')}\n`,
