@@ -152,6 +152,21 @@ describe('manual re-trigger', () => {
     });
   });
 
+  it('takes the period key too, as the detail and /retry do', async () => {
+    const response = await manual('2026-11-02T14');
+    expect(response.statusCode).toBe(202);
+    expect(response.json().period).toEqual({
+      start: '2026-11-02T14:00:00+01:00',
+      end: '2026-11-02T15:00:00+01:00',
+      key: '2026-11-02T14',
+    });
+    const rows = await untilGeneration('q_hourly', '2026-11-02T13:00:00Z', 2);
+    expect(rows.map((r) => [r.generation, r.reason])).toEqual([
+      [1, 'manual'],
+      [2, 'manual'],
+    ]);
+  });
+
   it('refuses unknown rollups (404), periods before begin and bad bounds (400)', async () => {
     const unknown = await daemon.http.inject({
       method: 'POST',

@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { RollupRuntime } from '../../config/rollups.js';
 import { parseBound } from '../../core/bounds.js';
 import { BadInputError } from '../../core/errors.js';
-import type { PeriodView, Run } from '../../core/periods.js';
+import { type PeriodView, periodOfKey, type Run } from '../../core/periods.js';
 import { countPeriods, listPeriods, summarizePeriods } from '../../store/periods/listing.js';
 import { coveredHiOf, rollupCounts } from '../../store/periods/reads.js';
 import { requestManualRun } from '../../store/periods/writes.js';
@@ -117,10 +117,12 @@ export function registerRollupRoutes(rollups: readonly RollupRuntime[]): RouteRe
 
     route(app, ctx, api.triggerPeriod, async ({ params }) => {
       const { rollup } = find(params.id);
-      const point = badRequest(
-        () => parseBound(params.start, rollup.domain, 'start', timezoneOf(rollup)).value,
-      );
-      const period = rollup.calendar.periodContaining(point);
+      // The period's key, as the detail and /retry take it, or any point of the period.
+      const period =
+        periodOfKey(rollup, params.start) ??
+        rollup.calendar.periodContaining(
+          badRequest(() => parseBound(params.start, rollup.domain, 'start', timezoneOf(rollup)).value),
+        );
       const refuse = (why: string) =>
         badRequest(() => {
           throw new BadInputError('out_of_range', `the period starting ${params.start} ${why}`);

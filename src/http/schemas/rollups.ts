@@ -260,10 +260,12 @@ export const triggerPeriod = defineOperation({
   method: 'POST',
   path: '/v1/rollups/{id}/periods/{start}/trigger',
   id: 'triggerPeriod',
-  summary: 'Request a manual (re-)trigger of the period containing start',
+  summary: 'Request a manual (re-)trigger of the period with this key, or containing this point',
   access: 'write',
   params: RollupParams.extend({
-    start: z.string().meta({ description: "a point of the period, in the rollup's form" }),
+    start: z.string().meta({
+      description: "the period key, as listings give it, or a point of the period in the rollup's form",
+    }),
   }),
   answers: { 202: { description: 'the trigger is requested', schema: TriggerRequested } },
   errors: {
