@@ -15,16 +15,10 @@ export const repairSchema = z.strictObject({
   attempts: z.number().int().min(1).max(100).default(DEFAULT_REPAIR_POLICY.attempts),
   // At most this many ranges per request; the payload carries the totals.
   limit: z.number().int().min(1).max(1000).default(DEFAULT_REPAIR_POLICY.limit),
-  // Any target type (SPEC §15), with the request as its payload; the fields that place a
-  // decision in a partition or follow its run have no meaning for a request.
+  // Any target type (SPEC §15), with the request as its payload. Following a run and a Dagster
+  // partition have no meaning for a request and are refused on the two types new to repairs;
+  // airflow's partitioned and the partition key's format and zone were always ignored here.
   target: targetSchema.superRefine((t, ctx) => {
-    if (t.type === 'airflow' && t.partitioned !== undefined) {
-      ctx.addIssue({
-        code: 'custom',
-        path: ['partitioned'],
-        message: 'a repair request is a run with the request in conf, not a partition: remove it',
-      });
-    }
     if (t.type === 'dagster' && t.partition_format !== undefined) {
       ctx.addIssue({
         code: 'custom',

@@ -20,15 +20,14 @@ const ISO_TIME =
   /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d{1,9}))?)?)?(Z|z|[+-]\d{2}(?::?\d{2})?)?$/;
 const DECIMAL = /^-?\d+$/;
 
-/** Zone names found valid: a few hundred at most, however many rollups and requests name them. */
+/** Zone names found valid: only config values are asked about, so as many as the config names. */
 const validZones = new Set<string>();
 
 /**
  * Whether luxon knows the IANA zone. Its own check builds an `Intl.DateTimeFormat` on every call
  * (about 0.1 ms, and ICU memory that glibc keeps after the collector frees it): a config of 1,000
  * rollups asked it thousands of times at start-up, which cost the daemon 25-30 MB of RSS for good.
- * Valid names are remembered; an unknown one is checked each time, so no input can grow the set
- * past the zone database.
+ * Valid names are remembered; an unknown one is checked each time.
  */
 export function isValidZone(zone: string): boolean {
   if (validZones.has(zone)) return true;

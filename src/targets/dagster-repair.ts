@@ -22,9 +22,9 @@ export function observationBody(payload: RepairPayload) {
   const where = payload.rollup === null ? 'by hand' : `for ${payload.rollup} period ${payload.period?.key}`;
   return {
     description: `coverage-rollup repair request ${payload.idempotency_key}: ${payload.ranges.length} range(s) of ${payload.asset}, ${where}`,
-    // Every field of the request as SPEC §15 names it; a null one (rollup, period of a request
-    // made by hand) is left out, as Dagster keeps no null metadata.
-    metadata: Object.fromEntries(Object.entries(payload).filter(([, value]) => value !== null)),
+    // Every field of the request as SPEC §15 names it, the nulls of a request made by hand
+    // (rollup, period) included: Dagster keeps them as null metadata values.
+    metadata: payload,
   };
 }
 

@@ -70,7 +70,13 @@ afterAll(async () => {
 interface Materialization {
   partition: string | null;
   tags: Array<{ key: string; value: string }>;
-  metadataEntries: Array<{ label: string; jsonString?: string; text?: string; intValue?: number }>;
+  metadataEntries: Array<{
+    __typename?: string;
+    label: string;
+    jsonString?: string;
+    text?: string;
+    intValue?: number;
+  }>;
 }
 
 async function graphql<T>(query: string, variables: Record<string, unknown>): Promise<T> {
@@ -232,9 +238,9 @@ describe('the dagster target against dagster-webserver 1.13', () => {
       timeout: 10_000,
     };
     const targets = new RepairTargets(undefined as never, 'bull', [target]);
-    const attempt = (n: number) =>
+    const attempt = (n: number, rollup: string | null = 'dg_hourly') =>
       repairPayload({
-        id: 3,
+        id: rollup === null ? 4 : 3,
         attempt: n,
         asset: 'warehouse.orders',
         ranges: [
@@ -247,24 +253,27 @@ describe('the dagster target against dagster-webserver 1.13', () => {
         ],
         rangesTotal: 1,
         missingTotal: 900_000_000,
-        rollup: 'dg_hourly',
-        period: {
-          start: HOUR_START,
-          end: new Date(Date.parse(HOUR_START) + 3_600_000).toISOString(),
-          key: PERIOD_KEY,
-        },
+        rollup,
+        period:
+          rollup === null
+            ? null
+            : {
+                start: HOUR_START,
+                end: new Date(Date.parse(HOUR_START) + 3_600_000).toISOString(),
+                key: PERIOD_KEY,
+              },
         format: (p) => new Date(p / 1000).toISOString(),
         unitSeconds: 1e-6,
         requestedAt: new Date(),
       });
-    const observations = async () => {
+    const observations = async (key: readonly string[] = REPAIRS) => {
       const data = await graphql<{ assetOrError: { assetObservations: Materialization[] } }>(
         `query ($key: AssetKeyInput!) {
           assetOrError(assetKey: $key) {
-            ... on Asset { assetObservations { partition tags { key value } metadataEntries { label ... on JsonMetadataEntry { jsonString } ... on TextMetadataEntry { text } ... on IntMetadataEntry { intValue } } } }
+            ... on Asset { assetObservations { partition tags { key value } metadataEntries { __typename label ... on JsonMetadataEntry { jsonString } ... on TextMetadataEntry { text } ... on IntMetadataEntry { intValue } } } }
           }
         }`,
-        { key: { path: REPAIRS } },
+        { key: { path: key } },
       );
       return data.assetOrError.assetObservations;
     };
@@ -282,6 +291,23 @@ describe('the dagster target against dagster-webserver 1.13', () => {
       expect(once[0]!.tags.some((t) => t.key === 'dagster/data_version')).toBe(false);
       expect(await targets.deliver(redactTarget(target), attempt(2))).toEqual({ ok: true });
       expect(await observations()).toHaveLength(2);
+      // A request made by hand: its null rollup and period arrive as null entries.
+      expect(await targets.deliver(redactTarget(target), attempt(1, null))).toEqual({ ok: true });
+      const all = await observations();
+      expect(all).toHaveLength(3);
+      const hand = all.find((o) => o.metadataEntries.some((e) => e.text === 'repair-4~a1'))!;
+      const nulls = hand.metadataEntries.filter((e) => e.label === 'rollup' || e.label === 'period');
+      expect(nulls.map((e) => e.__typename)).toEqual(['NullMetadataEntry', 'NullMetadataEntry']);
+      // An asset key Dagster has never heard of (not in defs.py): the first post makes it, once.
+      const unknown = { ...target, asset_key: ['warehouse', 'undeclared_repairs'] };
+      const other = new RepairTargets(undefined as never, 'bull', [unknown]);
+      try {
+        expect(await other.deliver(redactTarget(unknown), first)).toEqual({ ok: true });
+        expect(await other.deliver(redactTarget(unknown), first)).toEqual({ ok: true });
+      } finally {
+        await other.close();
+      }
+      expect(await observations(unknown.asset_key)).toHaveLength(1);
     } finally {
       await targets.close();
     }
@@ -295,6 +321,7 @@ describe('the dagster target against dagster-webserver 1.13', () => {
     expect(preview.status, preview.stderr).toBe(0);
     expect(preview.stdout).toContain('repair-3~a1');
     expect(preview.stdout).toContain('repair-3~a2');
+    expect(preview.stdout).toContain('repair-4~a1');
     report(
       'dagster: a repair request became one observation of warehouse/orders_repairs per attempt (a redelivery added none); the example sensor asked for a backfill run of each',
     );

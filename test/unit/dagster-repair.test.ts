@@ -37,11 +37,9 @@ describe('a repair request as a Dagster observation', () => {
     );
   });
 
-  it('leaves out the null fields of a request made by hand', () => {
+  it('keeps the null fields of a request made by hand', () => {
     const body = observationBody(request(null));
-    expect(body.metadata).not.toHaveProperty('rollup');
-    expect(body.metadata).not.toHaveProperty('period');
-    expect(body.metadata).toMatchObject({ idempotency_key: 'repair-7~a1', asset: 'warehouse.orders' });
+    expect(body.metadata).toMatchObject({ rollup: null, period: null, idempotency_key: 'repair-7~a1' });
     expect(body.description).toContain('by hand');
   });
 

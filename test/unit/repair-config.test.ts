@@ -93,10 +93,6 @@ describe('repair: in a rollup', () => {
       'rollups[orders_hourly].repair.target.follow_dag_id: a repair request is followed by what the index then covers',
     ],
     [
-      { target: { type: 'airflow', url: 'http://airflow:8080', dag_id: 'b', partitioned: true } },
-      'rollups[orders_hourly].repair.target.partitioned',
-    ],
-    [
       {
         target: {
           type: 'dagster',

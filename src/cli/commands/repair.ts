@@ -92,7 +92,7 @@ export async function runRepair(args: readonly string[], values: RepairOptions):
     const read = rollups.some((r) => r.rollup.upstream.includes(asset) || r.rollup.output === asset);
     if (!known && !declared && !read)
       return usage(
-        `asset ${asset} is unknown: no event of it was seen, it is not under assets: in the config and no rollup reads it (declare it to ask for it before its first event)`,
+        `asset ${asset} is unknown: no event of it was seen, it is not under assets: in the config and no rollup reads or writes it (declare it to ask for it before its first event)`,
       );
     const domain: Domain = known?.domain ?? declared?.domain ?? 'time';
     const zone = known?.zone ?? declared?.zone ?? 'UTC';
