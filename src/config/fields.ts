@@ -15,6 +15,11 @@ export const zone = z
   .refine(isValidZone, { message: 'expected an IANA time zone such as UTC or Europe/Berlin' });
 export const nonEmpty = z.string().trim().min(1);
 
+/** A BullMQ queue name: BullMQ refuses `:` in one when the queue is made, long after start-up. */
+export const queueName = nonEmpty.refine((name) => !name.includes(':'), {
+  message: "BullMQ refuses ':' in a queue name",
+});
+
 /**
  * fetch refuses URLs with credentials, and the error it throws quotes the URL into logs, the
  * triggers table and the status page; credentials belong in headers or the airflow fields.

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { graphProblems } from '../core/graph.js';
 import { hasHashTag } from '../core/hash-tag.js';
 import { isClusterUrl, redisUrls } from '../core/redis-url.js';
-import { isoDuration, nonEmpty, postgresUrl, type secret, zone } from './fields.js';
+import { isoDuration, nonEmpty, postgresUrl, queueName, type secret, zone } from './fields.js';
 import { rollupSchema } from './rollup-schema.js';
 
 /**
@@ -98,8 +98,8 @@ const configObject = z
         // Where BullMQ keeps the queues: Redis (redis_url) or PostgreSQL (database_url, one schema
         // per prefix). Filled from what is set before parsing (defaultsFromPresence).
         backend: z.enum(QUEUE_BACKENDS),
-        name: nonEmpty.default('asset-events'),
-        dead_letter: nonEmpty.default('asset-events-dead'),
+        name: queueName.default('asset-events'),
+        dead_letter: queueName.default('asset-events-dead'),
         prefix: nonEmpty.default('bull'),
         // The events queue spread over this many queues, one hash-tagged prefix each (queue/groups.ts).
         groups: z.number().int().min(1).max(1024).default(1),

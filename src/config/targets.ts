@@ -2,7 +2,7 @@
 import { z } from 'zod';
 import { isValidZone } from '../core/bounds.js';
 import { unsupportedDirective } from '../core/partition-key.js';
-import { isoDuration, nonEmpty, secret, targetUrl } from './fields.js';
+import { isoDuration, nonEmpty, queueName, secret, targetUrl } from './fields.js';
 
 /** A strftime format of the directives partition keys support (partition-key.ts). */
 const partitionFormat = z
@@ -135,7 +135,7 @@ const airflowAssetTarget = z
 export const targetSchema = z.discriminatedUnion('type', [
   z.strictObject({
     type: z.literal('queue'),
-    queue: nonEmpty,
+    queue: queueName,
     prefix: z.string().optional(),
     // No default here: a default would change every stored queue rollup's definition hash.
     timeout: isoDuration.optional(),

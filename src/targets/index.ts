@@ -45,7 +45,9 @@ export class Targets {
       if (error instanceof SecretUnavailableError) return { ok: false, retry: true, error: error.message };
       throw error;
     }
-    const result = await this.get(resolved).deliver(payload);
+    const target = this.get(resolved);
+    if ('unusable' in target) return { ok: false, retry: false, error: target.unusable };
+    const result = await target.deliver(payload);
     return result.ok ? result : { ...result, error: scrubSecrets(result.error, secretValues(resolved)) };
   }
 
@@ -65,6 +67,7 @@ export class Targets {
       throw error;
     }
     const target = this.get(resolved);
+    if ('unusable' in target) return { error: target.unusable };
     if (!target.observe) return null;
     const answer = await target.observe(runs);
     return 'error' in answer
@@ -72,11 +75,20 @@ export class Targets {
       : answer;
   }
 
-  private get(config: ResolvedTarget): Target {
+  /**
+   * The target, built once; or why it cannot be built (BullMQ refuses a queue name with `:` when
+   * the queue is made). That fails the deliveries to it alone, with the reason on the trigger,
+   * where a throw would fail every scheduler pass, and keep failing them while the decision stays.
+   */
+  private get(config: ResolvedTarget): Target | { unusable: string } {
     const key = JSON.stringify(config);
     let target = this.cache.get(key);
     if (!target) {
-      target = build(config, this.queues, this.defaultPrefix, this.onFinished);
+      try {
+        target = build(config, this.queues, this.defaultPrefix, this.onFinished);
+      } catch (error) {
+        return { unusable: `this ${config.type} target cannot be used: ${(error as Error).message}` };
+      }
       this.cache.set(key, target);
     }
     return target;

@@ -51,7 +51,13 @@ export class RepairTargets {
     const key = JSON.stringify(resolved);
     let target = this.cache.get(key);
     if (!target) {
-      target = this.build(resolved);
+      // As for triggers (index.ts): a target that cannot be made fails its deliveries, not the pass.
+      try {
+        target = this.build(resolved);
+      } catch (error) {
+        const why = `this ${resolved.type} target cannot be used: ${(error as Error).message}`;
+        return { ok: false, retry: false, error: why };
+      }
       this.cache.set(key, target);
     }
     const result = await target.deliver(payload);

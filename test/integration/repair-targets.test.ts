@@ -7,6 +7,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { repairPayload } from '../../src/core/repair-payload.js';
 import { queueConnection } from '../../src/queue/backend.js';
+import { Targets } from '../../src/targets/index.js';
 import { REPAIR_JOB_NAME, RepairTargets } from '../../src/targets/repair-targets.js';
 import { redactTarget } from '../../src/targets/secrets.js';
 import { testQueue } from '../helpers/daemon.js';
@@ -106,6 +107,23 @@ describe('repair request targets', () => {
     const next = { ...payload, attempt: 3, idempotency_key: 'repair-9~a3' };
     expect(await targets.deliver(redactTarget(asset), next)).toEqual({ ok: true });
     expect(airflow.events.map((e) => e.extra?.idempotency_key)).toEqual(['repair-9~a2', 'repair-9~a3']);
+  });
+
+  it('a target that cannot be made (a queue name with a colon, stored before the config refused it) fails its own deliveries, not the caller', async () => {
+    const colon = { type: 'queue' as const, queue: 'repair:deliveries' };
+    const result = await targets.deliver(colon, payload);
+    expect(result).toMatchObject({ ok: false, retry: false });
+    expect(JSON.stringify(result)).toContain('cannot be used');
+    const triggers = new Targets(queues, prefix, []);
+    try {
+      const trigger = await triggers.deliver(colon, { idempotency_key: 'r@x#1' } as never);
+      expect(trigger).toMatchObject({ ok: false, retry: false });
+      expect(await triggers.observe(colon, [])).toMatchObject({
+        error: expect.stringContaining('cannot be used'),
+      });
+    } finally {
+      await triggers.close();
+    }
   });
 
   it('a refused delivery is final and its error never carries a secret', async () => {

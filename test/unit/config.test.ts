@@ -98,6 +98,22 @@ describe('configuration', () => {
     [{ retention: { events: 'PT0S' } }, 'retention.events: must be longer than zero'],
     [{ retention: { partition: 'PT1.5S' } }, 'retention.partition: must be a whole number of seconds'],
     [{ retention: { history: 'forever' } }, 'retention.history: expected an ISO 8601 duration'],
+    [{ queue: { name: 'asset:events' } }, "queue.name: BullMQ refuses ':' in a queue name"],
+    [{ queue: { dead_letter: 'dead:letters' } }, "queue.dead_letter: BullMQ refuses ':' in a queue name"],
+    [
+      {
+        rollups: [
+          {
+            id: 'r',
+            upstream: ['a'],
+            every: 'hour',
+            begin: '2026-01-01',
+            target: { type: 'queue', queue: 'a:b' },
+          },
+        ],
+      },
+      "rollups[r].target.queue: BullMQ refuses ':' in a queue name",
+    ],
   ])('refuses %j naming the field', (raw, message) => {
     expect(() => parseConfig(raw)).toThrow(ConfigError);
     expect(() => parseConfig(raw)).toThrow(message);
