@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 import { parseArgs } from 'node:util';
 import { ConfigError } from '../config/index.js';
+import { nearest } from '../core/nearest.js';
 import { runCheck } from './commands/check.js';
 import { runDemo } from './commands/demo.js';
 import { runEmit } from './commands/emit.js';
@@ -78,9 +79,14 @@ async function main(argv: string[]): Promise<number> {
       return runRetry(rest, values);
     case 'repair':
       return runRepair(rest, values);
-    default:
-      process.stderr.write(`coverage-rollup: unknown command "${command}"; see coverage-rollup --help\n`);
+    default: {
+      const near = nearest(command ?? '', Object.keys(COMMAND_HELP));
+      const hint = near === undefined ? '' : ` (did you mean ${near}?)`;
+      process.stderr.write(
+        `coverage-rollup: unknown command "${command}"${hint}; see coverage-rollup --help\n`,
+      );
       return 2;
+    }
   }
 }
 

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { addIsoDuration, type Bound, domainOf, parseIntegerBound, parseTimeBound } from './bounds.js';
 import { BadInputError } from './errors.js';
 import { extraOf } from './event-extra.js';
+import { nearest } from './nearest.js';
 import type { Domain } from './types.js';
 
 /** What config says about an asset, when it declares it. */
@@ -144,9 +145,10 @@ type RawBounds = [start: unknown, end: unknown, duration: string | undefined];
 function rawBounds(data: Record<string, unknown>): RawBounds {
   if (data.start !== undefined || data.end !== undefined) {
     if (data.start === undefined || data.end === undefined) {
+      const [given, absent] = data.start === undefined ? ['end', 'start'] : ['start', 'end'];
       throw new BadInputError(
         'missing_bounds',
-        'an event with "start" needs "end" too (and the other way round)',
+        `the event has "${given}" but no "${absent}"${misspelt(data, absent)}`,
       );
     }
     return [data.start, data.end, undefined];
@@ -163,8 +165,22 @@ function rawBounds(data: Record<string, unknown>): RawBounds {
   }
   throw new BadInputError(
     'missing_bounds',
-    'the event has no interval: set "start" and "end", "interval", a "partition_key" holding an ISO interval, or extra.interval_start/interval_end',
+    `the event has no interval: set "start" and "end", "interval", a "partition_key" holding an ISO interval, or extra.interval_start/interval_end${misspelt(data, 'start', 'end', 'interval')}`,
   );
+}
+
+/**
+ * "; "strat" is not a field (did you mean "start"?)": a misspelt bound is kept as data like any
+ * unknown field, so the error names it rather than leave the producer to find it.
+ */
+function misspelt(data: Record<string, unknown>, ...wanted: string[]): string {
+  for (const key of Object.keys(data)) {
+    if (wanted.includes(key)) continue;
+    const near = nearest(key, wanted);
+    if (near !== undefined && data[near] === undefined)
+      return `; "${key}" is not a field (did you mean "${near}"?)`;
+  }
+  return '';
 }
 
 function splitInterval(raw: unknown, field: string): RawBounds {

@@ -239,6 +239,18 @@ export function viewPeriods(
 }
 
 /**
+ * Why a rollup has no period `key`: not one of its keys at all (with its first key as the form to
+ * follow), before its begin, or not begun yet.
+ */
+export function noPeriodMessage(rollup: Rollup, key: string): string {
+  const first = rollup.calendar.periodContaining(rollup.begin).key;
+  const period = periodOfKey(rollup, key);
+  if (period === null) return `rollup ${rollup.id} has no period ${key}: its keys look like ${first}`;
+  if (period.start < rollup.begin) return `rollup ${rollup.id} has no period ${key}: it begins with ${first}`;
+  return `rollup ${rollup.id} has no period ${key} (yet)`;
+}
+
+/**
  * The period a key names (SPEC §8 keys: `2025-06-01T10`, `2025-06-01`, `2025-W23`, `2025-06`,
  * `2025-Q2`, `2025`, ISO-duration starts to the minute, integer starts), or null when no period of
  * this rollup has that key.

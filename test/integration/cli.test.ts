@@ -566,6 +566,11 @@ describe('coverage-rollup emit', () => {
         ['emit', '--asset', 'cli.x', '--start', '1', '--end', '2', '--end', '3'],
         '--end is given more than once',
       ],
+      [
+        ['emit', '--asset', 'cli.x', '--start', '1', '--end', '2', '--replay'],
+        '--replay needs --data-version',
+      ],
+      [['chek', 'cli.x'], 'unknown command "chek" (did you mean check?)'],
     ] as const;
     for (const [args, message] of cases) {
       const run = await cli([...args]);

@@ -280,9 +280,16 @@ describe('status page', () => {
     for (const [path, text] of [
       [
         '/rollups/orders_hourly/periods/2024-01-01T00',
-        'Rollup orders_hourly has no period 2024-01-01T00 (yet).',
+        'Rollup orders_hourly has no period 2024-01-01T00: it begins with 2025-06-01T00.',
       ],
-      ['/rollups/orders_hourly/periods/nonsense', 'Rollup orders_hourly has no period nonsense (yet).'],
+      [
+        '/rollups/orders_hourly/periods/nonsense',
+        'Rollup orders_hourly has no period nonsense: its keys look like 2025-06-01T00.',
+      ],
+      [
+        '/rollups/orders_hourly/periods/2099-01-01T00',
+        'Rollup orders_hourly has no period 2099-01-01T00 (yet).',
+      ],
       [
         `/rollups/${encodeURIComponent(HOSTILE)}/periods/x`,
         'No rollup named &lt;script&gt;alert(1)&lt;/script&gt; is configured.',

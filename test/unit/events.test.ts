@@ -356,6 +356,16 @@ describe('normalizeEvent: bad input', () => {
     expect(() => norm('not json')).toThrow('the event is a string that does not parse as JSON');
   });
 
+  it('names a misspelt bound, which is otherwise kept as data', () => {
+    expect(() => norm({ asset: 'a', strat: ok.start, end: ok.end })).toThrow(
+      'the event has "end" but no "start"; "strat" is not a field (did you mean "start"?)',
+    );
+    expect(() => norm({ asset: 'a', strat: ok.start, edn: ok.end })).toThrow(
+      '"strat" is not a field (did you mean "start"?)',
+    );
+    expect(() => norm({ asset: 'a', start: ok.start })).toThrow('the event has "start" but no "end"');
+  });
+
   it('covers every reason code of the contract', () => {
     expect(new Set(cases.map(([r]) => r))).toEqual(new Set(BAD_INPUT_REASONS));
   });

@@ -134,6 +134,9 @@ function usageError(values: EmitOptions): string | undefined {
   if (values.interval !== undefined && (values.start !== undefined || values.end !== undefined)) {
     return 'give either --interval or --start/--end, not both';
   }
+  if (values.replay && values['data-version'] === undefined) {
+    return '--replay needs --data-version: the version the range must be rebuilt at';
+  }
   return undefined;
 }
 

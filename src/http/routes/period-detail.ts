@@ -4,7 +4,7 @@
  */
 import type { FastifyInstance } from 'fastify';
 import type { RollupRuntime } from '../../config/rollups.js';
-import { periodOfKey } from '../../core/periods.js';
+import { noPeriodMessage, periodOfKey } from '../../core/periods.js';
 import { repairsOfPeriod } from '../../store/repairs/listings.js';
 import type { HttpContext } from '../context.js';
 import { HttpError } from '../errors.js';
@@ -20,7 +20,7 @@ export function registerPeriodDetail(find: (id: string) => RollupRuntime) {
       const { sql } = ctx.read();
       const answer = await explainPeriod(sql, rollup, params.key, ctx.now());
       if (answer === null) {
-        throw new HttpError(404, 'unknown_period', `rollup ${rollup.id} has no period ${params.key} (yet)`);
+        throw new HttpError(404, 'unknown_period', noPeriodMessage(rollup, params.key));
       }
       const lo = periodOfKey(rollup, params.key)!.start;
       return { ...answer, repairs: (await repairsOfPeriod(sql, rollup.id, lo)).map(repairJson) };

@@ -4,7 +4,7 @@
  */
 import type { FastifyInstance } from 'fastify';
 import type { RollupRuntime } from '../../config/rollups.js';
-import { periodOfKey } from '../../core/periods.js';
+import { noPeriodMessage, periodOfKey } from '../../core/periods.js';
 import { DEFAULT_RUN_POLICY, parseRunId, type RunReport } from '../../core/runs.js';
 import { EVENTS_CHANNEL } from '../../store/assets/commit.js';
 import { currentRuns, runAt, runByKey } from '../../store/runs/history.js';
@@ -78,7 +78,7 @@ export function registerRunRoutes(rollups: readonly RollupRuntime[]) {
       const { rollup } = runtime;
       const period = periodOfKey(rollup, params.key);
       if (period === null || period.start < rollup.begin) {
-        throw new HttpError(404, 'unknown_period', `rollup ${rollup.id} has no period ${params.key} (yet)`);
+        throw new HttpError(404, 'unknown_period', noPeriodMessage(rollup, params.key));
       }
       const result = await retryPeriodRun(ctx.sql, rollup.id, period.start);
       if (!result.ok) {

@@ -8,6 +8,7 @@
 import type { FastifyReply } from 'fastify';
 import type { RollupRuntime } from '../../config/rollups.js';
 import { BadInputError } from '../../core/errors.js';
+import { noPeriodMessage } from '../../core/periods.js';
 import { loadGraph } from '../graph/load.js';
 import { explainPeriod } from '../period-explain.js';
 import type { RouteRegistrar } from '../server.js';
@@ -70,7 +71,7 @@ export function registerStatusPage(rollups: readonly RollupRuntime[]): RouteRegi
       if (answer === null) {
         return send(
           reply.status(404),
-          renderErrorPage(`Rollup ${id} has no period ${key} (yet).`, 'not found'),
+          renderErrorPage(`R${noPeriodMessage(runtime.rollup, key).slice(1)}.`, 'not found'),
         );
       }
       return send(reply, renderPeriodPage(runtime.rollup, answer, nowMs));
