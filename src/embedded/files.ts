@@ -2,8 +2,8 @@
  * The embedded PostgreSQL's files in the data directory (SPEC §12): the cluster, what the server
  * was set up with (server.json: port, role, password), the daemon that owns it, and its log.
  */
-import { existsSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
 
 export interface DataDir {
   readonly root: string;
@@ -13,6 +13,27 @@ export interface DataDir {
   /** The pid of the daemon that stops the server when it exits. */
   readonly daemonPid: string;
   readonly serverLog: string;
+}
+
+/**
+ * `mkdir -p` one directory at a time. Node 20's `mkdirSync(path, {recursive: true})` loops forever
+ * where the kernel answers ENOENT for a parent that exists (a data_dir under /proc): the daemon
+ * spun at 100 % CPU in that synchronous call, printing nothing and deaf to SIGTERM. Here the
+ * first directory that cannot be made throws its error.
+ */
+export function makeDirectory(path: string, mode: number): void {
+  const missing: string[] = [];
+  for (let dir = resolve(path); !existsSync(dir); dir = dirname(dir)) {
+    missing.unshift(dir);
+    if (dirname(dir) === dir) break;
+  }
+  for (const dir of missing) {
+    try {
+      mkdirSync(dir, { mode });
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+    }
+  }
 }
 
 export function dataDir(path: string): DataDir {

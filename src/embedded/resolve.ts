@@ -4,11 +4,18 @@
  * owns the server it uses: it stops it when it exits. A one-shot command (`check`, `emit`, ...)
  * uses the daemon's server when one runs, else starts one for itself and stops it when done.
  */
-import { mkdirSync } from 'node:fs';
 import { type Config, EMBEDDED_DATABASE } from '../config/index.js';
 import { ensureDatabase } from '../store/pg/db.js';
 import type { Logger } from '../support/log.js';
-import { type DataDir, dataDir, isAlive, readDaemonPid, removeDaemonPid, writeDaemonPid } from './files.js';
+import {
+  type DataDir,
+  dataDir,
+  isAlive,
+  makeDirectory,
+  readDaemonPid,
+  removeDaemonPid,
+  writeDaemonPid,
+} from './files.js';
 import { ensureServer, stopServer } from './server.js';
 
 export interface ResolvedConfig {
@@ -81,6 +88,12 @@ function claimDaemon(dir: DataDir): void {
       `another coverage-rollup daemon (pid ${owner}) runs on the data directory ${dir.root}; stop it first, or give this one another data_dir (COVERAGE_ROLLUP_DATA_DIR)`,
     );
   }
-  mkdirSync(dir.root, { recursive: true, mode: 0o755 });
+  try {
+    makeDirectory(dir.root, 0o755);
+  } catch (error) {
+    throw new Error(
+      `cannot make the data directory ${dir.root} (data_dir, COVERAGE_ROLLUP_DATA_DIR): ${(error as Error).message}`,
+    );
+  }
   writeDaemonPid(dir, process.pid);
 }

@@ -7,16 +7,7 @@
  */
 import { execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import {
-  accessSync,
-  chownSync,
-  closeSync,
-  mkdirSync,
-  mkdtempSync,
-  openSync,
-  rmSync,
-  writeFileSync,
-} from 'node:fs';
+import { accessSync, chownSync, closeSync, mkdtempSync, openSync, rmSync, writeFileSync } from 'node:fs';
 import { arch, platform, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Logger } from '../support/log.js';
@@ -25,6 +16,7 @@ import {
   type DataDir,
   isAlive,
   isPostgres,
+  makeDirectory,
   readPostmasterFile,
   readServerRecord,
   removePostmasterFile,
@@ -48,7 +40,7 @@ export interface RunningServer {
 
 /** The server of this data directory, started when it is not running. */
 export async function ensureServer(dir: DataDir, log: Logger): Promise<RunningServer> {
-  mkdirSync(dir.root, { recursive: true, mode: 0o755 });
+  makeDirectory(dir.root, 0o755);
   const running = runningServer(dir);
   if (running) {
     const record = readServerRecord(dir);
@@ -154,7 +146,7 @@ function serverUser(dir: DataDir): RunAs {
     try {
       const uid = Number(execFileSync('id', ['-u', name], { encoding: 'utf8' }).trim());
       const gid = Number(execFileSync('id', ['-g', name], { encoding: 'utf8' }).trim());
-      mkdirSync(dir.cluster, { recursive: true, mode: 0o700 });
+      makeDirectory(dir.cluster, 0o700);
       chownSync(dir.cluster, uid, gid);
       const reachable = spawnSyncOk(['test', '-w', dir.cluster], { uid, gid });
       if (!reachable) {
@@ -184,7 +176,7 @@ function spawnSyncOk(argv: string[], ids: { uid: number; gid: number }): boolean
 
 function initdb(bin: PostgresBinaries, dir: DataDir, record: ServerRecord, runAs: RunAs): void {
   rmSync(dir.cluster, { recursive: true, force: true });
-  mkdirSync(dir.cluster, { recursive: true, mode: 0o700 });
+  makeDirectory(dir.cluster, 0o700);
   // The password file must be readable by the server's user, and by nobody else.
   const secretDir = mkdtempSync(join(tmpdir(), 'coverage-rollup-initdb-'));
   const pwfile = join(secretDir, 'pw');
