@@ -94,6 +94,7 @@ export async function startDaemon(config: Config, log: Logger): Promise<Daemon> 
     if (config.queue.backend === 'redis') {
       // Not awaited: a Redis still coming up must not hold the start; the warning follows when it answers.
       const redis = redisConnection(config.redis_url);
+      redis.on('error', () => {}); // the queue connection's own errors say it (queue/backend.ts)
       closers.unshift(async () => void redis.disconnect());
       void warnUnlessNoEviction(redis, log).finally(() => redis.disconnect());
     }

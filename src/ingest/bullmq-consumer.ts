@@ -5,7 +5,7 @@
 import { type Job, type KeepJobs, WaitingError } from 'bullmq';
 import type { Metrics } from '../metrics/registry.js';
 import type { QueueConnection } from '../queue/backend.js';
-import type { Logger } from '../support/log.js';
+import { type Logger, throttledErrors } from '../support/log.js';
 import type { EventJob, IngestResult, JobOutcome } from './event-job.js';
 
 /** What ingest needs of a consumer of one queue group, whichever backend it takes jobs from. */
@@ -63,7 +63,8 @@ export function bullmqConsumer(connection: QueueConnection, s: ConsumerSettings)
       removeOnFail: { count: KEEP_FAILED },
     },
   );
-  worker.on('error', (error) => s.log.error({ err: error, queue: s.name }, 'events worker error'));
+  const workerError = throttledErrors(s.log);
+  worker.on('error', (error) => workerError({ queue: s.name }, error, 'events worker error'));
   worker.on('failed', (job, error) =>
     s.log.error({ job_id: job?.id, queue: s.name, err: error }, 'event job failed'),
   );

@@ -19,7 +19,7 @@ import {
 import type { Config, QueueBackendKind } from '../config/index.js';
 import { connect, type Sql } from '../store/pg/db.js';
 import { sessionName } from '../store/pg/instance.js';
-import type { Logger } from '../support/log.js';
+import { type Logger, throttledErrors } from '../support/log.js';
 import { connectionErrors, startEventReader } from './pg-connections.js';
 import { deleteKeysWithPrefix, oneShotConnection, type RedisClient, redisConnection } from './redis.js';
 import { queueSchema } from './schema.js';
@@ -70,9 +70,14 @@ export function queueConnection(
   config: QueueSettings,
   options: QueueConnectionOptions = {},
 ): QueueConnection {
-  return config.queue.backend === 'redis'
-    ? redisQueues(options.oneShot ? oneShotConnection(config.redis_url) : redisConnection(config.redis_url))
-    : postgresQueues(config.database_url, options);
+  if (config.queue.backend !== 'redis') return postgresQueues(config.database_url, options);
+  if (options.oneShot) return redisQueues(oneShotConnection(config.redis_url));
+  const client = redisConnection(config.redis_url);
+  // The shared client's own errors (BullMQ's duplicates have their handlers): without a listener
+  // ioredis prints a stack trace for each reconnect attempt while Redis is down.
+  const clientError = options.log ? throttledErrors(options.log) : () => {};
+  client.on('error', (error: Error) => clientError({ redis: 'queue connection' }, error, 'Redis error'));
+  return redisQueues(client);
 }
 
 /** One shared ioredis client (BullMQ duplicates it for blocking reads), as before SPEC §12. */

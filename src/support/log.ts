@@ -66,3 +66,20 @@ export function daemonStdout(): pino.DestinationStream {
   });
   return stream;
 }
+
+/**
+ * An error logger that says each distinct message once per `everyMs`: a connection that is down
+ * fails the same way several times a second, and a line per failure buries what is wrong.
+ */
+export function throttledErrors(log: Logger, everyMs = 60_000) {
+  const last = new Map<string, number>();
+  return (fields: Record<string, unknown>, error: Error, msg: string): void => {
+    const key = `${msg}\u0000${error.message}`;
+    const now = Date.now();
+    const at = last.get(key);
+    if (at !== undefined && now - at < everyMs) return;
+    if (last.size >= 100) last.clear();
+    last.set(key, now);
+    log.error({ ...fields, err: error }, `${msg} (said once a minute while it repeats)`);
+  };
+}
