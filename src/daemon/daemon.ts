@@ -53,7 +53,12 @@ export interface Daemon {
 }
 
 /** Starts every part of one instance: migrations, ingest, HTTP and (when configured) the scheduler. */
-export async function startDaemon(config: Config, log: Logger): Promise<Daemon> {
+export async function startDaemon(
+  config: Config,
+  log: Logger,
+  /** Already built from this config (`start` builds them before anything starts). */
+  rollups: RollupRuntime[] = defineRollups(config),
+): Promise<Daemon> {
   log.info(
     {
       database: redactUrl(config.database_url),
@@ -68,7 +73,6 @@ export async function startDaemon(config: Config, log: Logger): Promise<Daemon> 
     },
     'starting coverage-rollup',
   );
-  const rollups = defineRollups(config);
   if (config.scheduler.enabled) checkSecretEnv(config, process.env);
   await ensureDatabase(config.database_url, log);
   // Every pool gives up a stale flow within queue.pg_stall_timeout (src/store/pg/stale-connections.ts).

@@ -13,7 +13,13 @@ import {
   scrubSecrets,
   secretValues,
 } from './secrets.js';
-import type { DeliveryResult, Observation, ObservedRun, Target } from './target.js';
+import {
+  cachedTarget,
+  type DeliveryResult,
+  type Observation,
+  type ObservedRun,
+  type Target,
+} from './target.js';
 import { webhookTarget } from './webhook.js';
 
 export type { DeliveryResult, Target } from './target.js';
@@ -75,23 +81,10 @@ export class Targets {
       : answer;
   }
 
-  /**
-   * The target, built once; or why it cannot be built (BullMQ refuses a queue name with `:` when
-   * the queue is made). That fails the deliveries to it alone, with the reason on the trigger,
-   * where a throw would fail every scheduler pass, and keep failing them while the decision stays.
-   */
   private get(config: ResolvedTarget): Target | { unusable: string } {
-    const key = JSON.stringify(config);
-    let target = this.cache.get(key);
-    if (!target) {
-      try {
-        target = build(config, this.queues, this.defaultPrefix, this.onFinished);
-      } catch (error) {
-        return { unusable: `this ${config.type} target cannot be used: ${(error as Error).message}` };
-      }
-      this.cache.set(key, target);
-    }
-    return target;
+    return cachedTarget(this.cache, config, () =>
+      build(config, this.queues, this.defaultPrefix, this.onFinished),
+    );
   }
 
   async close(): Promise<void> {

@@ -20,7 +20,14 @@ import {
   scrubSecrets,
   secretValues,
 } from './secrets.js';
-import { type DeliveryResult, getJson, postJson, resultOfStatus, withinTime } from './target.js';
+import {
+  cachedTarget,
+  type DeliveryResult,
+  getJson,
+  postJson,
+  resultOfStatus,
+  withinTime,
+} from './target.js';
 
 /** The BullMQ job name of a repair request on a queue target. */
 export const REPAIR_JOB_NAME = 'repair';
@@ -48,18 +55,8 @@ export class RepairTargets {
       if (error instanceof SecretUnavailableError) return { ok: false, retry: true, error: error.message };
       throw error;
     }
-    const key = JSON.stringify(resolved);
-    let target = this.cache.get(key);
-    if (!target) {
-      // As for triggers (index.ts): a target that cannot be made fails its deliveries, not the pass.
-      try {
-        target = this.build(resolved);
-      } catch (error) {
-        const why = `this ${resolved.type} target cannot be used: ${(error as Error).message}`;
-        return { ok: false, retry: false, error: why };
-      }
-      this.cache.set(key, target);
-    }
+    const target = cachedTarget(this.cache, resolved, () => this.build(resolved));
+    if ('unusable' in target) return { ok: false, retry: false, error: target.unusable };
     const result = await target.deliver(payload);
     return result.ok ? result : { ...result, error: scrubSecrets(result.error, secretValues(resolved)) };
   }

@@ -89,3 +89,27 @@ export async function withinTime<T>(work: Promise<T>, timeoutMs: number, message
     clearTimeout(timer);
   }
 }
+
+/**
+ * The target for `config` from `cache`, built once; or why it cannot be built (BullMQ refuses a
+ * queue name with `:` when the queue is made). That fails the deliveries to it alone, with the
+ * reason, where a throw would fail every scheduler pass, and keep failing them while the stored
+ * decision or request stays. Shared by trigger and repair targets.
+ */
+export function cachedTarget<T>(
+  cache: Map<string, T>,
+  config: { readonly type: string },
+  build: () => T,
+): T | { unusable: string } {
+  const key = JSON.stringify(config);
+  let target = cache.get(key);
+  if (target === undefined) {
+    try {
+      target = build();
+    } catch (error) {
+      return { unusable: `this ${config.type} target cannot be used: ${(error as Error).message}` };
+    }
+    cache.set(key, target);
+  }
+  return target;
+}

@@ -32,9 +32,9 @@ export const STOP_SIGNALS: readonly NodeJS.Signals[] = ['SIGTERM', 'SIGINT', 'SI
 export async function runStart(values: GlobalOptions): Promise<number> {
   boundHeapGrowth();
   const loaded = configFrom(values);
-  // Checked now, as the schema is, so a bad rollup fails before an embedded server starts or a
-  // line is logged, naming the file (the daemon builds them again from the same config).
-  defineRollups(loaded, values.config ?? process.env.COVERAGE_ROLLUP_CONFIG ?? 'defaults');
+  // Built now, as the schema is checked, so a bad rollup fails before an embedded server starts
+  // or a line is logged, naming the file; the daemon takes them as they are.
+  const rollups = defineRollups(loaded, values.config ?? process.env.COVERAGE_ROLLUP_CONFIG ?? 'defaults');
   const log = createLogger(loaded.log_level, daemonStdout());
   closeHungUpTerminalAtExit();
   let forceStopServer = () => {};
@@ -89,7 +89,7 @@ export async function runStart(values: GlobalOptions): Promise<number> {
   }
   let daemon: Awaited<ReturnType<typeof startDaemon>>;
   try {
-    daemon = await startDaemon(resolved.config, log);
+    daemon = await startDaemon(resolved.config, log, rollups);
   } catch (error) {
     await resolved.release();
     throw error;
