@@ -50,3 +50,24 @@ describe('a missing database the role may not create', () => {
     }
   });
 });
+
+describe('a role that does not exist', () => {
+  it('says the server refused the login, not that it cannot be reached', async () => {
+    const url = new URL(ADMIN_URL);
+    url.username = uniqueName('cr_norole');
+    url.password = '';
+    await expect(ensureDatabase(url.toString(), createLogger('silent'))).rejects.toThrow(
+      new RegExp(`^PostgreSQL at .* refused the login: role "${url.username}" does not exist$`),
+    );
+  });
+});
+
+describe('nothing listening', () => {
+  it('says PostgreSQL cannot be reached', async () => {
+    const url = new URL(ADMIN_URL);
+    url.port = '1'; // privileged and unused: the connection is refused at once
+    await expect(ensureDatabase(url.toString(), createLogger('silent'))).rejects.toThrow(
+      /^cannot reach PostgreSQL at /,
+    );
+  });
+});

@@ -171,10 +171,18 @@ function databaseName(url: string): string {
   return name;
 }
 
+/**
+ * Says which side failed: a server that answered with an authorization error (SQLSTATE class 28:
+ * no such role, a wrong password, no pg_hba.conf entry) was reached, and the fix is the login, not
+ * the network.
+ */
 function unavailable(url: string, error: unknown): DatabaseUnavailableError {
-  return new DatabaseUnavailableError(
-    `cannot reach PostgreSQL at ${redactUrl(url)}: ${(error as Error).message}`,
-  );
+  const code = (error as { code?: unknown }).code;
+  const message = (error as Error).message;
+  if (typeof code === 'string' && code.startsWith('28')) {
+    return new DatabaseUnavailableError(`PostgreSQL at ${redactUrl(url)} refused the login: ${message}`);
+  }
+  return new DatabaseUnavailableError(`cannot reach PostgreSQL at ${redactUrl(url)}: ${message}`);
 }
 
 /**
