@@ -18,7 +18,7 @@ import { openRunGaugeSource } from '../metrics/run-gauges.js';
 import { startCountersAtZero } from '../metrics/zero.js';
 import { queueConnection } from '../queue/backend.js';
 import { EventQueues } from '../queue/event-queues.js';
-import { redisConnection, warnUnlessNoEviction } from '../queue/redis.js';
+import { disconnect, redisConnection, warnUnlessNoEviction } from '../queue/redis.js';
 import { consumedQueueSchemas } from '../queue/schema.js';
 import { LockWatch } from '../scheduler/lock-watch.js';
 import { Scheduler } from '../scheduler/scheduler.js';
@@ -99,8 +99,8 @@ export async function startDaemon(
       // Not awaited: a Redis still coming up must not hold the start; the warning follows when it answers.
       const redis = redisConnection(config.redis_url);
       redis.on('error', () => {}); // the queue connection's own errors say it (queue/backend.ts)
-      closers.unshift(async () => void redis.disconnect());
-      void warnUnlessNoEviction(redis, log).finally(() => redis.disconnect());
+      closers.unshift(async () => disconnect(redis));
+      void warnUnlessNoEviction(redis, log).finally(() => disconnect(redis));
     }
     const eventsQueue = new EventQueues(queues, config.queue);
     // The ingest worker's handler logs this connection's errors; here only so none goes unhandled.

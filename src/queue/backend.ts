@@ -21,7 +21,13 @@ import { connect, type Sql } from '../store/pg/db.js';
 import { sessionName } from '../store/pg/instance.js';
 import { type Logger, throttledErrors } from '../support/log.js';
 import { connectionErrors, startEventReader } from './pg-connections.js';
-import { deleteKeysWithPrefix, oneShotConnection, type RedisClient, redisConnection } from './redis.js';
+import {
+  deleteKeysWithPrefix,
+  disconnect,
+  oneShotConnection,
+  type RedisClient,
+  redisConnection,
+} from './redis.js';
 import { queueSchema } from './schema.js';
 
 /** Worker settings a caller may choose; the connection and prefix are the factory's. */
@@ -99,7 +105,7 @@ export function redisQueues(client: RedisClient): QueueConnection {
       return client.status === 'ready';
     },
     deleteNamespace: (prefix) => deleteKeysWithPrefix(client, prefix),
-    close: async () => void client.disconnect(),
+    close: async () => disconnect(client),
   };
 }
 

@@ -29,6 +29,15 @@ export function oneShotConnection(url: string): RedisClient {
   return redis;
 }
 
+/**
+ * Closes a connection at once, and only once: ioredis's disconnect() of a connection that already
+ * ended arms a 2 s timer for a close event that never comes again, which held the daemon's process
+ * for 2 s after it logged "stopped".
+ */
+export function disconnect(redis: RedisClient): void {
+  if (redis.status !== 'end') redis.disconnect();
+}
+
 function connectTo(url: string, options: RedisOptions, clusterOptions: ClusterOptions = {}): RedisClient {
   const urls = redisUrls(url);
   if (urls.length === 1) return new Redis(url, options);
