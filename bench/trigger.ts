@@ -4,13 +4,18 @@
  * The daemon runs in its own process, as in production. Prints JSON: p50, p90, p99 and max over
  * BENCH_PERIODS periods (default 250), after BENCH_WARMUP periods that are not counted (default 50).
  * BENCH_QUEUE_BACKEND=postgres puts the events and target queues on BullMQ's PostgreSQL backend,
- * in the bench database (default redis).
+ * in the bench database (default redis). BENCH_GROUPS=N spreads the events queue over N queue
+ * groups (queue.groups), the producer routing each event to its asset's group (default 1).
  *
  *   npm run bench:trigger
  *   BENCH_QUEUE_BACKEND=postgres npm run bench:trigger
+ *   BENCH_GROUPS=2 npm run bench:trigger
  */
 import { parseConfig } from '../src/config/index.js';
+import { groupOf } from '../src/core/routing.js';
 import { queueConnection } from '../src/queue/backend.js';
+import { EventQueues } from '../src/queue/event-queues.js';
+import { queueGroups } from '../src/queue/groups.js';
 import {
   createBenchDatabase,
   DATABASE_CONNECTION,
@@ -28,6 +33,7 @@ const BACKGROUND_RATE = Number(process.env.BENCH_RATE ?? 2000);
 const BACKGROUND_ASSETS = 50;
 const TICK_MS = 50;
 const BACKEND = process.env.BENCH_QUEUE_BACKEND === 'postgres' ? 'postgres' : 'redis';
+const GROUPS = Number(process.env.BENCH_GROUPS ?? 1);
 
 async function main(): Promise<void> {
   const db = await createBenchDatabase();
@@ -36,7 +42,7 @@ async function main(): Promise<void> {
     database_url: db.url,
     redis_url: REDIS_URL,
     http: { host: '127.0.0.1', port: 0 },
-    queue: { prefix, backend: BACKEND },
+    queue: { prefix, backend: BACKEND, groups: GROUPS },
     rollups: [
       {
         id: 'trig',
@@ -47,10 +53,15 @@ async function main(): Promise<void> {
       },
     ],
   });
-  const connection = queueConnection(
-    parseConfig({ database_url: db.url, redis_url: REDIS_URL, queue: { prefix, backend: BACKEND } }),
-  );
-  const producer = connection.queue('asset-events', prefix);
+  const config = parseConfig({
+    database_url: db.url,
+    redis_url: REDIS_URL,
+    queue: { prefix, backend: BACKEND, groups: GROUPS },
+  });
+  const connection = queueConnection(config);
+  // Routes each event to its asset's group, as emit and POST /v1/events do.
+  const producer = new EventQueues(connection, config.queue);
+  const triggerQueue = producer.queues[groupOf('bench.trigger', producer.queues.length)]!;
   const events = connection.queueEvents('bench-runs', prefix);
   await events.waitUntilReady();
   const seen = new Map<string, number>();
@@ -72,10 +83,7 @@ async function main(): Promise<void> {
         const n = background++;
         const asset = `bench.bg.${n % BACKGROUND_ASSETS}`;
         const start = base + Math.floor(n / BACKGROUND_ASSETS) * 300_000;
-        return {
-          name: 'e',
-          data: { asset, start: new Date(start).toISOString(), end: new Date(start + 300_000).toISOString() },
-        };
+        return { asset, start: new Date(start).toISOString(), end: new Date(start + 300_000).toISOString() };
       });
       await producer.addBulk(batch);
       next += TICK_MS;
@@ -99,7 +107,7 @@ async function main(): Promise<void> {
     const arrived = new Promise<void>((resolve) => waiters.set(key, resolve));
     const t0 = performance.now();
     const sent = Date.now();
-    const job = await producer.add('e', { asset: 'bench.trigger', start: i * 1000, end: i * 1000 + 1000 });
+    const [job] = await producer.addBulk([{ asset: 'bench.trigger', start: i * 1000, end: i * 1000 + 1000 }]);
     await Promise.race([arrived, new Promise((r) => setTimeout(r, 10_000))]);
     waiters.delete(key);
     const t1 = seen.get(key);
@@ -110,7 +118,7 @@ async function main(): Promise<void> {
     latencies.push(t1 - t0);
     visibleAt.push(Date.now() - (performance.now() - t1));
     // Read after the timed window; completed jobs are kept (the last 1,000), so it is still there.
-    activeAt.push((await producer.getJob(job.id!))?.processedOn);
+    activeAt.push((await triggerQueue.getJob(job!.id!))?.processedOn);
   }
   running = false;
   await loop;
@@ -133,6 +141,7 @@ async function main(): Promise<void> {
     `${JSON.stringify({
       benchmark: 'trigger',
       queue_backend: BACKEND,
+      queue_groups: GROUPS,
       database_connection: DATABASE_CONNECTION,
       periods: PERIODS,
       warmup_periods: WARMUP,
@@ -161,7 +170,8 @@ async function main(): Promise<void> {
   await connection.close();
   await daemon.stop();
   await db.drop();
-  await dropPrefix(prefix);
+  // The target queue lives under the prefix; with groups, the events queues under theirs.
+  for (const p of new Set([prefix, ...queueGroups(config.queue).map((g) => g.prefix)])) await dropPrefix(p);
 }
 
 await main();
