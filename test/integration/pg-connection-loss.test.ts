@@ -58,16 +58,18 @@ describe('PostgreSQL connections lost', () => {
     const db = await createTestDatabase();
     const name = `cr-types-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
     const sql = connect(db.url, { max: 1, applicationName: name });
+    // Released in finally too: a failed wait must not leave pg_type locked for the rest of the file.
+    let release = () => {};
+    let holder: Promise<unknown> = Promise.resolve();
     try {
       // A new connection fetches the array types before its first statement; hold that fetch up
       // on a lock, so the backend can be terminated right then (as ingest-pg-outage's killer
       // does when it lands there by chance).
-      let release = () => {};
       let locked = () => {};
       const isLocked = new Promise<void>((resolve) => {
         locked = resolve;
       });
-      const holder = db.sql.begin(async (tx) => {
+      holder = db.sql.begin(async (tx) => {
         await tx`lock table pg_catalog.pg_type in access exclusive mode`;
         locked();
         await new Promise<void>((resolve) => {
@@ -102,6 +104,8 @@ describe('PostgreSQL connections lost', () => {
       expect(await first).toEqual([{ names: ['a', 'b'], ids: [1, 2] }]);
       expect(await statement(sql)).toEqual([{ names: ['a', 'b'], ids: [1, 2] }]);
     } finally {
+      release();
+      await holder;
       await sql.end({ timeout: 1 });
     }
   });

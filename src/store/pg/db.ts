@@ -159,7 +159,8 @@ export async function ensureDatabase(url: string, log: Logger): Promise<void> {
         `database "${name}" does not exist and role ${role} may not create it; run: createdb -O ${role} ${name} (as a role that may), then start again`,
       );
     }
-    throw unavailable(url, error);
+    // The failed login here is to the postgres database, not the one the daemon was given.
+    throw unavailable(adminUrl.toString(), error);
   } finally {
     await admin.end({ timeout: 1 });
   }
