@@ -1,7 +1,7 @@
 /** A rollup's `repair:` (SPEC §15): when to ask producers for the ranges holding a period back, and where. */
 import { z } from 'zod';
 import { DEFAULT_REPAIR_POLICY } from '../core/repair.js';
-import { isoDuration } from './fields.js';
+import { isoDuration } from '../support/fields.js';
 import { targetSchema } from './targets.js';
 
 export const repairSchema = z.strictObject({

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { isoDuration, nonEmpty, zone } from './fields.js';
+import { isoDuration, nonEmpty, zone } from '../support/fields.js';
 import { repairSchema } from './repair-schema.js';
 import { targetSchema } from './targets.js';
 

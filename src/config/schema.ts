@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { graphProblems } from '../core/graph.js';
 import { hasHashTag } from '../core/hash-tag.js';
 import { isClusterUrl, redisUrls } from '../core/redis-url.js';
-import { isoDuration, nonEmpty, postgresUrl, queueName, type secret, zone } from './fields.js';
+import { isoDuration, nonEmpty, postgresUrl, queueName, type secret, zone } from '../support/fields.js';
 import { rollupSchema } from './rollup-schema.js';
 
 /**

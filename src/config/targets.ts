@@ -2,7 +2,7 @@
 import { z } from 'zod';
 import { isValidZone } from '../core/bounds.js';
 import { unsupportedDirective } from '../core/partition-key.js';
-import { isoDuration, nonEmpty, queueName, secret, targetUrl } from './fields.js';
+import { isoDuration, nonEmpty, queueName, secret, targetUrl } from '../support/fields.js';
 
 /** A strftime format of the directives partition keys support (partition-key.ts). */
 const partitionFormat = z
