@@ -7,8 +7,8 @@ import { recordDeliveries, recordDeliveryRetry } from '../store/runs/delivery.js
 import type { ReportResult } from '../store/runs/report.js';
 import { type DueRun, dueRuns } from '../store/runs/work.js';
 import type { Logger } from '../support/log.js';
-import type { DeliveryResult, Targets } from '../targets/index.js';
 import type { StoredTarget } from '../targets/secrets.js';
+import type { DeliveryResult, Targets } from '../targets/targets.js';
 
 const BATCH = 100;
 

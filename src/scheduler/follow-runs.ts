@@ -16,8 +16,8 @@ import { setNextChecks } from '../store/runs/next-checks.js';
 import { reportRun, reportRuns } from '../store/runs/report.js';
 import { type FollowedRun, retriesDue, runsToCheck, timedOutRuns } from '../store/runs/work.js';
 import type { Logger } from '../support/log.js';
-import type { Targets } from '../targets/index.js';
 import type { StoredTarget } from '../targets/secrets.js';
+import type { Targets } from '../targets/targets.js';
 
 /** Runs asked about per pass at most, in requests of at most OBSERVE_CHUNK runs. */
 const CHECK_BATCH = 300;

@@ -8,9 +8,9 @@
 import type { TargetConfig } from '../config/index.js';
 import type { RepairPayload } from '../core/repair-payload.js';
 import type { QueueConnection } from '../queue/backend.js';
-import { type AirflowAssetConfig, airflowAssetEvents } from './airflow-asset-events.js';
-import { airflowAuth } from './airflow-token.js';
-import { dagsterRepairTarget } from './dagster-repair.js';
+import { type AirflowAssetConfig, airflowAssetEvents } from './airflow/asset-events.js';
+import { airflowAuth } from './airflow/token.js';
+import { dagsterRepairTarget } from './dagster/repair.js';
 import { QUEUE_DELIVERY_TIMEOUT_MS } from './queue.js';
 import {
   type ResolvedTarget,

@@ -7,9 +7,9 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { repairPayload } from '../../src/core/repair-payload.js';
 import { queueConnection } from '../../src/queue/backend.js';
-import { Targets } from '../../src/targets/index.js';
 import { REPAIR_JOB_NAME, RepairTargets } from '../../src/targets/repair-targets.js';
 import { redactTarget } from '../../src/targets/secrets.js';
+import { Targets } from '../../src/targets/targets.js';
 import { testQueue } from '../helpers/daemon.js';
 import { REDIS_URL } from '../helpers/env.js';
 import { startFakeAirflow } from '../helpers/fake-airflow.js';

@@ -16,7 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { partitionKey } from '../../src/core/partition-key.js';
 import type { TriggerPayload } from '../../src/core/trigger.js';
 import { packageRoot } from '../../src/support/paths.js';
-import { airflowAssetTarget } from '../../src/targets/airflow-asset.js';
+import { airflowAssetTarget } from '../../src/targets/airflow/asset.js';
 import { TEST_TOKEN } from '../helpers/daemon.js';
 import { createTestDatabase } from '../helpers/db.js';
 import { REDIS_URL } from '../helpers/env.js';

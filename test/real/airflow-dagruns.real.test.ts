@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TriggerPayload } from '../../src/core/trigger.js';
 import { packageRoot } from '../../src/support/paths.js';
-import { airflowTarget, dagRunId, triggerBody } from '../../src/targets/airflow.js';
+import { airflowTarget, dagRunId, triggerBody } from '../../src/targets/airflow/dag-runs.js';
 import { TEST_TOKEN } from '../helpers/daemon.js';
 import { createTestDatabase } from '../helpers/db.js';
 import { REDIS_URL } from '../helpers/env.js';

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { repairPayload } from '../../src/core/repair-payload.js';
-import { reportPath } from '../../src/targets/dagster.js';
-import { observationBody, observationsRequest } from '../../src/targets/dagster-repair.js';
+import { reportPath } from '../../src/targets/dagster/dagster.js';
+import { observationBody, observationsRequest } from '../../src/targets/dagster/repair.js';
 
 /**
  * What a repair request sent to Dagster is made of (SPEC §15); test/real/dagster.real.test.ts

@@ -12,7 +12,7 @@ import {
   materializationBody,
   partitionKey,
   reportPath,
-} from '../../src/targets/dagster.js';
+} from '../../src/targets/dagster/dagster.js';
 
 /**
  * The dagster target's requests (SPEC §14), against a recorder that answers as Dagster's webserver

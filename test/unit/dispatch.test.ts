@@ -3,7 +3,7 @@ import { createMetrics } from '../../src/metrics/registry.js';
 import { type DispatchContext, deliverDue, policyLookup } from '../../src/scheduler/dispatch.js';
 import type { Sql } from '../../src/store/pg/db.js';
 import { createLogger } from '../../src/support/log.js';
-import type { Targets } from '../../src/targets/index.js';
+import type { Targets } from '../../src/targets/targets.js';
 
 /**
  * deliverDue with injected I/O: the outbox read answers two pending runs; the target accepts the

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigError, parseConfig, type TargetConfig } from '../../src/config/index.js';
-import { renewalTime } from '../../src/targets/airflow-token.js';
+import { renewalTime } from '../../src/targets/airflow/token.js';
 import {
   checkSecretEnv,
   envReferences,

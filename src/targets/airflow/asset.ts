@@ -1,11 +1,11 @@
-import { DEFAULT_PARTITION_FORMAT, partitionKey } from '../core/partition-key.js';
-import { airflowRunReport, type RunReport } from '../core/runs.js';
-import type { RunIdentity, TriggerPayload } from '../core/trigger.js';
-import { type AirflowAssetConfig, airflowAssetEvents, type Json, parse } from './airflow-asset-events.js';
-import { scrubSecrets } from './secrets.js';
-import type { Observation, ObservedRun, Target } from './target.js';
+import { DEFAULT_PARTITION_FORMAT, partitionKey } from '../../core/partition-key.js';
+import { airflowRunReport, type RunReport } from '../../core/runs.js';
+import type { RunIdentity, TriggerPayload } from '../../core/trigger.js';
+import { scrubSecrets } from '../secrets.js';
+import type { Observation, ObservedRun, Target } from '../target.js';
+import { type AirflowAssetConfig, airflowAssetEvents, type Json, parse } from './asset-events.js';
 
-export type { AirflowAssetConfig } from './airflow-asset-events.js';
+export type { AirflowAssetConfig } from './asset-events.js';
 
 /** The key a decision's asset event carries in `extra`: the run id (attempt N > 1 has its own). */
 const eventKey = (payload: RunIdentity) => payload.run_id ?? payload.idempotency_key;

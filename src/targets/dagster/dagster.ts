@@ -1,7 +1,7 @@
 import { DateTime } from 'luxon';
-import type { RunReport } from '../core/runs.js';
-import type { RunIdentity, TriggerPayload } from '../core/trigger.js';
-import { type ResolvedTarget, scrubSecrets } from './secrets.js';
+import type { RunReport } from '../../core/runs.js';
+import type { RunIdentity, TriggerPayload } from '../../core/trigger.js';
+import { type ResolvedTarget, scrubSecrets } from '../secrets.js';
 import {
   type DeliveryResult,
   type Observation,
@@ -9,7 +9,7 @@ import {
   postJson,
   resultOfStatus,
   type Target,
-} from './target.js';
+} from '../target.js';
 
 export type DagsterConfig = Omit<Extract<ResolvedTarget, { type: 'dagster' }>, 'type'>;
 

@@ -10,9 +10,9 @@
  * Dagster deduplicates nothing, so, as for materializations, a delivery first reads the asset's
  * observations since the attempt was made and posts only when none carries its idempotency key.
  */
-import type { RepairPayload } from '../core/repair-payload.js';
+import type { RepairPayload } from '../../core/repair-payload.js';
+import type { DeliveryResult } from '../target.js';
 import { type DagsterConfig, dagsterClient, reportPath } from './dagster.js';
-import type { DeliveryResult } from './target.js';
 
 /** Most observations one look-up reads; a request attempt is one observation. */
 export const OBSERVATION_LOOKUP_LIMIT = 500;

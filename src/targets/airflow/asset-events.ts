@@ -4,9 +4,10 @@
  * carries, and an event posted only when that look-up finds none, so a redelivery never adds a
  * second one (SPEC §14).
  */
-import { airflowAuth } from './airflow-token.js';
-import type { ResolvedTarget } from './secrets.js';
-import { type DeliveryResult, getJson, postJson, resultOfStatus } from './target.js';
+
+import type { ResolvedTarget } from '../secrets.js';
+import { type DeliveryResult, getJson, postJson, resultOfStatus } from '../target.js';
+import { airflowAuth } from './token.js';
 
 export type AirflowAssetConfig = Omit<Extract<ResolvedTarget, { type: 'airflow_asset' }>, 'type'>;
 

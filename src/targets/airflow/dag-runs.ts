@@ -1,9 +1,8 @@
-import { formatPoint, parseTimeBound } from '../core/bounds.js';
-import { DEFAULT_PARTITION_FORMAT, partitionKey } from '../core/partition-key.js';
-import { airflowRunReport, type RunReport } from '../core/runs.js';
-import type { RunIdentity, TriggerPayload } from '../core/trigger.js';
-import { airflowAuth } from './airflow-token.js';
-import { type ResolvedTarget, scrubSecrets } from './secrets.js';
+import { formatPoint, parseTimeBound } from '../../core/bounds.js';
+import { DEFAULT_PARTITION_FORMAT, partitionKey } from '../../core/partition-key.js';
+import { airflowRunReport, type RunReport } from '../../core/runs.js';
+import type { RunIdentity, TriggerPayload } from '../../core/trigger.js';
+import { type ResolvedTarget, scrubSecrets } from '../secrets.js';
 import {
   type DeliveryResult,
   getJson,
@@ -12,7 +11,8 @@ import {
   postJson,
   resultOfStatus,
   type Target,
-} from './target.js';
+} from '../target.js';
+import { airflowAuth } from './token.js';
 
 export type AirflowConfig = Omit<Extract<ResolvedTarget, { type: 'airflow' }>, 'type'>;
 

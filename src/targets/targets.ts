@@ -1,9 +1,9 @@
 import type { TargetConfig } from '../config/index.js';
 import type { TriggerPayload } from '../core/trigger.js';
 import type { QueueConnection } from '../queue/backend.js';
-import { airflowTarget } from './airflow.js';
-import { airflowAssetTarget } from './airflow-asset.js';
-import { dagsterTarget } from './dagster.js';
+import { airflowAssetTarget } from './airflow/asset.js';
+import { airflowTarget } from './airflow/dag-runs.js';
+import { dagsterTarget } from './dagster/dagster.js';
 import { queueTarget } from './queue.js';
 import {
   type ResolvedTarget,
