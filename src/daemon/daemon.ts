@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { Config } from '../config/index.js';
 import { defineRollups, type RollupRuntime } from '../config/rollups.js';
+import { checkSecretEnv } from '../config/secret-env.js';
 import { isClusterUrl } from '../core/redis-url.js';
 import { TokenAuth } from '../http/auth.js';
 import { registerGraphRoute } from '../http/routes/graph.js';
@@ -29,7 +30,6 @@ import { type ReadHandle, ReadReplica } from '../store/pg/read-replica.js';
 import { countRepairs } from '../store/repairs/listings.js';
 import { migrate } from '../store/upkeep/migrate.js';
 import { type Logger, redactUrl } from '../support/log.js';
-import { checkSecretEnv } from '../targets/secrets.js';
 import { MAINTENANCE_EVERY_MS, MaintenanceLoop } from './maintenance-loop.js';
 import { RetentionLoop } from './retention-loop.js';
 import { closeAll, shutdownBudget, within } from './shutdown.js';

@@ -85,12 +85,13 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
     super();
     this.clock = options.clock ?? (() => databaseNow(options.sql));
     this.pacing = new RunPacing(options.sql, () => this.kick());
-    this.targets = new Targets(
-      options.queues,
-      options.queuePrefix,
-      options.rollups.map((r) => r.config.target),
-      process.env,
-      (runId) => this.pacing.finishedJob(runId),
+    // Every configured target, repair targets included: a stored one's literal secrets are found there.
+    const live = options.rollups.flatMap((r) => [
+      r.config.target,
+      ...(r.config.repair ? [r.config.repair.target] : []),
+    ]);
+    this.targets = new Targets(options.queues, options.queuePrefix, live, process.env, (runId) =>
+      this.pacing.finishedJob(runId),
     );
     this.byId = new Map(options.rollups.map((r) => [r.rollup.id, r]));
     this.dispatch = {
@@ -105,6 +106,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
     this.marks = new MarkQueue(options.rollups);
     this.repairs = new Repairs({
       ...options,
+      targets: this.targets,
       ...(options.repairScanMs === undefined ? {} : { scanMs: options.repairScanMs }),
       ...(options.repairBudget === undefined ? {} : { budget: options.repairBudget }),
     });
@@ -141,7 +143,6 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
     await this.loop;
     await this.unlisten?.().catch(() => {});
     await this.targets.close();
-    await this.repairs.close();
   }
 
   private async run(): Promise<void> {

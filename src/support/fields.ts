@@ -45,6 +45,9 @@ export const secret = z.union(
   ],
   { error: 'expected a string, or {env: NAME} to read it from the environment at delivery' },
 );
+export type Secret = z.output<typeof secret>;
+/** A secret read from the environment when a delivery is made. */
+export type EnvRef = Exclude<Secret, string>;
 
 // Only the scheme: postgres.js also takes what WHATWG URLs do not, such as several hosts
 // (postgres://db1:5432,db2:5432/app), and reports anything else it cannot parse itself.

@@ -4,6 +4,7 @@ import { afterAll, beforeEach, describe, expect, it } from 'vitest';
 import { ConfigError, parseConfig } from '../../src/config/index.js';
 import { defineRollups } from '../../src/config/rollups.js';
 import type { TriggerPayload } from '../../src/core/trigger.js';
+import { reportPath } from '../../src/targets/dagster/client.js';
 import {
   DATA_VERSION_TAG,
   type DagsterConfig,
@@ -11,7 +12,6 @@ import {
   LOOKUP_LIMIT,
   materializationBody,
   partitionKey,
-  reportPath,
 } from '../../src/targets/dagster/dagster.js';
 
 /**

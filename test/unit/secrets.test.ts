@@ -1,13 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigError, parseConfig, type TargetConfig } from '../../src/config/index.js';
+import { checkSecretEnv } from '../../src/config/secret-env.js';
 import { renewalTime } from '../../src/targets/airflow/token.js';
+import { scrubSecrets } from '../../src/targets/requests.js';
 import {
-  checkSecretEnv,
   envReferences,
   redactTarget,
   resolveTarget,
   SecretUnavailableError,
-  scrubSecrets,
   secretValues,
 } from '../../src/targets/secrets.js';
 

@@ -5,7 +5,6 @@
  * the lease holder; the target is --target, else the repair target of a rollup reading ASSET.
  */
 import { parse as parseYaml } from 'yaml';
-import type { TargetConfig } from '../../config/index.js';
 import { repairSchema } from '../../config/repair-schema.js';
 import { defineRollups } from '../../config/rollups.js';
 import { formatPoint, parseBound } from '../../core/bounds.js';
@@ -17,6 +16,7 @@ import { findAsset } from '../../store/assets/assets.js';
 import { EVENTS_CHANNEL } from '../../store/assets/commit.js';
 import { assetSegmentsIn } from '../../store/assets/segments-sql.js';
 import { heldRequests, lockRepairAssets, makeRequests, wakeScheduler } from '../../store/repairs/requests.js';
+import { describeTarget } from '../../targets/registry.js';
 import { redactTarget } from '../../targets/secrets.js';
 import { commandConfig, type GlobalOptions, withSql } from './shared.js';
 
@@ -181,7 +181,7 @@ export async function runRepair(args: readonly string[], values: RepairOptions):
       );
     else {
       process.stdout.write(
-        `${asset}: repair ${result.id} requested (${repairKey(result.id, 1)}), ${result.ranges.length} of ${result.rangesTotal} range${result.rangesTotal === 1 ? '' : 's'}, sent to ${targetName(repair.target)}:\n`,
+        `${asset}: repair ${result.id} requested (${repairKey(result.id, 1)}), ${result.ranges.length} of ${result.rangesTotal} range${result.rangesTotal === 1 ? '' : 's'}, sent to ${describeTarget(repair.target)}:\n`,
       );
       for (const r of result.ranges)
         process.stdout.write(
@@ -190,13 +190,4 @@ export async function runRepair(args: readonly string[], values: RepairOptions):
     }
     return 0;
   });
-}
-
-/** Where a request went, as an operator would look for it: the queue, DAG or asset by name. */
-function targetName(target: TargetConfig): string {
-  if (target.type === 'queue') return `queue ${target.queue}`;
-  if (target.type === 'airflow') return `airflow DAG ${target.dag_id}`;
-  if (target.type === 'airflow_asset') return `airflow asset ${target.asset ?? target.asset_uri}`;
-  if (target.type === 'dagster') return `dagster asset ${target.asset_key.join('/')}`;
-  return target.type;
 }

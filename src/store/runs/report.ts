@@ -16,6 +16,7 @@ import {
   type RunReport,
   type RunState,
 } from '../../core/runs.js';
+import type { TargetReportSource } from '../../targets/registry.js';
 import { outputOf, recordOutputs } from '../assets/outputs.js';
 import type { Tx } from '../pg/db.js';
 
@@ -27,7 +28,8 @@ export interface RunRef {
   readonly attempt: number;
 }
 
-export type ReportSource = 'scheduler' | 'queue' | 'airflow' | 'dagster' | 'callback' | 'manual';
+/** Who made a report: the scheduler (delivery, timeout), a followed target type, the callback or a person. */
+export type ReportSource = 'scheduler' | TargetReportSource | 'callback' | 'manual';
 
 /** A run's key as statements return it. */
 export interface RefRow {

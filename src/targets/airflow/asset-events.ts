@@ -5,12 +5,15 @@
  * second one (SPEC §14).
  */
 
-import type { ResolvedTarget } from '../secrets.js';
-import { type DeliveryResult, getJson, postJson, resultOfStatus } from '../target.js';
-import { airflowAuth } from './token.js';
+import { getJson, postJson, resultOfStatus } from '../requests.js';
+import type { DeliveryResult } from '../target.js';
+import { type AirflowAuthConfig, airflowAuth } from './token.js';
 
-export type AirflowAssetConfig = Omit<Extract<ResolvedTarget, { type: 'airflow_asset' }>, 'type'>;
-
+/** The asset, by name or by URI (one of them), and how to reach Airflow. */
+export interface AssetEventsConfig extends AirflowAuthConfig {
+  readonly asset?: string | undefined;
+  readonly asset_uri?: string | undefined;
+}
 // biome-ignore lint/suspicious/noExplicitAny: Airflow's answers are read as untyped JSON
 export type Json = Record<string, any>;
 
@@ -47,7 +50,7 @@ export interface AirflowAssetEvents {
 }
 
 export function airflowAssetEvents(
-  config: AirflowAssetConfig,
+  config: AssetEventsConfig,
   now: () => number = Date.now,
 ): AirflowAssetEvents {
   const base = config.url.replace(/\/+$/, '');

@@ -1,11 +1,84 @@
+/**
+ * The `airflow_asset` target type: a decision becomes a partitioned asset event in Airflow 3, and
+ * Airflow's own scheduler runs the DAGs scheduled on the asset; a repair request attempt becomes
+ * an asset event without a partition.
+ */
+import { z } from 'zod';
 import { DEFAULT_PARTITION_FORMAT, partitionKey } from '../../core/partition-key.js';
 import { airflowRunReport, type RunReport } from '../../core/runs.js';
 import type { RunIdentity, TriggerPayload } from '../../core/trigger.js';
-import { scrubSecrets } from '../secrets.js';
-import type { Observation, ObservedRun, Target } from '../target.js';
-import { type AirflowAssetConfig, airflowAssetEvents, type Json, parse } from './asset-events.js';
+import { isoDuration, nonEmpty, targetUrl } from '../../support/fields.js';
+import { scrubSecrets } from '../requests.js';
+import {
+  defineTarget,
+  type Observation,
+  type ObservedRun,
+  type RepairTarget,
+  type ResolvedConfig,
+  type Target,
+} from '../target.js';
+import { airflowAssetEvents, type Json, parse } from './asset-events.js';
+import {
+  checkCredentials,
+  credentialFields,
+  credentialSecrets,
+  ianaZone,
+  partitionFormat,
+} from './config.js';
 
-export type { AirflowAssetConfig } from './asset-events.js';
+/** `partition_timezone` defaults to the rollup's zone (withRollupDefaults). */
+const schema = z
+  .strictObject({
+    type: z.literal('airflow_asset'),
+    url: targetUrl,
+    asset: nonEmpty.optional(),
+    asset_uri: nonEmpty.optional(),
+    ...credentialFields,
+    timeout: isoDuration.default(10_000),
+    partition_key_format: partitionFormat.default('%Y-%m-%dT%H:%M:%S'),
+    partition_timezone: ianaZone.optional(),
+    follow_dag_id: nonEmpty.optional(),
+  })
+  .superRefine((t, ctx) => {
+    if ((t.asset === undefined) === (t.asset_uri === undefined))
+      ctx.addIssue({
+        code: 'custom',
+        path: ['asset'],
+        message: "give the asset's name (asset) or its URI (asset_uri), one of them",
+      });
+    checkCredentials(t, ctx);
+  });
+
+export const airflowAssetType = defineTarget({
+  type: 'airflow_asset',
+  docs: 'docs/targets/airflow.md#asset-events',
+  schema,
+  secrets: credentialSecrets,
+  // Without follow_dag_id, asking says succeeded once Airflow holds the event.
+  follow: { source: 'airflow', firstCheckMs: 1000, thinOut: false, watchFinished: false },
+  trigger: (config) => airflowAssetTarget(config),
+  repair: (config) => airflowAssetRepairTarget(config),
+  describe: (config) => `airflow asset ${config.asset ?? config.asset_uri}`,
+  rollupProblem: (_config, domain) =>
+    domain === 'integer'
+      ? { field: 'target', message: 'an airflow target needs a time rollup (a data interval of instants)' }
+      : undefined,
+  repairProblems: (config) =>
+    config.follow_dag_id === undefined
+      ? []
+      : [
+          {
+            field: 'follow_dag_id',
+            message:
+              'a repair request is followed by what the index then covers, not by a DAG run: remove it',
+          },
+        ],
+  // A partition key is wall-clock time in the rollup's zone unless the target names another.
+  withRollupDefaults: (config, rollup) =>
+    config.partition_timezone === undefined ? { ...config, partition_timezone: rollup.timezone } : config,
+});
+
+export type AirflowAssetConfig = Omit<ResolvedConfig<typeof schema>, 'type'>;
 
 /** The key a decision's asset event carries in `extra`: the run id (attempt N > 1 has its own). */
 const eventKey = (payload: RunIdentity) => payload.run_id ?? payload.idempotency_key;
@@ -18,7 +91,7 @@ const isEventOf = (payload: RunIdentity) => (extra: Json | undefined) =>
  * `partition_key` (partition-key.ts) and the payload in `extra`, so Airflow's own scheduler runs
  * the DAGs scheduled on the asset for that partition. A redelivery first looks for its event
  * (`extra.run_id`, among the asset's events since the decision) and never posts a second one
- * (airflow-asset-events.ts). Without `follow_dag_id` the run succeeds once Airflow accepted the
+ * (asset-events.ts). Without `follow_dag_id` the run succeeds once Airflow accepted the
  * event; with it, the run's outcome is that DAG's run created from the event (the event's
  * `created_dagruns`).
  */
@@ -102,4 +175,29 @@ export function airflowAssetTarget(config: AirflowAssetConfig, now: () => number
     }
     return out;
   }
+}
+
+/**
+ * An asset event with the request in `extra` and no partition key: a request names ranges of an
+ * upstream, not a partition of the asset, so a backfill DAG scheduled on the asset (a plain
+ * `schedule=[Asset(...)]`) runs on it and reads it from `triggering_asset_events`. A redelivery
+ * finds the attempt's event by `extra.idempotency_key` and posts no second one.
+ */
+function airflowAssetRepairTarget(config: AirflowAssetConfig): RepairTarget {
+  const events = airflowAssetEvents(config);
+  return {
+    async deliver(payload) {
+      const used: string[] = [];
+      const result = await events.sendOnce(
+        {
+          extra: payload,
+          isOurs: (extra) => extra?.idempotency_key === payload.idempotency_key,
+          since: payload.requested_at,
+        },
+        used,
+      );
+      return result.ok ? result : { ...result, error: scrubSecrets(result.error, used) };
+    },
+    close: async () => {},
+  };
 }

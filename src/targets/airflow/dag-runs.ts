@@ -1,20 +1,65 @@
+/**
+ * The `airflow` target type: a decision becomes a DAG run through Airflow 3's REST API, for the
+ * period's data interval, and the run is followed by listing the DAG's runs. A repair request
+ * attempt becomes a run of the producer's backfill DAG.
+ */
+import { z } from 'zod';
 import { formatPoint, parseTimeBound } from '../../core/bounds.js';
 import { DEFAULT_PARTITION_FORMAT, partitionKey } from '../../core/partition-key.js';
+import type { RepairPayload } from '../../core/repair-payload.js';
 import { airflowRunReport, type RunReport } from '../../core/runs.js';
 import type { RunIdentity, TriggerPayload } from '../../core/trigger.js';
-import { type ResolvedTarget, scrubSecrets } from '../secrets.js';
+import { isoDuration, nonEmpty, targetUrl } from '../../support/fields.js';
+import { getJson, postJson, resultOfStatus, scrubSecrets } from '../requests.js';
 import {
   type DeliveryResult,
-  getJson,
+  defineTarget,
   type Observation,
   type ObservedRun,
-  postJson,
-  resultOfStatus,
+  type RepairTarget,
+  type ResolvedConfig,
   type Target,
 } from '../target.js';
+import {
+  checkCredentials,
+  credentialFields,
+  credentialSecrets,
+  ianaZone,
+  partitionFormat,
+} from './config.js';
 import { airflowAuth } from './token.js';
 
-export type AirflowConfig = Omit<Extract<ResolvedTarget, { type: 'airflow' }>, 'type'>;
+const schema = z
+  .strictObject({
+    type: z.literal('airflow'),
+    url: targetUrl,
+    dag_id: nonEmpty,
+    ...credentialFields,
+    timeout: isoDuration.default(10_000),
+    // No defaults: a default would change every stored airflow rollup's definition hash.
+    partitioned: z.boolean().optional(),
+    partition_key_format: partitionFormat.optional(),
+    partition_timezone: ianaZone.optional(),
+  })
+  .superRefine(checkCredentials);
+
+export const airflowType = defineTarget({
+  type: 'airflow',
+  docs: 'docs/targets/airflow.md',
+  schema,
+  secrets: credentialSecrets,
+  follow: { source: 'airflow', firstCheckMs: 5000, thinOut: false, watchFinished: true },
+  trigger: (config) => airflowTarget(config),
+  // airflow's partitioned and the partition key's format and zone have no meaning for a request.
+  repair: (config) => airflowRepairTarget(config),
+  describe: (config) => `airflow DAG ${config.dag_id}`,
+  rollupProblem: (_config, domain) =>
+    domain === 'integer'
+      ? { field: 'target', message: 'an airflow target needs a time rollup (a data interval of instants)' }
+      : undefined,
+});
+
+export type AirflowConfig = Omit<ResolvedConfig<typeof schema>, 'type'>;
 
 /**
  * Airflow run ids allow letters, digits and `_.~+-`; the idempotency key maps onto them one to one,
@@ -218,4 +263,49 @@ export function airflowTarget(config: AirflowConfig, now: () => number = Date.no
     }
     return resultOfStatus(found.status, found.text);
   }
+}
+
+/** Airflow run ids allow letters, digits and `_.~+-`: the key maps onto them as it is. */
+function repairDagRunId(payload: RepairPayload): string {
+  return `coverage_rollup__${payload.idempotency_key}`;
+}
+
+/**
+ * A DAG run of the producer's backfill DAG with the request in `conf`. No logical date: a repair
+ * is not a data interval of the DAG's schedule, and Airflow keeps (dag_id, logical_date) unique.
+ * A redelivery is a 409, done once the run with our id is found.
+ */
+function airflowRepairTarget(config: AirflowConfig): RepairTarget {
+  const base = config.url.replace(/\/+$/, '');
+  const endpoint = `${base}/api/v2/dags/${encodeURIComponent(config.dag_id)}/dagRuns`;
+  const authorized = airflowAuth(config, Date.now);
+  return {
+    async deliver(payload) {
+      const used: string[] = [];
+      const runId = repairDagRunId(payload);
+      const body = {
+        dag_run_id: runId,
+        logical_date: null,
+        conf: payload,
+        note: `coverage-rollup repair of ${payload.asset}, attempt ${payload.attempt}`,
+      };
+      const headers = { 'Idempotency-Key': payload.idempotency_key };
+      const sent = await authorized(used, (auth) =>
+        postJson(endpoint, body, { ...auth, ...headers }, config.timeout),
+      );
+      let result: DeliveryResult;
+      if ('error' in sent) result = { ok: false, retry: true, error: sent.error };
+      else if (sent.status === 409) {
+        const found = await authorized(used, (auth) =>
+          getJson(`${endpoint}/${encodeURIComponent(runId)}`, auth, config.timeout),
+        );
+        result =
+          'error' in found
+            ? { ok: false, retry: true, error: found.error }
+            : resultOfStatus(found.status, found.text);
+      } else result = resultOfStatus(sent.status, sent.text);
+      return result.ok ? result : { ...result, error: scrubSecrets(result.error, used) };
+    },
+    close: async () => {},
+  };
 }

@@ -1,4 +1,4 @@
-import { postJson } from '../target.js';
+import { postJson } from '../requests.js';
 
 /** What `POST {url}/auth/token` takes: a user's password, or (Keycloak auth manager) a client's secret. */
 export type AirflowCredentials =

@@ -1,17 +1,89 @@
+/**
+ * The `dagster` target type: a decision becomes a runless materialization of an asset in Dagster,
+ * and a repair request attempt an observation of it (repair.ts).
+ */
 import { DateTime } from 'luxon';
+import { z } from 'zod';
 import type { RunReport } from '../../core/runs.js';
 import type { RunIdentity, TriggerPayload } from '../../core/trigger.js';
-import { type ResolvedTarget, scrubSecrets } from '../secrets.js';
+import { isoDuration, nonEmpty, secret, targetUrl } from '../../support/fields.js';
 import {
   type DeliveryResult,
+  defineTarget,
   type Observation,
   type ObservedRun,
-  postJson,
-  resultOfStatus,
+  type ResolvedConfig,
   type Target,
 } from '../target.js';
+import { dagsterClient, reportPath } from './client.js';
+import { dagsterRepairTarget } from './repair.js';
 
-export type DagsterConfig = Omit<Extract<ResolvedTarget, { type: 'dagster' }>, 'type'>;
+/**
+ * A Dagster asset key: Dagster's user string (`/` separates the parts: `warehouse/orders_hourly`)
+ * or the list of its parts. Stored and used as the list.
+ */
+const dagsterAssetKey = z
+  .union([z.string(), z.array(z.string())], {
+    error: 'expected a string such as warehouse/orders or a list of key parts',
+  })
+  .transform((key) => (typeof key === 'string' ? key.split('/') : key))
+  .refine((parts) => parts.length > 0 && parts.every((p) => p.trim() !== '' && p === p.trim()), {
+    message: 'expected non-empty key parts without surrounding spaces, such as warehouse/orders',
+  });
+
+/** `POST /report_asset_materialization/{asset_key}` of a Dagster webserver. */
+const schema = z.strictObject({
+  type: z.literal('dagster'),
+  /** The webserver (`http://dagster:3000`), or a Dagster+ deployment (`https://org.dagster.cloud/prod`). */
+  url: targetUrl,
+  asset_key: dagsterAssetKey,
+  /**
+   * The partition key as a luxon format of the period start in the rollup's zone, to match the
+   * asset's partitions definition (Dagster's hourly keys are `yyyy-MM-dd-HH:mm`); default: the
+   * period key (`2025-06-01` for a day, as Dagster's daily keys).
+   */
+  partition_format: nonEmpty.optional(),
+  /** A Dagster+ user token, sent as `Dagster-Cloud-Api-Token`; open source Dagster needs none. */
+  token: secret.optional(),
+  headers: z.record(z.string(), secret).default({}),
+  timeout: isoDuration.default(10_000),
+});
+
+export const dagsterType = defineTarget({
+  type: 'dagster',
+  docs: 'docs/targets/dagster.md',
+  schema,
+  secrets: {
+    fields: [
+      ['headers', 'secret map'],
+      ['token', 'secret'],
+    ],
+    last: true,
+  },
+  // Dagster records a materialization before it answers the POST: asked at once, it says succeeded.
+  follow: { source: 'dagster', firstCheckMs: 0, thinOut: false, watchFinished: false },
+  trigger: (config) => dagsterTarget(config),
+  repair: (config) => dagsterRepairTarget(config),
+  describe: (config) => `dagster asset ${config.asset_key.join('/')}`,
+  rollupProblem: (config, domain) =>
+    domain === 'integer' && config.partition_format
+      ? {
+          field: 'target.partition_format',
+          message: 'an integer rollup has no period start to format: its partition is the bucket start',
+        }
+      : undefined,
+  repairProblems: (config) =>
+    config.partition_format === undefined
+      ? []
+      : [
+          {
+            field: 'partition_format',
+            message: 'a repair request is an observation of the asset, not of one partition: remove it',
+          },
+        ],
+});
+
+export type DagsterConfig = Omit<ResolvedConfig<typeof schema>, 'type'>;
 
 /** Dagster's tag for a materialization's data version (`DATA_VERSION_TAG`). */
 export const DATA_VERSION_TAG = 'dagster/data_version';
@@ -60,14 +132,6 @@ export function materializationBody(payload: TriggerPayload, format: string | un
       upstreams: payload.upstreams,
     },
   };
-}
-
-/** The path of a report endpoint: each key part URL-encoded, `/` between them (Dagster splits on it). */
-export function reportPath(
-  assetKey: readonly string[],
-  event: 'materialization' | 'observation' = 'materialization',
-): string {
-  return `/report_asset_${event}/${assetKey.map(encodeURIComponent).join('/')}`;
 }
 
 const MATERIALIZATIONS_QUERY = `query CoverageRollupMaterializations($assetKey: AssetKeyInput!, $partitions: [String!], $limit: Int) {
@@ -168,55 +232,5 @@ export function dagsterTarget(config: DagsterConfig): Target {
     },
 
     close: async () => {},
-  };
-}
-
-/**
- * A Dagster webserver as both Dagster targets use it: its GraphQL and its report endpoints, with
- * the configured headers and token, every error scrubbed of them.
- */
-export function dagsterClient(config: DagsterConfig) {
-  const base = config.url.replace(/\/+$/, '');
-  const headers: Record<string, string> = {
-    // Dagster takes `application/json` exactly (postJson sets it): no header may replace it.
-    ...Object.fromEntries(
-      Object.entries(config.headers).filter(([name]) => name.toLowerCase() !== 'content-type'),
-    ),
-    ...(config.token !== undefined ? { 'Dagster-Cloud-Api-Token': config.token } : {}),
-  };
-  const secrets = [...Object.values(config.headers), ...(config.token !== undefined ? [config.token] : [])];
-  const scrub = (text: string) => scrubSecrets(text, secrets);
-  return {
-    /** A GraphQL request's `data`, or an error (HTTP, not JSON, or GraphQL's own `errors`). */
-    async graphql<T>(request: unknown): Promise<{ data: T } | { error: string }> {
-      const response = await postJson(`${base}/graphql`, request, headers, config.timeout);
-      if ('error' in response) return { error: scrub(response.error) };
-      if (response.status !== 200)
-        return { error: scrub(`GraphQL HTTP ${response.status}: ${response.text.slice(0, 300)}`) };
-      let answer: { data?: T; errors?: Array<{ message?: string }> };
-      try {
-        answer = JSON.parse(response.text) as typeof answer;
-      } catch {
-        return { error: 'the GraphQL answer is not JSON' };
-      }
-      if (answer.errors?.length)
-        return {
-          error: scrub(
-            `GraphQL: ${answer.errors
-              .map((e) => e.message)
-              .join('; ')
-              .slice(0, 300)}`,
-          ),
-        };
-      return { data: answer.data ?? ({} as T) };
-    },
-    /** POSTs a report (`/report_asset_materialization/...`, `/report_asset_observation/...`). */
-    async report(path: string, body: unknown): Promise<DeliveryResult> {
-      // Exactly `application/json`: Dagster refuses any other content type, charset included.
-      const response = await postJson(`${base}${path}`, body, headers, config.timeout);
-      if ('error' in response) return { ok: false, retry: true, error: scrub(response.error) };
-      const result = resultOfStatus(response.status, response.text);
-      return result.ok ? result : { ...result, error: scrub(result.error) };
-    },
   };
 }

@@ -11,8 +11,8 @@
  * observations since the attempt was made and posts only when none carries its idempotency key.
  */
 import type { RepairPayload } from '../../core/repair-payload.js';
-import type { DeliveryResult } from '../target.js';
-import { type DagsterConfig, dagsterClient, reportPath } from './dagster.js';
+import type { DeliveryResult, RepairTarget } from '../target.js';
+import { type DagsterClientConfig, dagsterClient, reportPath } from './client.js';
 
 /** Most observations one look-up reads; a request attempt is one observation. */
 export const OBSERVATION_LOOKUP_LIMIT = 500;
@@ -51,7 +51,9 @@ interface Observation {
   readonly metadataEntries: ReadonlyArray<{ label: string; text?: string }>;
 }
 
-export function dagsterRepairTarget(config: DagsterConfig) {
+export function dagsterRepairTarget(
+  config: DagsterClientConfig & { readonly asset_key: readonly string[] },
+): RepairTarget {
   const client = dagsterClient(config);
   const where = config.asset_key.join('/');
   return {
