@@ -8,6 +8,7 @@ import { COMMAND_HELP } from '../../../src/cli/help.js';
 import { parseConfig } from '../../../src/config/index.js';
 import { defineRollups } from '../../../src/config/rollups.js';
 import { RunReportJson } from '../../../src/http/schemas/runs.js';
+import { createMetrics } from '../../../src/metrics/registry.js';
 import { firstCheckMs } from '../../../src/scheduler/dispatch.js';
 import { nextCheckMs } from '../../../src/scheduler/follow-runs.js';
 import {
@@ -110,6 +111,25 @@ describe.each(TARGET_NAMES)('target type %s', (name) => {
     expect(type.docs).toMatch(/^docs\/targets\/[a-z_]+\.md(#[a-z-]+)?$/);
     expect(COMMAND_HELP.repair).toMatch(new RegExp(`^  ${name} +${type.docs}$`, 'm'));
     expect(describeTarget(configured(name))).toMatch(new RegExp(`^${name.split('_')[0]}`));
+  });
+
+  it('is a `target` label of every run metric, each series starting at 0, and its run ends are counted', async () => {
+    const metrics = createMetrics();
+    const text = await metrics.registry.metrics();
+    for (const family of ['runs_total', 'run_duration_seconds_count', 'runs_given_up_total', 'runs_open'])
+      expect(text).toMatch(
+        new RegExp(`^coverage_rollup_${family}\\{target="${name}",state="[a-z_]+"\\} 0$`, 'm'),
+      );
+    const ended = {
+      effect: 'applied' as const,
+      current: true,
+      before: { state: 'running' as const },
+      after: { state: 'succeeded' as const, startedAt: 1_000, finishedAt: 3_000, nextRetryAt: null },
+    };
+    metrics.runReported(name, ended);
+    expect(await metrics.registry.metrics()).toContain(
+      `coverage_rollup_runs_total{target="${name}",state="succeeded"} 1`,
+    );
   });
 
   it('declares secret fields its schema has', () => {
