@@ -3,6 +3,8 @@
  * types by hand again (as the run metrics once did, without airflow_asset) fails here for the type
  * it forgot. Each type needs an example configuration below.
  */
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { COMMAND_HELP } from '../../../src/cli/help.js';
 import { parseConfig } from '../../../src/config/index.js';
@@ -49,6 +51,17 @@ const queues: JobQueues = {
     ({ on: () => {}, close: async () => {} }) as unknown as ReturnType<JobQueues['queueEvents']>,
 };
 const deps: TargetDeps = { queues, defaultPrefix: 'bull', onFinished: () => {} };
+
+/** The report sources run_reports' CHECK takes, as its newest migration states them. */
+function storedSources(): string[] {
+  const dir = join(import.meta.dirname, '../../../migrations');
+  const checks = readdirSync(dir)
+    .sort()
+    .flatMap((file) => [
+      ...readFileSync(join(dir, file), 'utf8').matchAll(/CHECK \(source IN \(([^)]*)\)\)/g),
+    ]);
+  return [...checks.at(-1)![1]!.matchAll(/'([a-z_]+)'/g)].map((m) => m[1]!);
+}
 
 const configured = (type: string): TargetConfig =>
   parseConfig({
@@ -104,6 +117,10 @@ describe.each(TARGET_NAMES)('target type %s', (name) => {
       expect(RunReportJson.safeParse({ ...report, source: type.follow.source, version: null }).success).toBe(
         true,
       );
+      expect(
+        storedSources(),
+        `a new report source needs a migration that widens run_reports_source_check`,
+      ).toContain(type.follow.source);
     }
   });
 
