@@ -8,8 +8,8 @@
  *   npm run bench:run-checks
  */
 import { Redis } from 'ioredis';
-import { DEFAULT_RUN_POLICY } from '../src/core/runs.js';
-import { buildPayload } from '../src/core/trigger.js';
+import { DEFAULT_RUN_POLICY } from '../src/core/runs/runs.js';
+import { buildPayload } from '../src/core/runs/trigger.js';
 import { createMetrics } from '../src/metrics/registry.js';
 import { redisQueues } from '../src/queue/backend.js';
 import { followRuns } from '../src/scheduler/follow-runs.js';

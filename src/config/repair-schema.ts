@@ -1,6 +1,6 @@
 /** A rollup's `repair:` (SPEC §15): when to ask producers for the ranges holding a period back, and where. */
 import { z } from 'zod';
-import { DEFAULT_REPAIR_POLICY } from '../core/repair.js';
+import { DEFAULT_REPAIR_POLICY } from '../core/repairs/repair.js';
 import { isoDuration } from '../support/fields.js';
 import { targetSchema, targetType } from '../targets/registry.js';
 

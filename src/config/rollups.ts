@@ -1,6 +1,6 @@
 /** The configured rollups: each one's pure definition beside the config it came from, checked at start-up. */
 
-import { defineRollup, type Rollup, RollupDefinitionError } from '../core/rollup.js';
+import { defineRollup, type Rollup, RollupDefinitionError } from '../core/rollups/rollup.js';
 import { targetType } from '../targets/registry.js';
 import { type Config, ConfigError, type RollupConfig } from './index.js';
 

@@ -1,7 +1,7 @@
 import { z } from 'zod';
-import { graphProblems } from '../core/graph.js';
-import { hasHashTag } from '../core/hash-tag.js';
-import { isClusterUrl, redisUrls } from '../core/redis-url.js';
+import { hasHashTag } from '../core/connections/hash-tag.js';
+import { isClusterUrl, redisUrls } from '../core/connections/redis-url.js';
+import { graphProblems } from '../core/rollups/graph.js';
 import { isoDuration, nonEmpty, postgresUrl, queueName, zone } from '../support/fields.js';
 import { rollupSchema } from './rollup-schema.js';
 

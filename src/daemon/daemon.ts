@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Config } from '../config/index.js';
 import { defineRollups, type RollupRuntime } from '../config/rollups.js';
 import { checkSecretEnv } from '../config/secret-env.js';
-import { isClusterUrl } from '../core/redis-url.js';
+import { isClusterUrl } from '../core/connections/redis-url.js';
 import { TokenAuth } from '../http/auth.js';
 import { registerGraphRoute } from '../http/routes/graph.js';
 import { registerRollupRoutes } from '../http/routes/rollups.js';

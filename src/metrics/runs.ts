@@ -1,5 +1,5 @@
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
-import { isFinished, isOpen, type RunFacts, type RunState } from '../core/runs.js';
+import { isFinished, isOpen, type RunFacts, type RunState } from '../core/runs/runs.js';
 import { TARGET_NAMES, type TargetName } from '../targets/registry.js';
 
 /**

@@ -5,7 +5,7 @@
  */
 import type { RollupConfig } from '../config/index.js';
 import { BAD_INPUT_REASONS } from '../core/errors.js';
-import type { TriggerReason } from '../core/policy.js';
+import type { TriggerReason } from '../core/periods/policy.js';
 import type { Metrics } from './registry.js';
 
 const TRIGGER_REASONS: readonly TriggerReason[] = [

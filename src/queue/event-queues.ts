@@ -1,9 +1,9 @@
 import type { Job, JobType, Queue } from 'bullmq';
 import type { Config } from '../config/index.js';
 import { BadInputError } from '../core/errors.js';
-import { assetOf } from '../core/events.js';
+import { assetOf } from '../core/events/events.js';
+import { groupOf } from '../core/events/routing.js';
 import { groupBy } from '../core/group-by.js';
-import { groupOf } from '../core/routing.js';
 import type { QueueConnection } from './backend.js';
 import { queueGroups } from './groups.js';
 

@@ -1,5 +1,5 @@
-import { DEFAULT_RUN_POLICY, type RunPolicy } from '../core/runs.js';
-import { attemptPayload } from '../core/trigger.js';
+import { DEFAULT_RUN_POLICY, type RunPolicy } from '../core/runs/runs.js';
+import { attemptPayload } from '../core/runs/trigger.js';
 import type { Metrics } from '../metrics/registry.js';
 import type { Sql } from '../store/pg/db.js';
 import { backoffMs } from '../store/pg/transient.js';

@@ -1,9 +1,9 @@
 import type { RollupRuntime } from '../config/rollups.js';
 import { groupBy } from '../core/group-by.js';
-import { storedFacts } from '../core/periods.js';
-import { decide } from '../core/policy.js';
-import { buildPayload } from '../core/trigger.js';
-import { type Upstream, upstreamFacts } from '../core/upstream-facts.js';
+import { storedFacts } from '../core/periods/periods.js';
+import { decide } from '../core/periods/policy.js';
+import { type Upstream, upstreamFacts } from '../core/periods/upstream-facts.js';
+import { buildPayload } from '../core/runs/trigger.js';
 import type { Fence } from '../lease/fence.js';
 import type { Metrics } from '../metrics/registry.js';
 import { loadUpstreams } from '../store/assets/upstreams.js';

@@ -5,9 +5,9 @@
  * 1,000 open runs and nothing due costs a few index probes.
  */
 
-import type { Rollup } from '../core/rollup.js';
-import type { RunPolicy, RunReport } from '../core/runs.js';
-import { attemptPayload } from '../core/trigger.js';
+import type { Rollup } from '../core/rollups/rollup.js';
+import type { RunPolicy, RunReport } from '../core/runs/runs.js';
+import { attemptPayload } from '../core/runs/trigger.js';
 import type { Fence } from '../lease/fence.js';
 import type { Metrics } from '../metrics/registry.js';
 import type { Sql } from '../store/pg/db.js';

@@ -11,10 +11,10 @@
  * was lost.
  */
 import type { RollupRuntime } from '../config/rollups.js';
-import { piecesOf } from '../core/coverage.js';
-import { derivedState } from '../core/periods.js';
-import { followRequest, rangesOfPieces } from '../core/repair.js';
-import { attemptPayload } from '../core/repair-payload.js';
+import { piecesOf } from '../core/intervals/coverage.js';
+import { derivedState } from '../core/periods/periods.js';
+import { followRequest, rangesOfPieces } from '../core/repairs/repair.js';
+import { attemptPayload } from '../core/repairs/repair-payload.js';
 import type { Fence } from '../lease/fence.js';
 import type { Metrics } from '../metrics/registry.js';
 import type { Sql } from '../store/pg/db.js';

@@ -15,20 +15,20 @@
  * with open requests cost a fenced transaction per rollup (bench:repairs, 10,000 open).
  */
 import type { RollupRuntime } from '../config/rollups.js';
-import type { Period } from '../core/calendar.js';
-import { piecesOf } from '../core/coverage.js';
-import { normalize } from '../core/intervals.js';
-import { derivedState, nextPassAt, passedBefore } from '../core/periods.js';
-import type { PeriodState } from '../core/policy.js';
+import { piecesOf } from '../core/intervals/coverage.js';
+import { normalize } from '../core/intervals/intervals.js';
+import type { Period } from '../core/periods/calendar.js';
+import { derivedState, nextPassAt, passedBefore } from '../core/periods/periods.js';
+import type { PeriodState } from '../core/periods/policy.js';
 import {
   type CandidatePeriod,
   planRepairs,
   type RepairRange,
   rangesOfPieces,
   repairOwed,
-} from '../core/repair.js';
-import { attemptPayload } from '../core/repair-payload.js';
-import type { Rollup } from '../core/rollup.js';
+} from '../core/repairs/repair.js';
+import { attemptPayload } from '../core/repairs/repair-payload.js';
+import type { Rollup } from '../core/rollups/rollup.js';
 import type { Interval } from '../core/types.js';
 import type { Fence } from '../lease/fence.js';
 import { lastSeqs } from '../store/assets/assets.js';

@@ -1,7 +1,7 @@
 import { groupBy } from '../core/group-by.js';
-import { derivedState } from '../core/periods.js';
-import { rerunOwed, stateAfterMark } from '../core/policy.js';
-import type { Rollup } from '../core/rollup.js';
+import { derivedState } from '../core/periods/periods.js';
+import { rerunOwed, stateAfterMark } from '../core/periods/policy.js';
+import type { Rollup } from '../core/rollups/rollup.js';
 import { type CondemnedPeriod, condemnOutputs } from '../store/assets/outputs.js';
 import { advanceCursors, openCursors, setCursor } from '../store/periods/cursors.js';
 import { seenByTriggers } from '../store/periods/reads.js';

@@ -1,7 +1,7 @@
 /** Field types the config schema is built from. */
 import { Duration } from 'luxon';
 import { z } from 'zod';
-import { isValidZone } from '../core/bounds.js';
+import { isValidZone } from '../core/intervals/bounds.js';
 
 export const isoDuration = z
   .string()

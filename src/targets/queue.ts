@@ -3,8 +3,8 @@
  * store (Redis or PostgreSQL), and the job itself says how the run went.
  */
 import { z } from 'zod';
-import { queueJobReport, type RunReport } from '../core/runs.js';
-import type { TriggerPayload } from '../core/trigger.js';
+import { queueJobReport, type RunReport } from '../core/runs/runs.js';
+import type { TriggerPayload } from '../core/runs/trigger.js';
 import { isoDuration, queueName } from '../support/fields.js';
 import {
   type DeliveryResult,

@@ -7,9 +7,9 @@
  */
 import type { Queue, QueueEvents } from 'bullmq';
 import type { z } from 'zod';
-import type { RepairPayload } from '../core/repair-payload.js';
-import type { RunReport } from '../core/runs.js';
-import type { RunIdentity, TriggerPayload } from '../core/trigger.js';
+import type { RepairPayload } from '../core/repairs/repair-payload.js';
+import type { RunReport } from '../core/runs/runs.js';
+import type { RunIdentity, TriggerPayload } from '../core/runs/trigger.js';
 import type { EnvRef } from '../support/fields.js';
 
 export type DeliveryResult =

@@ -2,8 +2,8 @@
  * Delivery to stored targets, of any registered type (registry.ts): a decision, or a repair request
  * attempt, goes where its rollup pointed when it was made, even if the config changed since.
  */
-import type { RepairPayload } from '../core/repair-payload.js';
-import type { TriggerPayload } from '../core/trigger.js';
+import type { RepairPayload } from '../core/repairs/repair-payload.js';
+import type { TriggerPayload } from '../core/runs/trigger.js';
 import { type TargetConfig, targetType } from './registry.js';
 import { scrubSecrets } from './requests.js';
 import {

@@ -1,5 +1,5 @@
 import { afterAll, beforeEach, describe, expect, it } from 'vitest';
-import type { TriggerPayload } from '../../src/core/trigger.js';
+import type { TriggerPayload } from '../../src/core/runs/trigger.js';
 import { type AirflowConfig, airflowTarget, triggerBody } from '../../src/targets/airflow/dag-runs.js';
 import { renewalTime } from '../../src/targets/airflow/token.js';
 import { startFakeAirflow, TRIGGER_FIELDS } from '../helpers/fake-airflow.js';

@@ -9,7 +9,7 @@
 import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config/index.js';
 import { defineRollups } from '../../src/config/rollups.js';
-import { normalizeEvent } from '../../src/core/events.js';
+import { normalizeEvent } from '../../src/core/events/events.js';
 import type { Fence } from '../../src/lease/fence.js';
 import { RepairScan } from '../../src/scheduler/repair-scan.js';
 import { commitEvents } from '../../src/store/assets/commit.js';

@@ -5,7 +5,7 @@
  * the attempt's key where each target dedupes, and a redelivery that creates nothing new.
  */
 import { afterAll, describe, expect, it } from 'vitest';
-import { repairPayload } from '../../src/core/repair-payload.js';
+import { repairPayload } from '../../src/core/repairs/repair-payload.js';
 import { queueConnection } from '../../src/queue/backend.js';
 import { REPAIR_JOB_NAME } from '../../src/targets/queue.js';
 import { redactTarget } from '../../src/targets/secrets.js';

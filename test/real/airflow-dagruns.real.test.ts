@@ -10,7 +10,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { TriggerPayload } from '../../src/core/trigger.js';
+import type { TriggerPayload } from '../../src/core/runs/trigger.js';
 import { packageRoot } from '../../src/support/paths.js';
 import { airflowTarget, dagRunId, triggerBody } from '../../src/targets/airflow/dag-runs.js';
 import { TEST_TOKEN } from '../helpers/daemon.js';

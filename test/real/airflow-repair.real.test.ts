@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config/index.js';
-import type { RepairPayload } from '../../src/core/repair-payload.js';
+import type { RepairPayload } from '../../src/core/repairs/repair-payload.js';
 import { packageRoot } from '../../src/support/paths.js';
 import { redactTarget } from '../../src/targets/secrets.js';
 import { Targets } from '../../src/targets/targets.js';

@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { IANAZone } from 'luxon';
 import { describe, expect, it, vi } from 'vitest';
+import { BadInputError } from '../../src/core/errors.js';
 import {
   addIsoDuration,
   domainOf,
@@ -10,8 +11,7 @@ import {
   parseBound,
   parseIntegerBound,
   parseTimeBound,
-} from '../../src/core/bounds.js';
-import { BadInputError } from '../../src/core/errors.js';
+} from '../../src/core/intervals/bounds.js';
 
 const micros = (iso: string) => Date.parse(iso) * 1000;
 const time = (text: string, zone = 'UTC') => parseTimeBound(text, 'start', zone).value;

@@ -10,7 +10,7 @@ import {
   type Every,
   type Period,
   parseEvery,
-} from '../../src/core/calendar.js';
+} from '../../src/core/periods/calendar.js';
 
 const HOUR = 3_600_000_000;
 const MINUTE = 60_000_000;

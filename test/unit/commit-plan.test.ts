@@ -13,9 +13,9 @@ import {
   planAppend,
   planFold,
   touchedRanges,
-} from '../../src/core/commit-plan.js';
-import type { NormalizedEvent } from '../../src/core/events.js';
-import { applyChanges } from '../../src/core/segments.js';
+} from '../../src/core/events/commit-plan.js';
+import type { NormalizedEvent } from '../../src/core/events/events.js';
+import { applyChanges } from '../../src/core/intervals/segments.js';
 import type { Change, Domain, Interval, Segment } from '../../src/core/types.js';
 import { modelAt } from '../helpers/coverage-model.js';
 

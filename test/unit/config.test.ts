@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { defaultDemoDatabase, demoConfig, isDemoDatabase } from '../../src/cli/commands/demo.js';
 import { ConfigError, loadConfig, maxLags, parseConfig } from '../../src/config/index.js';
 import { defineRollups } from '../../src/config/rollups.js';
-import { combineCounts, missedBefore, periodsEnd } from '../../src/core/periods.js';
+import { combineCounts, missedBefore, periodsEnd } from '../../src/core/periods/periods.js';
 
 describe('configuration', () => {
   it('serves defaults with no file', () => {

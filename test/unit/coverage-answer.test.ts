@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { projectCoverage } from '../../src/core/coverage.js';
+import { projectCoverage } from '../../src/core/intervals/coverage.js';
 import {
   boundCoverage,
   edgeSuffices,
@@ -8,8 +8,8 @@ import {
   type Order,
   toCoverageAnswer,
   type WindowScan,
-} from '../../src/core/coverage-answer.js';
-import { applyChanges } from '../../src/core/segments.js';
+} from '../../src/core/intervals/coverage-answer.js';
+import { applyChanges } from '../../src/core/intervals/segments.js';
 import type { Change, Interval, Segment } from '../../src/core/types.js';
 
 // The bounded answer (what the index's one-pass scan allows) against the full projection, cut.

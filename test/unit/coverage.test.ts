@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { piecesOf, projectCoverage } from '../../src/core/coverage.js';
-import { applyChanges } from '../../src/core/segments.js';
+import { piecesOf, projectCoverage } from '../../src/core/intervals/coverage.js';
+import { applyChanges } from '../../src/core/intervals/segments.js';
 import type { Change, Interval, Segment } from '../../src/core/types.js';
 import { modelAt } from '../helpers/coverage-model.js';
 

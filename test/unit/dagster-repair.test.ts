@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { repairPayload } from '../../src/core/repair-payload.js';
+import { repairPayload } from '../../src/core/repairs/repair-payload.js';
 import { reportPath } from '../../src/targets/dagster/client.js';
 import { observationBody, observationsRequest } from '../../src/targets/dagster/repair.js';
 

@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeEach, describe, expect, it } from 'vitest';
 import { ConfigError, parseConfig } from '../../src/config/index.js';
 import { defineRollups } from '../../src/config/rollups.js';
-import type { TriggerPayload } from '../../src/core/trigger.js';
+import type { TriggerPayload } from '../../src/core/runs/trigger.js';
 import { reportPath } from '../../src/targets/dagster/client.js';
 import {
   DATA_VERSION_TAG,

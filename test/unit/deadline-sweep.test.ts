@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { defineRollup } from '../../src/core/rollup.js';
+import { defineRollup } from '../../src/core/rollups/rollup.js';
 import type { Metrics } from '../../src/metrics/registry.js';
 import { DeadlineSweep } from '../../src/scheduler/deadline-sweep.js';
 import type { Sql } from '../../src/store/pg/db.js';

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { formatTimeFixed, parseTimeBound } from '../../src/core/bounds.js';
-import { isHexId, producedAtDigits } from '../../src/core/event-row.js';
+import { isHexId, producedAtDigits } from '../../src/core/events/event-row.js';
+import { formatTimeFixed, parseTimeBound } from '../../src/core/intervals/bounds.js';
 
 describe('the compact forms of the event log', () => {
   it('a hex id is lowercase hexadecimal digits of even length; anything else stays text', () => {

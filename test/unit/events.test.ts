@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { BAD_INPUT_REASONS, BadInputError } from '../../src/core/errors.js';
-import { type AssetDeclaration, type NormalizedEvent, normalizeEvent } from '../../src/core/events.js';
+import { type AssetDeclaration, type NormalizedEvent, normalizeEvent } from '../../src/core/events/events.js';
 
 const options = {
   maxPayloadBytes: 4096,

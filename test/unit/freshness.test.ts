@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { formatIsoDuration, freshnessOf } from '../../src/core/freshness.js';
+import { formatIsoDuration, freshnessOf } from '../../src/core/intervals/freshness.js';
 
 const NOW = Date.parse('2026-12-03T12:00:00Z');
 const us = (iso: string) => Date.parse(iso) * 1000;

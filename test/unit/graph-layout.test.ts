@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { buildGraph, findCycle, type GraphRollup } from '../../src/core/graph.js';
+import { buildGraph, findCycle, type GraphRollup } from '../../src/core/rollups/graph.js';
 import { layoutGraph, NODE_HEIGHT } from '../../src/http/status/draw/graph-layout.js';
 import { renderGraph } from '../../src/http/status/draw/graph-page.js';
 

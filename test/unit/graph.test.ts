@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig, parseConfig } from '../../src/config/index.js';
 import { defineRollups } from '../../src/config/rollups.js';
-import { buildGraph, findCycle, type GraphRollup, graphProblems } from '../../src/core/graph.js';
+import { buildGraph, findCycle, type GraphRollup, graphProblems } from '../../src/core/rollups/graph.js';
 
 /** Brute-force model: rollup i reaches j when a path of "i's output is an upstream of k" edges leads there. */
 function reach(rollups: readonly GraphRollup[]): boolean[][] {

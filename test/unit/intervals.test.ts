@@ -9,7 +9,7 @@ import {
   normalize,
   ratio,
   union,
-} from '../../src/core/intervals.js';
+} from '../../src/core/intervals/intervals.js';
 import type { Interval } from '../../src/core/types.js';
 
 // Brute-force model: a set of intervals over the universe 0..63 is a bitmap.

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { RunState } from '../../src/core/runs.js';
+import type { RunState } from '../../src/core/runs/runs.js';
 import { createMetrics } from '../../src/metrics/registry.js';
 import { OPEN_RUN_STATES, type ReportedRun, RUN_OUTCOMES, RUN_TARGET_TYPES } from '../../src/metrics/runs.js';
 

@@ -3,7 +3,7 @@ import { Ajv2020 } from 'ajv/dist/2020.js';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { parseConfig } from '../../src/config/index.js';
-import { normalizeEvent } from '../../src/core/events.js';
+import { normalizeEvent } from '../../src/core/events/events.js';
 import type { HttpContext } from '../../src/http/context.js';
 import { openApiDocument } from '../../src/http/openapi.js';
 import { OPERATIONS } from '../../src/http/operations.js';

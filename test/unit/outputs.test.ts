@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { condemnation, outputCompletion } from '../../src/core/outputs.js';
-import { defineRollup } from '../../src/core/rollup.js';
+import { condemnation, outputCompletion } from '../../src/core/rollups/outputs.js';
+import { defineRollup } from '../../src/core/rollups/rollup.js';
 
 const spec = {
   id: 'hourly',

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config/index.js';
-import { partitionKey, unsupportedDirective } from '../../src/core/partition-key.js';
+import { partitionKey, unsupportedDirective } from '../../src/targets/airflow/partition-key.js';
 
 describe('Airflow partition keys', () => {
   it('are the period start as wall-clock time in the zone, %Y-%m-%dT%H:%M:%S by default', () => {

@@ -5,7 +5,7 @@ import {
   partitionName,
   partitionsToCreate,
   pastRetention,
-} from '../../src/core/partitions.js';
+} from '../../src/core/events/partitions.js';
 
 describe('event log partitions', () => {
   it('names carry their bounds', () => {

@@ -1,8 +1,8 @@
 /** periodRange: a window as the periods it selects, checked against a walk of the calendar. */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { periodRange } from '../../src/core/periods.js';
-import { defineRollup, type Rollup } from '../../src/core/rollup.js';
+import { periodRange } from '../../src/core/periods/periods.js';
+import { defineRollup, type Rollup } from '../../src/core/rollups/rollup.js';
 
 const BEGIN_US = Date.parse('2025-03-01T00:00:00Z') * 1000;
 const HOUR_US = 3600e6;

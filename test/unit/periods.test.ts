@@ -5,8 +5,8 @@
 import fc from 'fast-check';
 import { Duration } from 'luxon';
 import { describe, expect, it } from 'vitest';
-import type { Period } from '../../src/core/calendar.js';
-import { countStarts } from '../../src/core/period-count.js';
+import type { Period } from '../../src/core/periods/calendar.js';
+import { countStarts } from '../../src/core/periods/period-count.js';
 import {
   combineCounts,
   derivedState,
@@ -18,9 +18,9 @@ import {
   storedFacts,
   summaryRuns,
   untouchedFacts,
-} from '../../src/core/periods.js';
-import { PERIOD_STATES, type PeriodState } from '../../src/core/policy.js';
-import { defineRollup, type Rollup } from '../../src/core/rollup.js';
+} from '../../src/core/periods/periods.js';
+import { PERIOD_STATES, type PeriodState } from '../../src/core/periods/policy.js';
+import { defineRollup, type Rollup } from '../../src/core/rollups/rollup.js';
 
 const HOUR_MS = 3_600_000;
 const DAY_MS = 24 * HOUR_MS;

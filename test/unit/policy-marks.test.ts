@@ -7,7 +7,7 @@ import {
   type RerunRule,
   rerunOwed,
   stateAfterMark,
-} from '../../src/core/policy.js';
+} from '../../src/core/periods/policy.js';
 
 const RULES: readonly RerunRule[] = ['never', 'on_replay', 'on_update'];
 const none = { completionSeq: 0, replaySeq: 0 };

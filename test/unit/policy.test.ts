@@ -6,7 +6,7 @@ import {
   type Policy,
   satisfaction,
   type UpstreamFacts,
-} from '../../src/core/policy.js';
+} from '../../src/core/periods/policy.js';
 
 // Realistic measures: an hour in microseconds, as the evaluator hands them over.
 const HOUR = 3600e6;

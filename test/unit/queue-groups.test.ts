@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { loadConfig, parseConfig } from '../../src/config/index.js';
-import { fnv1a32, groupOf } from '../../src/core/routing.js';
+import { fnv1a32, groupOf } from '../../src/core/events/routing.js';
 import { consumedGroups, hasHashTag, queueGroups } from '../../src/queue/groups.js';
 
 /** The README's routing table: producers in other languages check their code against it. */

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { piecesOf } from '../../src/core/coverage.js';
+import { piecesOf } from '../../src/core/intervals/coverage.js';
 import {
   type CandidatePeriod,
   followRequest,
@@ -11,8 +11,8 @@ import {
   rangesOfPieces,
   repairOwed,
   withoutHeld,
-} from '../../src/core/repair.js';
-import { parseRepairKey, repairKey, repairPayload } from '../../src/core/repair-payload.js';
+} from '../../src/core/repairs/repair.js';
+import { parseRepairKey, repairKey, repairPayload } from '../../src/core/repairs/repair-payload.js';
 import type { Interval, Segment } from '../../src/core/types.js';
 
 /** The brute-force model: sets of integer points on a small grid, one at a time. */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parseLsn, readState, recordBoundary, WalHistory } from '../../src/core/replica-lag.js';
+import { parseLsn, readState, recordBoundary, WalHistory } from '../../src/core/connections/replica-lag.js';
 
 describe('replica lag from WAL positions', () => {
   it('parses pg_lsn text, refusing anything else', () => {

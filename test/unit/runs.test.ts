@@ -17,7 +17,7 @@ import {
   retryDelayMs,
   runId,
   UNSUCCESSFUL_STATES,
-} from '../../src/core/runs.js';
+} from '../../src/core/runs/runs.js';
 
 const T = Date.parse('2026-06-01T10:00:00Z');
 const policy: RunPolicy = { retries: 2, backoffMs: 60_000, timeoutMs: 3_600_000 };

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { applyChanges } from '../../src/core/segments.js';
+import { applyChanges } from '../../src/core/intervals/segments.js';
 import type { Change, Segment } from '../../src/core/types.js';
 import { modelAt } from '../helpers/coverage-model.js';
 

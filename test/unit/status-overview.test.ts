@@ -3,8 +3,8 @@
  * rollup row says why it waits.
  */
 import { describe, expect, it } from 'vitest';
-import { PERIOD_STATES } from '../../src/core/policy.js';
-import { defineRollup } from '../../src/core/rollup.js';
+import { PERIOD_STATES } from '../../src/core/periods/policy.js';
+import { defineRollup } from '../../src/core/rollups/rollup.js';
 import { renderOverviewRollups } from '../../src/http/status/draw/overview.js';
 import { renderWhyWaiting, whyWaiting } from '../../src/http/status/draw/why-waiting.js';
 

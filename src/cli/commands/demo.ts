@@ -1,8 +1,8 @@
 import { userInfo } from 'node:os';
 import { join } from 'node:path';
 import { type Config, loadConfig } from '../../config/index.js';
-import { toCoverageAnswer } from '../../core/coverage-answer.js';
-import type { TriggerPayload } from '../../core/trigger.js';
+import { toCoverageAnswer } from '../../core/intervals/coverage-answer.js';
+import type { TriggerPayload } from '../../core/runs/trigger.js';
 import { startDaemon } from '../../daemon/daemon.js';
 import { resolveDatabase } from '../../embedded/resolve.js';
 import { queueConnection } from '../../queue/backend.js';

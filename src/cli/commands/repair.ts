@@ -7,10 +7,10 @@
 import { parse as parseYaml } from 'yaml';
 import { repairSchema } from '../../config/repair-schema.js';
 import { defineRollups } from '../../config/rollups.js';
-import { formatPoint, parseBound } from '../../core/bounds.js';
-import { piecesOf } from '../../core/coverage.js';
-import { DEFAULT_REPAIR_POLICY, manualRequest, rangesOfPieces } from '../../core/repair.js';
-import { attemptPayload, repairKey } from '../../core/repair-payload.js';
+import { formatPoint, parseBound } from '../../core/intervals/bounds.js';
+import { piecesOf } from '../../core/intervals/coverage.js';
+import { DEFAULT_REPAIR_POLICY, manualRequest, rangesOfPieces } from '../../core/repairs/repair.js';
+import { attemptPayload, repairKey } from '../../core/repairs/repair-payload.js';
 import type { Domain } from '../../core/types.js';
 import { findAsset } from '../../store/assets/assets.js';
 import { EVENTS_CHANNEL } from '../../store/assets/commit.js';

@@ -1,6 +1,6 @@
 import { maxLags } from '../../config/index.js';
 import { defineRollups } from '../../config/rollups.js';
-import { compareWorstFirst, failedRunCount } from '../../core/rollup-rank.js';
+import { compareWorstFirst, failedRunCount } from '../../core/rollups/rollup-rank.js';
 import { formatLength } from '../../http/status/draw/format.js';
 import { assetJson } from '../../store/assets/asset-json.js';
 import { pageAssets } from '../../store/assets/assets.js';

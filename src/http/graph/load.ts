@@ -7,8 +7,8 @@
 import type { z } from 'zod';
 import { maxLags } from '../../config/index.js';
 import type { RollupRuntime } from '../../config/rollups.js';
-import { freshnessOf } from '../../core/freshness.js';
-import { buildGraph } from '../../core/graph.js';
+import { freshnessOf } from '../../core/intervals/freshness.js';
+import { buildGraph } from '../../core/rollups/graph.js';
 import { freshnessFacts } from '../../store/assets/freshness.js';
 import { rollupCounts } from '../../store/periods/reads.js';
 import type { Sql } from '../../store/pg/db.js';

@@ -1,8 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import { maxLags } from '../../config/index.js';
-import { parseBound } from '../../core/bounds.js';
-import { DEFAULT_ORDERS, toCoverageAnswer } from '../../core/coverage-answer.js';
 import { BadInputError } from '../../core/errors.js';
+import { parseBound } from '../../core/intervals/bounds.js';
+import { DEFAULT_ORDERS, toCoverageAnswer } from '../../core/intervals/coverage-answer.js';
 import { assetJson } from '../../store/assets/asset-json.js';
 import { assetsByName, countAssets, findAsset } from '../../store/assets/assets.js';
 import { type AssetFacts, queryCoverage } from '../../store/assets/coverage-query.js';

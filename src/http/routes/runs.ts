@@ -4,8 +4,8 @@
  */
 import type { FastifyInstance } from 'fastify';
 import type { RollupRuntime } from '../../config/rollups.js';
-import { noPeriodMessage, periodOfKey } from '../../core/periods.js';
-import { DEFAULT_RUN_POLICY, parseRunId, type RunReport } from '../../core/runs.js';
+import { noPeriodMessage, periodOfKey } from '../../core/periods/periods.js';
+import { DEFAULT_RUN_POLICY, parseRunId, type RunReport } from '../../core/runs/runs.js';
 import { EVENTS_CHANNEL } from '../../store/assets/commit.js';
 import { currentRuns, runAt, runByKey } from '../../store/runs/history.js';
 import { reportRun } from '../../store/runs/report.js';

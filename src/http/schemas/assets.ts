@@ -1,6 +1,6 @@
 /** `GET /v1/assets` and `GET /v1/assets/{asset}/coverage` (SPEC §8, §10). */
 import { z } from 'zod';
-import { DEFAULT_LIMIT, MAX_LIMIT } from '../../core/coverage-answer.js';
+import { DEFAULT_LIMIT, MAX_LIMIT } from '../../core/intervals/coverage-answer.js';
 import { defineOperation } from '../operation.js';
 import {
   Bound,

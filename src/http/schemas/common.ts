@@ -1,6 +1,6 @@
 /** Shapes several answers share, and the helpers query schemas are built from. */
 import { z } from 'zod';
-import { PERIOD_STATES } from '../../core/policy.js';
+import { PERIOD_STATES } from '../../core/periods/policy.js';
 
 /** A point in the asset's or rollup's own form: ISO 8601 for time, a JSON number for integers. */
 export const Bound = z

@@ -1,6 +1,6 @@
 /** Runs (SPEC §11): the run on a period, its history, the callback `POST /v1/runs` and the manual retry. */
 import { z } from 'zod';
-import { RUN_STATES } from '../../core/runs.js';
+import { RUN_STATES } from '../../core/runs/runs.js';
 import { TARGET_REPORT_SOURCES } from '../../targets/registry.js';
 import { defineOperation } from '../operation.js';
 import { Bound, coded, Timestamp } from './common.js';

@@ -1,13 +1,13 @@
-import { type CommitOutcome, planAppend, planFold, touchedRanges } from '../../core/commit-plan.js';
 import type { BadInputError } from '../../core/errors.js';
-import type { NormalizedEvent } from '../../core/events.js';
+import { type CommitOutcome, planAppend, planFold, touchedRanges } from '../../core/events/commit-plan.js';
+import type { NormalizedEvent } from '../../core/events/events.js';
 import type { Sql, Tx } from '../pg/db.js';
 import { lockAssets } from './assets.js';
 import { insertEvents } from './event-append.js';
 import { createCurrentPartition, createCurrentPartitionIn } from './partitions.js';
 import { insertSegments, removeSegments, segmentsTouchingMany } from './segments-sql.js';
 
-export type { CommitOutcome } from '../../core/commit-plan.js';
+export type { CommitOutcome } from '../../core/events/commit-plan.js';
 
 /**
  * Wakes the scheduler when a batch with new events commits (delivered only on commit). The payload

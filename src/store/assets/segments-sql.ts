@@ -1,4 +1,4 @@
-import { normalize } from '../../core/intervals.js';
+import { normalize } from '../../core/intervals/intervals.js';
 import type { Interval, Segment, SegmentState } from '../../core/types.js';
 import type { Db } from '../pg/db.js';
 

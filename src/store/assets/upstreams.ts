@@ -3,10 +3,10 @@
  * segments, read in one statement (the facts per period are core/upstream-facts.ts). Shared by
  * the evaluation and the period detail.
  */
-import { normalize } from '../../core/intervals.js';
-import type { Rollup } from '../../core/rollup.js';
+import { normalize } from '../../core/intervals/intervals.js';
+import type { Upstream } from '../../core/periods/upstream-facts.js';
+import type { Rollup } from '../../core/rollups/rollup.js';
 import type { Domain, Interval, SegmentState } from '../../core/types.js';
-import type { Upstream } from '../../core/upstream-facts.js';
 import type { Db } from '../pg/db.js';
 
 interface UpstreamRow {

@@ -14,9 +14,9 @@ import {
   periodsEnd,
   type StateCounts,
   type StoredState,
-} from '../../core/periods.js';
-import { PERIOD_STATES, type PeriodState, type Rerun } from '../../core/policy.js';
-import type { Rollup } from '../../core/rollup.js';
+} from '../../core/periods/periods.js';
+import { PERIOD_STATES, type PeriodState, type Rerun } from '../../core/periods/policy.js';
+import type { Rollup } from '../../core/rollups/rollup.js';
 import type { Db, Sql, Tx } from '../pg/db.js';
 import { nextRunWorkSql } from '../runs/work.js';
 

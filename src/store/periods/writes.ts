@@ -5,9 +5,9 @@
  * (`decide`, `rerunOwed`, `stateAfterMark`); the outbox rows that go with a trigger are
  * src/store/triggers.ts.
  */
-import type { Period } from '../../core/calendar.js';
-import type { StoredFacts } from '../../core/periods.js';
-import { PERIOD_STATES, type PeriodState, type Rerun, stateAfterMark } from '../../core/policy.js';
+import type { Period } from '../../core/periods/calendar.js';
+import type { StoredFacts } from '../../core/periods/periods.js';
+import { PERIOD_STATES, type PeriodState, type Rerun, stateAfterMark } from '../../core/periods/policy.js';
 import { EVENTS_CHANNEL } from '../assets/commit.js';
 import type { Sql, Tx } from '../pg/db.js';
 

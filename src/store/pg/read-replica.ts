@@ -1,11 +1,11 @@
-import { formatIsoDuration } from '../../core/freshness.js';
 import {
   parseLsn,
   type ReplicaState,
   readState,
   recordBoundary,
   WalHistory,
-} from '../../core/replica-lag.js';
+} from '../../core/connections/replica-lag.js';
+import { formatIsoDuration } from '../../core/intervals/freshness.js';
 import type { Logger } from '../../support/log.js';
 import { appliedVersion, latestVersion } from '../upkeep/migrate.js';
 import type { Sql } from './db.js';

@@ -1,6 +1,6 @@
 /** Repair attempts (SPEC §15): stored with their payload, then delivered and recorded. */
 
-import type { RepairPayload } from '../../core/repair-payload.js';
+import type { RepairPayload } from '../../core/repairs/repair-payload.js';
 import type { StoredTarget } from '../../targets/secrets.js';
 import type { Db, Tx } from '../pg/db.js';
 

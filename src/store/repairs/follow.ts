@@ -3,8 +3,8 @@
  * look decided (core/repair.ts `followRequest`), applied in the caller's fenced transaction.
  */
 
-import type { RepairRange, RepairState } from '../../core/repair.js';
-import type { RepairPayload } from '../../core/repair-payload.js';
+import type { RepairRange, RepairState } from '../../core/repairs/repair.js';
+import type { RepairPayload } from '../../core/repairs/repair-payload.js';
 import type { Segment, SegmentState } from '../../core/types.js';
 import type { Db, Tx } from '../pg/db.js';
 import { insertAttempts } from './attempts.js';

@@ -5,8 +5,8 @@
  * rules are core/repair.ts.
  */
 
-import type { RepairRange, RepairState } from '../../core/repair.js';
-import type { RepairPayload } from '../../core/repair-payload.js';
+import type { RepairRange, RepairState } from '../../core/repairs/repair.js';
+import type { RepairPayload } from '../../core/repairs/repair-payload.js';
 import type { Domain, Interval } from '../../core/types.js';
 import type { Db, Tx } from '../pg/db.js';
 import { insertAttempts } from './attempts.js';

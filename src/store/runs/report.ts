@@ -6,8 +6,8 @@
  * run-next-checks.ts.
  */
 
-import type { NormalizedEvent } from '../../core/events.js';
-import type { Rollup } from '../../core/rollup.js';
+import type { NormalizedEvent } from '../../core/events/events.js';
+import type { Rollup } from '../../core/rollups/rollup.js';
 import {
   applyReport,
   type ReportEffect,
@@ -15,7 +15,7 @@ import {
   type RunPolicy,
   type RunReport,
   type RunState,
-} from '../../core/runs.js';
+} from '../../core/runs/runs.js';
 import type { TargetReportSource } from '../../targets/registry.js';
 import { outputOf, recordOutputs } from '../assets/outputs.js';
 import type { Tx } from '../pg/db.js';

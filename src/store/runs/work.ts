@@ -2,8 +2,8 @@
  * The scheduler's run work lists (SPEC §11): pending runs to deliver, runs to ask their target
  * about, timeouts and due retries, each read through a partial index that holds only open rows.
  */
-import type { RunState } from '../../core/runs.js';
-import type { RunIdentity, TriggerPayload } from '../../core/trigger.js';
+import type { RunState } from '../../core/runs/runs.js';
+import type { RunIdentity, TriggerPayload } from '../../core/runs/trigger.js';
 import type { StoredTarget } from '../../targets/secrets.js';
 import type { Sql } from '../pg/db.js';
 import { type RefRow, type RunRef, refOf } from './report.js';

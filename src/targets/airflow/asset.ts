@@ -4,9 +4,8 @@
  * an asset event without a partition.
  */
 import { z } from 'zod';
-import { DEFAULT_PARTITION_FORMAT, partitionKey } from '../../core/partition-key.js';
-import { airflowRunReport, type RunReport } from '../../core/runs.js';
-import type { RunIdentity, TriggerPayload } from '../../core/trigger.js';
+import { airflowRunReport, type RunReport } from '../../core/runs/runs.js';
+import type { RunIdentity, TriggerPayload } from '../../core/runs/trigger.js';
 import { isoDuration, nonEmpty, targetUrl } from '../../support/fields.js';
 import { scrubSecrets } from '../requests.js';
 import {
@@ -25,6 +24,7 @@ import {
   ianaZone,
   partitionFormat,
 } from './config.js';
+import { DEFAULT_PARTITION_FORMAT, partitionKey } from './partition-key.js';
 
 /** `partition_timezone` defaults to the rollup's zone (withRollupDefaults). */
 const schema = z

@@ -1,9 +1,9 @@
 /** The config fields both Airflow target types share: credentials and the partition key's format and zone. */
 import { z } from 'zod';
-import { isValidZone } from '../../core/bounds.js';
-import { unsupportedDirective } from '../../core/partition-key.js';
+import { isValidZone } from '../../core/intervals/bounds.js';
 import { secret } from '../../support/fields.js';
 import type { SecretKind } from '../target.js';
+import { unsupportedDirective } from './partition-key.js';
 
 /** A strftime format of the directives partition keys support (core/partition-key.ts). */
 export const partitionFormat = z

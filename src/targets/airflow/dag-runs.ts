@@ -4,11 +4,10 @@
  * attempt becomes a run of the producer's backfill DAG.
  */
 import { z } from 'zod';
-import { formatPoint, parseTimeBound } from '../../core/bounds.js';
-import { DEFAULT_PARTITION_FORMAT, partitionKey } from '../../core/partition-key.js';
-import type { RepairPayload } from '../../core/repair-payload.js';
-import { airflowRunReport, type RunReport } from '../../core/runs.js';
-import type { RunIdentity, TriggerPayload } from '../../core/trigger.js';
+import { formatPoint, parseTimeBound } from '../../core/intervals/bounds.js';
+import type { RepairPayload } from '../../core/repairs/repair-payload.js';
+import { airflowRunReport, type RunReport } from '../../core/runs/runs.js';
+import type { RunIdentity, TriggerPayload } from '../../core/runs/trigger.js';
 import { isoDuration, nonEmpty, targetUrl } from '../../support/fields.js';
 import { getJson, postJson, resultOfStatus, scrubSecrets } from '../requests.js';
 import {
@@ -27,6 +26,7 @@ import {
   ianaZone,
   partitionFormat,
 } from './config.js';
+import { DEFAULT_PARTITION_FORMAT, partitionKey } from './partition-key.js';
 import { airflowAuth } from './token.js';
 
 const schema = z

@@ -4,8 +4,8 @@
  */
 import { DateTime } from 'luxon';
 import { z } from 'zod';
-import type { RunReport } from '../../core/runs.js';
-import type { RunIdentity, TriggerPayload } from '../../core/trigger.js';
+import type { RunReport } from '../../core/runs/runs.js';
+import type { RunIdentity, TriggerPayload } from '../../core/runs/trigger.js';
 import { isoDuration, nonEmpty, secret, targetUrl } from '../../support/fields.js';
 import {
   type DeliveryResult,

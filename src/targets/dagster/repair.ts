@@ -10,7 +10,7 @@
  * Dagster deduplicates nothing, so, as for materializations, a delivery first reads the asset's
  * observations since the attempt was made and posts only when none carries its idempotency key.
  */
-import type { RepairPayload } from '../../core/repair-payload.js';
+import type { RepairPayload } from '../../core/repairs/repair-payload.js';
 import type { DeliveryResult, RepairTarget } from '../target.js';
 import { type DagsterClientConfig, dagsterClient, reportPath } from './client.js';
 

@@ -22,7 +22,8 @@
  * appended: `2025-10-26T02+01:00` follows `2025-10-26T02`. The same holds for ISO durations
  * (`2025-10-26T02:15+01:00`).
  */
-import { isValidZone } from './bounds.js';
+import { isValidZone } from '../intervals/bounds.js';
+import type { Domain } from '../types.js';
 import {
   calendarDurationEngine,
   defaultTimeOrigin,
@@ -41,7 +42,6 @@ import {
   type Period,
 } from './calendar/types.js';
 import { Zone } from './calendar/zone.js';
-import type { Domain } from './types.js';
 
 export { parseEvery } from './calendar/every.js';
 export type {

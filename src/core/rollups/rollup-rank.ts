@@ -3,8 +3,8 @@
  * alike: most failed runs, then missed periods, reruns owed, waiting periods; then by id, digits
  * compared as numbers (r2 before r10). Pure.
  */
-import type { StateCounts } from './periods.js';
-import { type RunState, UNSUCCESSFUL_STATES } from './runs.js';
+import type { StateCounts } from '../periods/periods.js';
+import { type RunState, UNSUCCESSFUL_STATES } from '../runs/runs.js';
 
 /** r2 before r10: digits compare as numbers. */
 export const NATURAL = new Intl.Collator('en', { numeric: true });

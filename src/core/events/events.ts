@@ -1,9 +1,15 @@
 import { createHash } from 'node:crypto';
-import { addIsoDuration, type Bound, domainOf, parseIntegerBound, parseTimeBound } from './bounds.js';
-import { BadInputError } from './errors.js';
+import { BadInputError } from '../errors.js';
+import {
+  addIsoDuration,
+  type Bound,
+  domainOf,
+  parseIntegerBound,
+  parseTimeBound,
+} from '../intervals/bounds.js';
+import { nearest } from '../nearest.js';
+import type { Domain } from '../types.js';
 import { extraOf } from './event-extra.js';
-import { nearest } from './nearest.js';
-import type { Domain } from './types.js';
 
 /** What config says about an asset, when it declares it. */
 export interface AssetDeclaration {

@@ -2,9 +2,9 @@
  * The repair request as a target receives it (SPEC §15: its field names are the contract) and its
  * idempotency key per attempt. Pure.
  */
-import { formatPoint } from './bounds.js';
+import { formatPoint } from '../intervals/bounds.js';
+import type { Domain } from '../types.js';
 import type { RepairKind, RepairRange } from './repair.js';
-import type { Domain } from './types.js';
 
 /** The idempotency key of attempt `attempt` of request `id`: readable, unique, free of ':'. */
 export function repairKey(id: number, attempt: number): string {

@@ -8,10 +8,10 @@
  * and each asset's counters. Pure; property-tested against a per-event model
  * (test/unit/commit-plan.test.ts).
  */
-import type { BadInputError } from './errors.js';
+import type { BadInputError } from '../errors.js';
+import { applyChanges } from '../intervals/segments.js';
+import type { Change, Domain, Interval, Segment } from '../types.js';
 import { domainMismatch, type NormalizedEvent } from './events.js';
-import { applyChanges } from './segments.js';
-import type { Change, Domain, Interval, Segment } from './types.js';
 
 /** Per event, in input order: accepted now, seen before (same key), or refused by the index. */
 export type CommitOutcome =

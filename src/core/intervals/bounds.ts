@@ -1,6 +1,6 @@
 import { DateTime, Duration, IANAZone } from 'luxon';
-import { BadInputError } from './errors.js';
-import type { Domain } from './types.js';
+import { BadInputError } from '../errors.js';
+import type { Domain } from '../types.js';
 
 /** A parsed bound: the comparable value (see types.ts) and the producer's text, kept for display. */
 export interface Bound {

@@ -1,6 +1,6 @@
 /** Engines: each maps a (validated) point to its period. */
 import { DateTime, Duration } from 'luxon';
-import { epochMillis } from '../bounds.js';
+import { epochMillis } from '../../intervals/bounds.js';
 import type { ParsedDuration } from './every.js';
 import { checkResult, splitMicros } from './points.js';
 import { CalendarError, type CalendarUnit, type Period } from './types.js';

@@ -4,11 +4,12 @@
  * owes a rerun, so a rollup reading the output waits for the rerun instead of running on data that
  * is about to change. Pure: the index commits them like any producer's events.
  */
-import { formatTime } from './bounds.js';
-import type { NormalizedEvent } from './events.js';
+
+import type { NormalizedEvent } from '../events/events.js';
+import { formatTime } from '../intervals/bounds.js';
+import { idempotencyKey } from '../runs/trigger.js';
+import type { Interval } from '../types.js';
 import type { Rollup } from './rollup.js';
-import { idempotencyKey } from './trigger.js';
-import type { Interval } from './types.js';
 
 /** The version a generation's output carries unless its run reported one: `{rollup}#{generation}`. */
 export function outputVersion(rollupId: string, generation: number): string {

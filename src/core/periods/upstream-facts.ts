@@ -2,10 +2,10 @@
  * What the policy decides on, per period, from what its upstreams hold (src/store/assets/upstreams.ts
  * reads it): each upstream's coverage of the period and the facts `decide()` takes. Pure.
  */
-import { type Coverage, projectCoverage } from './coverage.js';
+import { type Coverage, projectCoverage } from '../intervals/coverage.js';
+import type { Rollup } from '../rollups/rollup.js';
+import type { Domain, Segment } from '../types.js';
 import type { UpstreamFacts } from './policy.js';
-import type { Rollup } from './rollup.js';
-import type { Domain, Segment } from './types.js';
 
 /** One upstream as read for some periods: its newest seq, covered extent and overlapping segments. */
 export interface Upstream {

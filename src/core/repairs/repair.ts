@@ -12,9 +12,9 @@
  *   complete (`partial` once something it asked for was covered); `abandoned` when attempt
  *   `attempts` is due to be re-sent and is still not covered.
  */
-import { intersect, measure, normalize } from './intervals.js';
-import type { PeriodState } from './policy.js';
-import type { Interval, Piece } from './types.js';
+import { intersect, measure, normalize } from '../intervals/intervals.js';
+import type { PeriodState } from '../periods/policy.js';
+import type { Interval, Piece } from '../types.js';
 
 export const REPAIR_STATES = ['open', 'partial', 'repaired', 'abandoned', 'cancelled'] as const;
 export type RepairState = (typeof REPAIR_STATES)[number];

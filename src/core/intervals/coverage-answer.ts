@@ -1,8 +1,8 @@
+import type { Domain, Interval, Piece, PieceState, Segment } from '../types.js';
 import { formatPoint } from './bounds.js';
 import { piecesOf, type ReplayRequiredPiece } from './coverage.js';
 import { type FreshnessJson, freshnessOf } from './freshness.js';
 import { intersect } from './intervals.js';
-import type { Domain, Interval, Piece, PieceState, Segment } from './types.js';
 
 /** A span in the asset's own form: ISO 8601 for time, JSON numbers for integers. */
 export interface SpanJson {

@@ -3,8 +3,8 @@
  * (migrations/0012_compact_events.sql applies the same rules to rows logged before it; keep the two
  * alike): each field in its compact form when that form spells the text back exactly, else as text.
  */
-import { type Bound, formatTime } from './bounds.js';
-import type { Domain } from './types.js';
+import { type Bound, formatTime } from '../intervals/bounds.js';
+import type { Domain } from '../types.js';
 
 const HEX_ID = /^(?:[0-9a-f]{2})+$/;
 

@@ -4,10 +4,10 @@
  * `decide()` as a stored one, so a derived state can never disagree with a stored one. Pure.
  */
 import { DateTime } from 'luxon';
+import type { Rollup } from '../rollups/rollup.js';
 import type { Period } from './calendar.js';
 import { countStarts } from './period-count.js';
 import { decide, PERIOD_STATES, type PeriodFacts, type PeriodState, type Rerun } from './policy.js';
-import type { Rollup } from './rollup.js';
 
 /** One period as the listings show it (SPEC §8), stored or derived. */
 export interface PeriodView extends Period {

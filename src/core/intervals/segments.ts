@@ -4,7 +4,7 @@
  * newest completion and the newest replay requirement covering it; the SPEC §2 rule follows from
  * those two alone.
  */
-import type { Change, Segment, SegmentState } from './types.js';
+import type { Change, Segment, SegmentState } from '../types.js';
 
 export interface SegmentDelta<S extends Segment> {
   /** Stored segments to delete (the very objects passed in). */

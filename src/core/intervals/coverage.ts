@@ -1,6 +1,7 @@
 /** Projects stored segments onto a query window: the coverage answer of SPEC §8. */
+
+import type { Interval, Piece, Segment } from '../types.js';
 import { intersect } from './intervals.js';
-import type { Interval, Piece, Segment } from './types.js';
 
 export interface ReplayRequiredPiece extends Interval {
   readonly version: string | null;

@@ -1,8 +1,13 @@
-import type { Coverage } from './coverage.js';
-import { type ReplayRequiredJson, replayRequiredJson, type SpanJson, spanJson } from './coverage-answer.js';
-import type { TriggerReason } from './policy.js';
+import type { Coverage } from '../intervals/coverage.js';
+import {
+  type ReplayRequiredJson,
+  replayRequiredJson,
+  type SpanJson,
+  spanJson,
+} from '../intervals/coverage-answer.js';
+import type { TriggerReason } from '../periods/policy.js';
+import type { Domain } from '../types.js';
 import { runId } from './runs.js';
-import type { Domain } from './types.js';
 
 /** SPEC §6 payload; field names are part of the contract. */
 export interface TriggerPayload {

@@ -3,7 +3,7 @@
  * a normalized set: sorted, non-empty, with overlapping and adjacent intervals merged, as fresh
  * `{start, end}` objects (callers may pass richer objects such as segments).
  */
-import type { Interval } from './types.js';
+import type { Interval } from '../types.js';
 
 interface MutableInterval {
   start: number;

@@ -1,5 +1,5 @@
 /** The calendar's public types and its one error class, shared by the entry and its internals. */
-import type { Domain } from '../types.js';
+import type { Domain } from '../../types.js';
 
 export type CalendarUnit = 'minute' | 'hour' | 'day' | 'week' | 'month' | 'quarter' | 'year';
 

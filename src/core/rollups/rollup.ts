@@ -1,8 +1,8 @@
-import { parseIntegerBound, parseTimeBound } from './bounds.js';
-import { type Calendar, createCalendar, parseEvery } from './calendar.js';
-import type { Policy, RerunRule } from './policy.js';
-import { DEFAULT_RUN_POLICY, type RunPolicy } from './runs.js';
-import type { Domain } from './types.js';
+import { parseIntegerBound, parseTimeBound } from '../intervals/bounds.js';
+import { type Calendar, createCalendar, parseEvery } from '../periods/calendar.js';
+import type { Policy, RerunRule } from '../periods/policy.js';
+import { DEFAULT_RUN_POLICY, type RunPolicy } from '../runs/runs.js';
+import type { Domain } from '../types.js';
 
 /** A rollup's raw definition, as the config schema hands it over (durations already in ms). */
 export interface RollupSpec {

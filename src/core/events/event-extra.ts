@@ -1,4 +1,4 @@
-import { BadInputError } from './errors.js';
+import { BadInputError } from '../errors.js';
 
 /** Deepest nesting of `extra` (the object itself is level 1). */
 const MAX_EXTRA_DEPTH = 32;

@@ -2,8 +2,9 @@
  * Freshness of an asset (SPEC §10): how far its complete coverage reaches, how long ago that was,
  * and whether that breaks the asset's expectation. Pure: `now` is a parameter.
  */
+
+import type { Domain } from '../types.js';
 import { formatPoint } from './bounds.js';
-import type { Domain } from './types.js';
 
 export interface FreshnessFacts {
   readonly domain: Domain;
