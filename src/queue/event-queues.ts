@@ -9,7 +9,7 @@ import { queueGroups } from './groups.js';
 
 /**
  * The producer side of the events queue: every group's queue, and each event added to the group
- * of its asset (core/routing.ts), so emit, POST /v1/events and the examples route alike.
+ * of its asset (core/events/routing.ts), so emit, POST /v1/events and the examples route alike.
  */
 export class EventQueues {
   readonly queues: readonly Queue[];

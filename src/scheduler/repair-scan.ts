@@ -4,7 +4,7 @@
  * ten minutes since the last: nothing else makes a range owed) look at their newest periods past
  * `after` (and one older chunk of their backlog, walking back to `begin` one scan at a time), read
  * what their upstreams hold there, and make requests for the not-complete ranges of the periods
- * that owe them (core/repair.ts planRepairs), newest first, at most the budget per pass, in a
+ * that owe them (core/repairs/repair.ts planRepairs), newest first, at most the budget per pass, in a
  * transaction fenced by the lease token.
  *
  * A rollup whose periods were all planned (its walk done, none left out by the budget) is settled

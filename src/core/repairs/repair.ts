@@ -47,7 +47,7 @@ export const DEFAULT_REPAIR_POLICY: Omit<RepairPolicy, 'limit'> & { limit: numbe
   limit: 100,
 };
 
-/** The not-complete pieces of a tiling (core/coverage.ts piecesOf) as repair ranges. */
+/** The not-complete pieces of a tiling (core/intervals/coverage.ts piecesOf) as repair ranges. */
 export function rangesOfPieces(pieces: readonly Piece[]): RepairRange[] {
   const out: RepairRange[] = [];
   for (const p of pieces) {

@@ -23,7 +23,7 @@ export interface TriggerPayload {
   decided_at: string;
   /** Which attempt of this generation's run this delivery is (SPEC §11): 1, then 2, 3, ... on retries. */
   attempt: number;
-  /** The attempt's own id: the idempotency key for attempt 1, `<key>~aN` after (see core/runs.ts). */
+  /** The attempt's own id: the idempotency key for attempt 1, `<key>~aN` after (see core/runs/runs.ts). */
   run_id: string;
 }
 

@@ -1,6 +1,6 @@
 /**
  * The answer of `GET /v1/graph` and what the graph page draws: the configured rollups, the assets
- * they read and write and the declared assets, laid out by depth (core/graph.ts), each with its
+ * they read and write and the declared assets, laid out by depth (core/rollups/graph.ts), each with its
  * state. A few statements whatever the history: period counts per rollup (kept by triggers),
  * freshness probes for the graph's assets only, failed-run counts per rollup.
  */

@@ -8,7 +8,7 @@ import { EVENT_EXAMPLES, EVENT_SPELLINGS, REPLAY_FIELDS } from './event-spelling
 export const MAX_EVENTS_PER_REQUEST = 1000;
 
 /**
- * An event is checked by the normaliser the queue worker uses (src/core/events.ts), which takes
+ * An event is checked by the normaliser the queue worker uses (src/core/events/events.ts), which takes
  * many spellings and names each refusal's reason, so the request schema lets any JSON through and
  * the item is refused per index, as the worker would refuse it. The document describes each
  * accepted spelling (./event-spellings.ts), so generated clients can send every one of them.

@@ -110,7 +110,7 @@ function isNoPartition(error: unknown): boolean {
 }
 
 /**
- * The statements of a commit, around the pure plan of src/core/commit-plan.ts: lock the assets,
+ * The statements of a commit, around the pure plan of src/core/events/commit-plan.ts: lock the assets,
  * [append the plan's rows + read the segments they touch], [rewrite segments + update assets +
  * notify].
  */

@@ -1,6 +1,6 @@
 /**
  * What the upstreams of a rollup hold for some periods: each upstream's newest seq, extent and
- * segments, read in one statement (the facts per period are core/upstream-facts.ts). Shared by
+ * segments, read in one statement (the facts per period are core/periods/upstream-facts.ts). Shared by
  * the evaluation and the period detail.
  */
 import { normalize } from '../../core/intervals/intervals.js';

@@ -1,7 +1,7 @@
 /**
  * Every write to `periods`, one named verb per transition, each saying why its statement has its
  * shape: where a period's stored state changes. Only the lease holder's scheduler calls these,
- * except `requestManualRun` (the HTTP API). The rules they apply are pure, in core/policy.ts
+ * except `requestManualRun` (the HTTP API). The rules they apply are pure, in core/periods/policy.ts
  * (`decide`, `rerunOwed`, `stateAfterMark`); the outbox rows that go with a trigger are
  * src/store/triggers.ts.
  */

@@ -1,7 +1,7 @@
 /**
  * How a run moves (SPEC §11): reportRun applies one report to one run and records it in
  * run_reports, with the run columns of `periods` (its current attempt and state). The moves
- * themselves are decided by src/core/runs.ts; here they are loaded and stored. Attempts are made
+ * themselves are decided by src/core/runs/runs.ts; here they are loaded and stored. Attempts are made
  * in run-attempts.ts, deliveries recorded in run-delivery.ts, the next target checks set in
  * run-next-checks.ts.
  */

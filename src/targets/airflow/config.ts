@@ -5,7 +5,7 @@ import { secret } from '../../support/fields.js';
 import type { SecretKind } from '../target.js';
 import { unsupportedDirective } from './partition-key.js';
 
-/** A strftime format of the directives partition keys support (core/partition-key.ts). */
+/** A strftime format of the directives partition keys support (targets/airflow/partition-key.ts). */
 export const partitionFormat = z
   .string()
   .min(1)

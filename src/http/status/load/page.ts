@@ -182,7 +182,7 @@ export async function loadPage(
   return { page, found: !missing };
 }
 
-/** Worst first (src/core/rollup-rank.ts), with the counts each rollup was ranked by. */
+/** Worst first (src/core/rollups/rollup-rank.ts), with the counts each rollup was ranked by. */
 async function worstFirst(sql: Sql, rollups: readonly RollupRuntime[], nowMs: number) {
   const ids = rollups.map((r) => r.rollup.id);
   const [counts, runCounts] = await Promise.all([
