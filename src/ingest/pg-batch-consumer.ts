@@ -14,8 +14,6 @@ import { randomUUID } from 'node:crypto';
 import type { Queue } from 'bullmq';
 import type { Sql } from '../store/pg/db.js';
 import { backoffMs, isTransient } from '../store/pg/transient.js';
-import { Alarm } from './alarm.js';
-import type { ConsumerSettings, EventConsumer } from './bullmq-consumer.js';
 import {
   type ClaimedJob,
   type Completion,
@@ -25,7 +23,9 @@ import {
   giveBackJobs,
   type JobQueue,
   reclaimStalled,
-} from './pg-jobs.js';
+} from '../store/queue/jobs.js';
+import { Alarm } from './alarm.js';
+import type { ConsumerSettings, EventConsumer } from './bullmq-consumer.js';
 
 export interface PgConsumerSettings extends ConsumerSettings {
   /** The consumer's own pool (it ends it on close) and the queue's schema. */

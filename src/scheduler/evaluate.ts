@@ -14,12 +14,12 @@ import {
   writeUpdates,
 } from '../store/periods/writes.js';
 import type { Sql } from '../store/pg/db.js';
+import { limitTransaction } from '../store/pg/transaction-limits.js';
 import { insertFirstRuns } from '../store/runs/attempts.js';
 import { type TriggerRow, writeTriggers } from '../store/triggers.js';
 import type { Logger } from '../support/log.js';
 import { redactTarget } from '../targets/secrets.js';
 import type { DecidedEvent } from './scheduler-events.js';
-import { limitTransaction } from './transaction-limits.js';
 
 export interface EvaluationContext {
   readonly sql: Sql;

@@ -7,7 +7,7 @@ import { advanceCursors, openCursors, setCursor } from '../store/periods/cursors
 import { seenByTriggers } from '../store/periods/reads.js';
 import { insertTouched, type Mark, markTouched } from '../store/periods/writes.js';
 import type { Sql, Tx } from '../store/pg/db.js';
-import { limitTransaction } from './transaction-limits.js';
+import { limitTransaction } from '../store/pg/transaction-limits.js';
 
 interface EventRow {
   seq: number;

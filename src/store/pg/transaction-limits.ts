@@ -1,4 +1,4 @@
-import type { Tx } from '../store/pg/db.js';
+import type { Tx } from './db.js';
 
 /** Longest a scheduler statement may wait for a lock before the pass fails and is retried. */
 const LOCK_TIMEOUT_MS = 30_000;

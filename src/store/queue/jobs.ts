@@ -5,7 +5,7 @@
  * states, locks, events and retention are exactly what BullMQ's Worker would leave. Nothing here
  * writes BullMQ's tables directly. The `job` table is read only to skip jobs no longer ours.
  */
-import type { Sql } from '../store/pg/db.js';
+import type { Sql } from '../pg/db.js';
 
 /** A claimed job: its lock token and what the handler reads. */
 export interface ClaimedJob {
