@@ -22,6 +22,7 @@ import {
   extendLocks,
   giveBackJobs,
   type JobQueue,
+  listenForJobs,
   reclaimStalled,
 } from '../store/queue/jobs.js';
 import { Alarm } from './alarm.js';
@@ -82,14 +83,12 @@ class PgBatchConsumer implements EventConsumer {
 
   constructor(private readonly s: PgConsumerSettings) {
     this.q = { sql: s.sql, schema: s.schema, name: s.name };
-    this.listening = s.sql
-      .listen('bullmq_jobs', (queue) => {
-        if (queue === s.name) this.alarm.wake();
-      })
-      .catch((error: unknown) => {
-        s.log.warn({ err: error, queue: s.name }, 'could not listen for new jobs; polling every second');
-        return undefined;
-      });
+    this.listening = listenForJobs(s.sql, (queue) => {
+      if (queue === s.name) this.alarm.wake();
+    }).catch((error: unknown) => {
+      s.log.warn({ err: error, queue: s.name }, 'could not listen for new jobs; polling every second');
+      return undefined;
+    });
     this.timers = [
       setInterval(() => void this.renewLocks(), RENEW_AFTER_MS).unref(),
       setInterval(() => void this.checkStalled(), STALLED_EVERY_MS).unref(),

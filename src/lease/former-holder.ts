@@ -1,21 +1,5 @@
-import { bounded } from '../store/lease.js';
 import type { Sql } from '../store/pg/db.js';
-
-/**
- * A session of another instance as pg_stat_activity shows it: what a log line names when that
- * session is ended or blocks the lease holder.
- */
-export interface SessionInfo {
-  readonly pid: number;
-  readonly application_name: string;
-  readonly state: string | null;
-  readonly wait_event_type: string | null;
-  readonly wait_event: string | null;
-  readonly xact_start: Date | null;
-  readonly query_start: Date | null;
-  /** The start of the session's current or last statement, at most 200 characters. */
-  readonly query: string;
-}
+import { type SessionInfo, stuckSessionsOf, terminateSession } from '../store/pg/sessions.js';
 
 export interface EndedSessions {
   readonly ended: readonly SessionInfo[];
@@ -46,19 +30,7 @@ export async function endFormerHolderSessions(
   stuckMs: number,
   timeoutMs: number,
 ): Promise<EndedSessions> {
-  const rows = await bounded(
-    timeoutMs,
-    sql<(SessionInfo & { hidden: boolean })[]>`
-      select pid, application_name, state, wait_event_type, wait_event, xact_start, query_start,
-        left(query, 200) as query, query = '<insufficient privilege>' as hidden
-      from pg_stat_activity
-      where datname = current_database() and pid <> pg_backend_pid()
-        and split_part(application_name, '@', 2) = ${instance}
-        and (query = '<insufficient privilege>' or (xact_start is not null
-          and wait_event_type in ('Client', 'Lock')
-          and state_change <= clock_timestamp() - ${stuckMs}::float8 * interval '1 millisecond'))
-      order by xact_start`,
-  );
+  const rows = await stuckSessionsOf(sql, instance, stuckMs, timeoutMs);
   const hidden = rows.filter((r) => r.hidden).length;
   const stuck = rows.filter((r) => !r.hidden).map(({ hidden: _, ...r }) => r);
   return { ...(await terminate(sql, stuck, timeoutMs)), hidden };
@@ -74,11 +46,7 @@ export async function terminate(
   const refused: SessionInfo[] = [];
   for (const session of sessions) {
     try {
-      const [row] = await bounded(
-        timeoutMs,
-        sql<{ ok: boolean }[]>`select pg_terminate_backend(${session.pid}::int) as ok`,
-      );
-      if (row?.ok) ended.push(session); // false: the session ended meanwhile
+      if (await terminateSession(sql, session.pid, timeoutMs)) ended.push(session); // false: ended meanwhile
     } catch (error) {
       if ((error as { code?: string }).code !== '42501') throw error;
       refused.push(session);

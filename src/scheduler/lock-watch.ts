@@ -1,9 +1,9 @@
 import { performance } from 'node:perf_hooks';
-import { describeSession, type EndedSessions, type SessionInfo, terminate } from '../lease/former-holder.js';
+import { describeSession, type EndedSessions, terminate } from '../lease/former-holder.js';
 import type { LeaseSessionMetrics, LockBlocker } from '../metrics/lease.js';
-import { bounded } from '../store/lease.js';
 import type { Sql } from '../store/pg/db.js';
 import { SESSION_PREFIX } from '../store/pg/instance.js';
+import { type LockWait, lockWaits, periodLockHolders, type SessionInfo } from '../store/pg/sessions.js';
 import type { Logger } from '../support/log.js';
 
 export interface LockWatchOptions {
@@ -21,13 +21,6 @@ export interface LockWatchOptions {
   readonly metrics: LeaseSessionMetrics;
   /** Told of former-holder sessions ended (or refused) because they blocked a pass. */
   readonly onSessionsEnded?: (result: EndedSessions) => void;
-}
-
-interface WaitRow extends SessionInfo {
-  readonly waiting_pid: number;
-  readonly waiting_query: string;
-  readonly waiting_since: Date;
-  readonly waiting_ms: number;
 }
 
 /**
@@ -85,18 +78,7 @@ export class LockWatch {
 
   private async lookAtSkipped(): Promise<void> {
     const { sql, application, timeoutMs, everyMs, log, metrics } = this.o;
-    const rows = await bounded(
-      timeoutMs,
-      sql<SessionInfo[]>`
-        select distinct on (a.pid) a.pid, a.application_name, a.state, a.wait_event_type,
-          a.wait_event, a.xact_start, a.query_start, left(a.query, 200) as query
-        from pg_locks l join pg_stat_activity a on a.pid = l.pid
-        where l.database = (select oid from pg_database where datname = current_database())
-          and l.relation = 'periods'::regclass and l.granted
-          and a.pid <> pg_backend_pid() and a.application_name <> ${application}
-          and a.xact_start <= clock_timestamp() - ${everyMs}::float8 * interval '1 millisecond'
-        order by a.pid`,
-    );
+    const rows = await periodLockHolders(sql, application, everyMs, timeoutMs);
     const former = this.o.formerInstance();
     const fresh = rows.filter((r) => !this.holders.has(holderKey(r)));
     this.holders.clear();
@@ -134,21 +116,7 @@ export class LockWatch {
 
   private async look(): Promise<void> {
     const { sql, application, timeoutMs, log, metrics } = this.o;
-    const rows = await bounded(
-      timeoutMs,
-      sql<WaitRow[]>`
-        select w.pid as waiting_pid, left(w.query, 200) as waiting_query,
-          w.query_start as waiting_since,
-          (extract(epoch from clock_timestamp() - w.state_change) * 1000)::float8 as waiting_ms,
-          b.pid, b.application_name, b.state, b.wait_event_type, b.wait_event, b.xact_start,
-          b.query_start, left(b.query, 200) as query
-        from pg_stat_activity w
-        cross join lateral unnest(pg_blocking_pids(w.pid)) as blocker(pid)
-        join pg_stat_activity b on b.pid = blocker.pid
-        where w.datname = current_database() and w.application_name = ${application}
-          and w.wait_event_type = 'Lock'
-        order by w.pid, b.pid`,
-    );
+    const rows = await lockWaits(sql, application, timeoutMs);
     metrics.schedulerLockWaitSeconds.set(Math.max(0, ...rows.map((r) => r.waiting_ms)) / 1000);
     if (rows.length === 0) {
       this.seen.clear();
@@ -182,11 +150,11 @@ export class LockWatch {
   }
 }
 
-const key = (r: WaitRow) => `${r.waiting_pid}:${r.waiting_since?.getTime()}:${r.pid}`;
+const key = (r: LockWait) => `${r.waiting_pid}:${r.waiting_since?.getTime()}:${r.pid}`;
 const holderKey = (r: SessionInfo) => `${r.pid}:${r.xact_start?.getTime()}`;
 
-function groupByWaiting(rows: readonly WaitRow[]): Map<number, WaitRow[]> {
-  const by = new Map<number, WaitRow[]>();
+function groupByWaiting(rows: readonly LockWait[]): Map<number, LockWait[]> {
+  const by = new Map<number, LockWait[]>();
   for (const r of rows) by.set(r.waiting_pid, [...(by.get(r.waiting_pid) ?? []), r]);
   return by;
 }

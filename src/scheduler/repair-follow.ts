@@ -49,16 +49,10 @@ export class FollowWatch {
   /** Whether any request was active at the last look: only then is a periodic look worth a wake. */
   private active = false;
 
-  /** A commit notification (store/assets/commit.ts eventsPayload): its assets, or '' for any. */
-  note(payload: string): void {
-    let assets: unknown;
-    try {
-      assets = JSON.parse(payload);
-    } catch {
-      assets = null;
-    }
-    if (!Array.isArray(assets)) this.fullAt = 0;
-    else for (const a of assets) this.touched.add(String(a));
+  /** A commit notification's assets (store/assets/commit.ts notifiedAssets), or null for any. */
+  note(assets: readonly string[] | null): void {
+    if (assets === null) this.fullAt = 0;
+    else for (const a of assets) this.touched.add(a);
     if (this.touched.size > MAX_TOUCHED) {
       this.touched = new Set();
       this.fullAt = 0;

@@ -105,20 +105,12 @@ export class RepairScan {
   }
 
   /**
-   * A commit notification (store/assets/commit.ts eventsPayload): the rollups reading its assets scan
-   * again, at most every scanMs (a replay requirement may have made ranges owed in a triggered
-   * period); a notification that names no assets wakes them all.
+   * A commit notification's assets (store/assets/commit.ts notifiedAssets): the rollups reading
+   * them scan again, at most every scanMs (a replay requirement may have made ranges owed in a
+   * triggered period); a notification that names no assets (null) wakes them all.
    */
-  note(payload: string): void {
-    let assets: unknown;
-    try {
-      assets = JSON.parse(payload);
-    } catch {
-      assets = null;
-    }
-    this.wake(
-      Array.isArray(assets) ? assets.flatMap((a) => this.byUpstream.get(String(a)) ?? []) : undefined,
-    );
+  note(assets: readonly string[] | null): void {
+    this.wake(assets === null ? undefined : assets.flatMap((a) => this.byUpstream.get(a) ?? []));
   }
 
   /**

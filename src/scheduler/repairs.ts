@@ -63,10 +63,10 @@ export class Repairs {
     this.watch.all();
   }
 
-  /** A commit notification (store/assets/commit.ts): the requests on its assets get a look, their rollups a scan. */
-  note(payload: string): void {
-    this.watch.note(payload);
-    this.scans.note(payload);
+  /** A commit notification's assets (null: any): the requests on them get a look, their rollups a scan. */
+  note(assets: readonly string[] | null): void {
+    this.watch.note(assets);
+    this.scans.note(assets);
   }
 
   /** Notifications may have been missed (the listener reconnected): look at every request and rollup. */

@@ -3,7 +3,7 @@ import type { RollupRuntime } from '../config/rollups.js';
 import type { Fence } from '../lease/fence.js';
 import type { Metrics } from '../metrics/registry.js';
 import type { QueueConnection } from '../queue/backend.js';
-import { EVENTS_CHANNEL } from '../store/assets/commit.js';
+import { listenForCommits } from '../store/assets/commit.js';
 import { schedulerWake } from '../store/periods/reads.js';
 import { databaseNow, type Sql } from '../store/pg/db.js';
 import { syncRollups } from '../store/rollups.js';
@@ -114,11 +114,11 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
 
   async start(): Promise<void> {
     this.running = true;
-    const listener = await this.options.sql.listen(
-      EVENTS_CHANNEL,
-      (payload) => {
-        this.repairs.note(payload);
-        if (this.marks.note(payload)) this.kick();
+    const listener = await listenForCommits(
+      this.options.sql,
+      (assets) => {
+        this.repairs.note(assets);
+        if (this.marks.note(assets)) this.kick();
       },
       // (Re)connected: notifications may have been missed in between.
       () => {

@@ -25,8 +25,8 @@ describe('FollowWatch', () => {
 
   it('names the assets of commit notifications, the decided periods and whether any is due', () => {
     const w = settled();
-    w.note(JSON.stringify(['a', 'b']));
-    w.note(JSON.stringify(['b']));
+    w.note(['a', 'b']);
+    w.note(['b']);
     w.noteDecided('r', 7, 'triggered');
     w.noteDecided('r', 8, 'waiting'); // not decided otherwise: still waits
     w.noteDecided('q', 9, 'missed');
@@ -45,7 +45,7 @@ describe('FollowWatch', () => {
 
   it('looks at everything when a notification names no assets, after a reconnect, and every 5 minutes', () => {
     const w = settled();
-    w.note('');
+    w.note(null);
     expect(w.take(T + 10, true, null)).toEqual({ kind: 'all' });
     w.all();
     expect(w.take(T + 20, true, null)).toEqual({ kind: 'all' });
@@ -55,11 +55,11 @@ describe('FollowWatch', () => {
 
   it('puts back what a full batch left, and looks at nothing while no request is open', () => {
     const w = settled();
-    w.note(JSON.stringify(['a']));
+    w.note(['a']);
     const focus = w.take(T + 10, true, null)!;
     w.putBack(focus);
     expect(w.take(T + 20, true, null)).toEqual({ kind: 'some', due: false, assets: ['a'], periods: [] });
-    w.note(JSON.stringify(['b']));
+    w.note(['b']);
     expect(w.take(T + 30, false, null)).toBeNull();
     expect(w.nextFullAt()).toBe(Number.POSITIVE_INFINITY); // nothing open: no periodic wake
     w.putBack({ kind: 'all' });
@@ -68,7 +68,7 @@ describe('FollowWatch', () => {
 
   it('a standby that notes many assets without following falls back to one full look', () => {
     const w = settled();
-    for (let i = 0; i < 6000; i++) w.note(JSON.stringify([`a${i}`]));
+    for (let i = 0; i < 6000; i++) w.note([`a${i}`]);
     expect(w.take(T + 10, true, null)).toEqual({ kind: 'all' });
   });
 });

@@ -13,9 +13,9 @@ import { DEFAULT_REPAIR_POLICY, manualRequest, rangesOfPieces } from '../../core
 import { attemptPayload, repairKey } from '../../core/repairs/repair-payload.js';
 import type { Domain } from '../../core/types.js';
 import { findAsset } from '../../store/assets/assets.js';
-import { EVENTS_CHANNEL } from '../../store/assets/commit.js';
+import { wakeScheduler } from '../../store/assets/commit.js';
 import { assetSegmentsIn } from '../../store/assets/segments-sql.js';
-import { heldRequests, lockRepairAssets, makeRequests, wakeScheduler } from '../../store/repairs/requests.js';
+import { heldRequests, lockRepairAssets, makeRequests } from '../../store/repairs/requests.js';
 import { describeTarget } from '../../targets/registry.js';
 import { redactTarget } from '../../targets/secrets.js';
 import { commandConfig, type GlobalOptions, withSql } from './shared.js';
@@ -141,7 +141,8 @@ export async function runRepair(args: readonly string[], values: RepairOptions):
         leaseToken: null,
       };
       const [id] = await makeRequests(tx, [request], now, (m, id) => attemptPayload(m, id, 1, m.ranges, now));
-      await wakeScheduler(tx, EVENTS_CHANNEL);
+      // The lease holder delivers it at once.
+      await wakeScheduler(tx);
       return { kind: 'made' as const, id: id!, ...made };
     });
     const point = (p: number) => formatPoint(domain, p);

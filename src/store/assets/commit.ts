@@ -1,7 +1,7 @@
 import type { BadInputError } from '../../core/errors.js';
 import { type CommitOutcome, planAppend, planFold, touchedRanges } from '../../core/events/commit-plan.js';
 import type { NormalizedEvent } from '../../core/events/events.js';
-import type { Sql, Tx } from '../pg/db.js';
+import type { Db, Sql, Tx } from '../pg/db.js';
 import { lockAssets } from './assets.js';
 import { insertEvents } from './event-append.js';
 import { createCurrentPartition, createCurrentPartitionIn } from './partitions.js';
@@ -23,16 +23,41 @@ export function eventsPayload(assets: readonly string[]): string {
   return Buffer.byteLength(text, 'utf8') <= MAX_PAYLOAD_BYTES ? text : '';
 }
 
-/** Whether a notification on EVENTS_CHANNEL may concern a rollup reading `upstreams`. */
-export function concernsAny(payload: string, upstreams: ReadonlySet<string>): boolean {
+/**
+ * What a notification on EVENTS_CHANNEL says, read in this one place: the assets with new events,
+ * or null for any ('' from a manual wake-up or a batch whose names did not fit, or a payload not
+ * ours to read: wake rather than miss something).
+ */
+export function notifiedAssets(payload: string): readonly string[] | null {
   let assets: unknown;
   try {
     assets = JSON.parse(payload);
   } catch {
-    return true; // '' or not ours to read: wake rather than miss something
+    return null;
   }
-  if (!Array.isArray(assets)) return true;
-  return assets.some((a) => typeof a !== 'string' || upstreams.has(a));
+  return Array.isArray(assets) && assets.every((a) => typeof a === 'string') ? assets : null;
+}
+
+/** Whether a notification naming `assets` (null: any) may concern a rollup reading `upstreams`. */
+export function concernsAny(assets: readonly string[] | null, upstreams: ReadonlySet<string>): boolean {
+  return assets === null || assets.some((a) => upstreams.has(a));
+}
+
+/**
+ * Listens on EVENTS_CHANNEL: `onCommit` with each notification's assets (notifiedAssets), and
+ * `onConnect` on every (re)connection, after which notifications may have been missed.
+ */
+export function listenForCommits(
+  sql: Sql,
+  onCommit: (assets: readonly string[] | null) => void,
+  onConnect: () => void,
+): Promise<{ unlisten(): Promise<void> }> {
+  return sql.listen(EVENTS_CHANNEL, (payload) => onCommit(notifiedAssets(payload)), onConnect);
+}
+
+/** Wakes the lease holder for anything (a manual request, a retry owed now): delivered on commit. */
+export async function wakeScheduler(db: Db): Promise<void> {
+  await db`select pg_notify(${EVENTS_CHANNEL}, '')`;
 }
 
 /**

@@ -8,7 +8,7 @@
 import type { Period } from '../../core/periods/calendar.js';
 import type { StoredFacts } from '../../core/periods/periods.js';
 import { PERIOD_STATES, type PeriodState, type Rerun, stateAfterMark } from '../../core/periods/policy.js';
-import { EVENTS_CHANNEL } from '../assets/commit.js';
+import { wakeScheduler } from '../assets/commit.js';
 import type { Sql, Tx } from '../pg/db.js';
 
 /** A period claimed for evaluation, locked until its transaction ends. */
@@ -202,7 +202,7 @@ export async function requestManualRun(sql: Sql, rollupId: string, period: Perio
       insert into periods (rollup_id, lo, hi, key) values (${rollupId}, ${period.start}, ${period.end}, ${period.key})
       on conflict do nothing`;
     await tx`update periods set manual_requested = true, dirty = true where rollup_id = ${rollupId} and lo = ${period.start}`;
-    await tx`select pg_notify(${EVENTS_CHANNEL}, '')`;
+    await wakeScheduler(tx);
   });
 }
 

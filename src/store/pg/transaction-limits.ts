@@ -12,3 +12,11 @@ export async function limitTransaction(tx: Tx, idleMs: number): Promise<void> {
   await tx`select set_config('lock_timeout', ${`${LOCK_TIMEOUT_MS}ms`}, true),
     set_config('idle_in_transaction_session_timeout', ${`${Math.max(1000, Math.round(idleMs))}ms`}, true)`;
 }
+
+/**
+ * This transaction's commit does not wait for its WAL flush: for work derived from what is durable
+ * already (the marks from the event log), which a crash loses and the next pass redoes.
+ */
+export async function commitWithoutFlush(tx: Tx): Promise<void> {
+  await tx`select set_config('synchronous_commit', 'off', true)`;
+}

@@ -138,3 +138,14 @@ export async function reclaimStalled(q: JobQueue, maxStalled: number, intervalMs
 function isFinishError(error: unknown): boolean {
   return (error as { code?: unknown } | null)?.code === 'BM001';
 }
+
+/**
+ * Listens for the backend's notification of new jobs (channel `bullmq_jobs`, the queue's name as
+ * payload): `onQueue` with each queue name.
+ */
+export function listenForJobs(
+  sql: Sql,
+  onQueue: (queue: string) => void,
+): Promise<{ unlisten(): Promise<void> }> {
+  return sql.listen('bullmq_jobs', onQueue);
+}

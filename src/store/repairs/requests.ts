@@ -132,8 +132,3 @@ export async function addWaiters(
       ${waiters.map((w) => w.lo)}::int8[], ${waiters.map((w) => w.key)}::text[])
     on conflict do nothing`;
 }
-
-/** Wakes the lease holder (a request made by hand is delivered by it at once). */
-export async function wakeScheduler(db: Db, channel: string): Promise<void> {
-  await db`select pg_notify(${channel}, '')`;
-}
