@@ -12,6 +12,7 @@ import { commitsDirectly } from '../ingest/direct.js';
 import { connectIngest, type IngestWorker, startIngestWorker } from '../ingest/worker.js';
 import type { EndedSessions } from '../lease/former-holder.js';
 import { SchedulerLease } from '../lease/lease.js';
+import { postgresLeaseStore } from '../lease/store.js';
 import { boundedScrape } from '../metrics/bounded-scrape.js';
 import { periodGaugeSource } from '../metrics/period-gauges.js';
 import { createMetrics, type Metrics } from '../metrics/registry.js';
@@ -147,7 +148,7 @@ export async function startDaemon(
         metrics.formerHolderSessionsEnded.inc({ result: 'refused' }, refused.length);
       };
       const lease = new SchedulerLease({
-        sql: leaseSql,
+        store: postgresLeaseStore(leaseSql),
         name: config.lease.name,
         ttlMs: config.lease.ttl,
         renewEveryMs: config.lease.renew_every,

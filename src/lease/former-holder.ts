@@ -1,5 +1,8 @@
-import type { Sql } from '../store/pg/db.js';
-import { type SessionInfo, stuckSessionsOf, terminateSession } from '../store/pg/sessions.js';
+import type { SessionInfo } from '../store/pg/sessions.js';
+import type { LeaseStore } from './store.js';
+
+/** The two session statements ending sessions takes. */
+type Sessions = Pick<LeaseStore, 'stuckSessionsOf' | 'terminateSession'>;
 
 export interface EndedSessions {
   readonly ended: readonly SessionInfo[];
@@ -25,20 +28,20 @@ export interface EndedSessions {
  * changes state quickly, as a healthy instance's does, is left alone.
  */
 export async function endFormerHolderSessions(
-  sql: Sql,
+  sessions: Sessions,
   instance: string,
   stuckMs: number,
   timeoutMs: number,
 ): Promise<EndedSessions> {
-  const rows = await stuckSessionsOf(sql, instance, stuckMs, timeoutMs);
+  const rows = await sessions.stuckSessionsOf(instance, stuckMs, timeoutMs);
   const hidden = rows.filter((r) => r.hidden).length;
   const stuck = rows.filter((r) => !r.hidden).map(({ hidden: _, ...r }) => r);
-  return { ...(await terminate(sql, stuck, timeoutMs)), hidden };
+  return { ...(await terminate(sessions, stuck, timeoutMs)), hidden };
 }
 
 /** pg_terminate_backend for each, one statement each so that one refusal does not stop the rest. */
 export async function terminate(
-  sql: Sql,
+  store: Pick<Sessions, 'terminateSession'>,
   sessions: readonly SessionInfo[],
   timeoutMs: number,
 ): Promise<EndedSessions> {
@@ -46,7 +49,7 @@ export async function terminate(
   const refused: SessionInfo[] = [];
   for (const session of sessions) {
     try {
-      if (await terminateSession(sql, session.pid, timeoutMs)) ended.push(session); // false: ended meanwhile
+      if (await store.terminateSession(session.pid, timeoutMs)) ended.push(session); // false: ended meanwhile
     } catch (error) {
       if ((error as { code?: string }).code !== '42501') throw error;
       refused.push(session);

@@ -1,5 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import { describeSession, type EndedSessions, terminate } from '../lease/former-holder.js';
+import { type LeaseStore, postgresLeaseStore } from '../lease/store.js';
 import type { LeaseSessionMetrics, LockBlocker } from '../metrics/lease.js';
 import type { Sql } from '../store/pg/db.js';
 import { SESSION_PREFIX } from '../store/pg/instance.js';
@@ -41,7 +42,12 @@ export class LockWatch {
   /** Former-holder sessions PostgreSQL refused to end. */
   private readonly refused = new Set<number>();
 
-  constructor(private readonly o: LockWatchOptions) {}
+  /** Ends sessions on the watch's own pool. */
+  private readonly sessions: Pick<LeaseStore, 'terminateSession'>;
+
+  constructor(private readonly o: LockWatchOptions) {
+    this.sessions = postgresLeaseStore(o.sql);
+  }
 
   /** Called as a pass starts; the returned function as it ends. */
   watch(): () => void {
@@ -94,12 +100,12 @@ export class LockWatch {
   /** Ends the former holder's sessions among `sessions`: they hold what the leader needs. */
   private async endFormer(sessions: readonly SessionInfo[], former: string | null, why: string) {
     if (former === null) return;
-    const { sql, timeoutMs, log } = this.o;
+    const { timeoutMs, log } = this.o;
     const theirs = [...new Map(sessions.map((r) => [r.pid, r])).values()].filter(
       (r) => this.kind(r, former) === 'former_holder' && !this.refused.has(r.pid),
     );
     if (theirs.length === 0) return;
-    const result = await terminate(sql, theirs, timeoutMs);
+    const result = await terminate(this.sessions, theirs, timeoutMs);
     for (const x of result.refused) this.refused.add(x.pid); // not asked (nor logged) again
     if (result.ended.length > 0)
       log.warn(
