@@ -25,7 +25,7 @@ import {
   listenForJobs,
   reclaimStalled,
 } from '../store/queue/jobs.js';
-import { Alarm } from './alarm.js';
+import { Alarm } from '../support/alarm.js';
 import type { ConsumerSettings, EventConsumer } from './bullmq-consumer.js';
 
 export interface PgConsumerSettings extends ConsumerSettings {

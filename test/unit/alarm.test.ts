@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { Alarm } from '../../src/ingest/alarm.js';
+import { Alarm } from '../../src/support/alarm.js';
 
 /** Whether a promise settled by the time queued callbacks have run. */
 async function settled(p: Promise<void>): Promise<boolean> {
