@@ -24,6 +24,11 @@ export class Alarm {
     });
   }
 
+  /** A wake-up came while nobody slept, and no sleep has taken it yet (latching alarms only). */
+  get woken(): boolean {
+    return this.pending;
+  }
+
   wake(): void {
     if (this.latch && this.sleepers.size === 0) this.pending = true;
     for (const wake of this.sleepers) wake();
