@@ -6,6 +6,7 @@
  * src/store/triggers.ts.
  */
 import type { Period } from '../../core/periods/calendar.js';
+import type { PeriodDecision } from '../../core/periods/decisions.js';
 import type { StoredFacts } from '../../core/periods/periods.js';
 import { PERIOD_STATES, type PeriodState, type Rerun, stateAfterMark } from '../../core/periods/policy.js';
 import { wakeScheduler } from '../assets/commit.js';
@@ -56,19 +57,6 @@ const claimedColumns = (tx: Tx) => tx`
   rollup_id as "rollupId", lo, hi, key, state, generation, satisfied_since as "satisfiedSince",
   last_change_at as "lastChangeAt", rerun, manual_requested as "manualRequested"`;
 
-export interface PeriodUpdate {
-  lo: number;
-  oldGeneration: number;
-  generation: number;
-  state: PeriodState;
-  reason: string | null;
-  ratio: number;
-  ratios: Record<string, number>;
-  satisfiedSince: number | null;
-  dueAt: number | null;
-  seqs: Record<string, number> | null;
-}
-
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
 /**
@@ -80,7 +68,7 @@ const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOStrin
 export async function writeUpdates(
   tx: Tx,
   rollupId: string,
-  updates: readonly PeriodUpdate[],
+  updates: readonly PeriodDecision[],
   now: Date,
 ): Promise<void> {
   const written = await tx`
