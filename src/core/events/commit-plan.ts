@@ -6,7 +6,7 @@
  * lacks it. After it, told which keys the log took (a key it already held is a duplicate),
  * `planFold`: every event's outcome, the changes folded into the merged segments in ingest order,
  * and each asset's counters. Pure; property-tested against a per-event model
- * (test/unit/commit-plan.test.ts).
+ * (test/unit/core/events/commit-plan.test.ts).
  */
 import type { BadInputError } from '../errors.js';
 import { applyChanges } from '../intervals/segments.js';

@@ -45,7 +45,7 @@ export const MAX_LIMIT = 1000;
 /**
  * What the index reads for one window: exact totals over every segment overlapping it, and the
  * segments nearest one end. It relies on the index being maximally merged (adjacent segments
- * always differ in version or state, test/unit/segments.test.ts), so each stored segment is one
+ * always differ in version or state, test/unit/core/intervals/segments.test.ts), so each stored segment is one
  * piece of the answer.
  */
 export interface WindowScan {
