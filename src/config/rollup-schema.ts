@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { OUTCOME_SOURCES } from '../core/runs/outcome.js';
 import { isoDuration, nonEmpty, zone } from '../support/fields.js';
 import { targetSchema, targetType } from '../targets/registry.js';
 import { repairSchema } from './repair-schema.js';
@@ -34,6 +35,10 @@ const runSchema = z.strictObject({
   timeout: isoDuration
     .refine((ms) => ms >= 1000, { message: 'must be at least PT1S' })
     .default(6 * 3_600_000),
+  // Where the outcome comes from: delivery or callback for a webhook, target for the others. Left
+  // out unless written (the stored definition, and so its hash, is what the user wrote); its
+  // default and what each target takes are core/runs/outcome.ts's, checked by defineRollups.
+  outcome: z.enum(OUTCOME_SOURCES).optional(),
 });
 
 export const rollupSchema = z

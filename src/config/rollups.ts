@@ -1,7 +1,7 @@
 /** The configured rollups: each one's pure definition beside the config it came from, checked at start-up. */
 
 import { defineRollup, type Rollup, RollupDefinitionError } from '../core/rollups/rollup.js';
-import { targetType } from '../targets/registry.js';
+import { followRules, targetType } from '../targets/registry.js';
 import { type Config, ConfigError, type RollupConfig } from './index.js';
 
 /**
@@ -32,7 +32,10 @@ export function defineRollups(config: Config, origin?: string): RollupRuntime[] 
   };
   const runtimes = config.rollups.map((spec, i) => {
     try {
-      const rollup = defineRollup(spec);
+      // The target module says whether its runs can be followed (its `follow`); the rollup's
+      // run.outcome, checked against that, says how its runs end.
+      const followed = followRules(spec.target.type) !== null;
+      const rollup = defineRollup(spec, { type: spec.target.type, followed });
       const problem = targetType(spec.target.type)?.rollupProblem?.(spec.target, rollup.domain);
       if (problem) throw new RollupDefinitionError(problem.field, problem.message);
       if (rollup.domain === 'integer' && spec.repair !== undefined) {

@@ -1,3 +1,4 @@
+import type { Rollup } from '../core/rollups/rollup.js';
 import { DEFAULT_RUN_POLICY, type RunPolicy } from '../core/runs/runs.js';
 import { attemptPayload } from '../core/runs/trigger.js';
 import type { Metrics } from '../metrics/registry.js';
@@ -25,6 +26,8 @@ export interface DispatchContext {
   readonly metrics: Metrics;
   /** The run policy of a rollup by id (defaults for one no longer configured). */
   readonly policyOf: (rollupId: string) => RunPolicy;
+  /** The configured rollup, whose output a success covers; undefined once it is no longer configured. */
+  readonly rollupOf: (rollupId: string) => Rollup | undefined;
   /** The configured target type of a rollup, for the run metrics' `target` label. */
   readonly targetTypeOf: (rollupId: string) => string | undefined;
 }
@@ -33,7 +36,8 @@ export interface DispatchContext {
  * Delivers pending runs (the outbox, SPEC §6 and §11), at least once and always with the attempt's
  * own ids: a delivery that succeeded but was not yet recorded is simply repeated after a crash,
  * and the target dedupes it (jobId, Idempotency-Key, dag_run_id). A delivery the target accepts
- * starts the run; a transient failure backs off exponentially and stays pending; a final one (4xx)
+ * starts the run, or ends it as succeeded when the rollup's run.outcome is delivery (the run
+ * policy carries it to the runs core); a transient failure backs off exponentially and stays pending; a final one (4xx)
  * fails the attempt, which the run policy may retry as a new attempt.
  */
 export async function deliverDue(
@@ -71,6 +75,7 @@ export async function deliverDue(
         outcome: result.ok ? { ok: true as const } : { ok: false as const, error: result.error },
         policy: ctx.policyOf(row.run.rollupId),
         checkAfterMs: firstCheckMs(row.target.type),
+        rollup: ctx.rollupOf(row.run.rollupId) ?? null,
       })),
     ),
   );
@@ -118,7 +123,8 @@ function logDelivery(
   ctx.metrics.runReported(type, recorded); // a delivery refused for good ends the attempt
   if (result.ok) {
     ctx.metrics.deliveries.inc({ target: type, result: 'delivered' });
-    ctx.log.info(logContext(row), 'delivered');
+    // succeeded: the rollup's runs end on delivery; started: its outcome is to come.
+    ctx.log.info({ ...logContext(row), state: recorded?.after.state }, 'delivered');
     return;
   }
   ctx.metrics.deliveries.inc({ target: type, result: 'failed' });

@@ -12,6 +12,7 @@ import type { Logger } from '../support/log.js';
 import { redactTarget } from '../targets/secrets.js';
 import { Targets } from '../targets/targets.js';
 import { catchUpDeadlines, DeadlineSweep } from './deadline-sweep.js';
+import { endDeliveredRuns } from './delivered-runs.js';
 import { type DispatchContext, deliverDue, policyLookup } from './dispatch.js';
 import { evaluatePending } from './evaluate.js';
 import { type CheckIntervals, DEFAULT_CHECKS } from './follow-runs.js';
@@ -112,6 +113,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
       metrics: options.metrics,
       policyOf: policyLookup(new Map(options.rollups.map((r) => [r.rollup.id, r.rollup.run]))),
       targetTypeOf: (id) => this.byId.get(id)?.config.target.type,
+      rollupOf: (id) => this.byId.get(id)?.rollup,
     };
     this.marks = new MarkQueue(options.rollups);
     this.repairs = new Repairs({
@@ -269,7 +271,10 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
     return sleepMs;
   }
 
-  /** On a new lease: records every rollup's definition and starts the deadline sweeps afresh. */
+  /**
+   * On a new lease: records every rollup's definition, ends the runs a rollup now ending runs on
+   * delivery left waiting (delivered-runs.ts), and starts the deadline sweeps afresh.
+   */
   private async syncOnNewLease(token: number): Promise<void> {
     if (this.syncedToken === token) return;
     const { sql, rollups, log } = this.options;
@@ -284,6 +289,11 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
       },
     }));
     await syncRollups(sql, specs, log);
+    // Before any pass follows runs: a run of these left started would time out and be delivered again.
+    await endDeliveredRuns(
+      this.dispatch,
+      rollups.filter((r) => r.rollup.run.outcome === 'delivery').map((r) => r.rollup.id),
+    );
     this.syncedToken = token;
     // Only rollups with a deadline have anything to sweep; the pass runs and sleeps by these.
     this.sweeps = new Map(
@@ -351,10 +361,9 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
 
   private followRuns(token: number, signal: AbortSignal, behind: boolean) {
     const { fence, runChecks: checks = DEFAULT_CHECKS } = this.options;
-    const rollupOf = (id: string) => this.byId.get(id)?.rollup;
     // A decision waits for the run step of the pass it arrives in: checks stop early for it.
     const yieldTo = () => this.alarm.woken;
-    return this.pacing.follow({ ...this.dispatch, fence, token, rollupOf, checks, yieldTo }, signal, behind);
+    return this.pacing.follow({ ...this.dispatch, fence, token, checks, yieldTo }, signal, behind);
   }
 
   /** How long nothing is due: the sweeps, due periods, run work and the next full check. */

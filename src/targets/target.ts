@@ -123,9 +123,10 @@ export interface TargetType<S extends TargetSchema = TargetSchema, Source extend
     readonly last: boolean;
   };
   /**
-   * How its runs are followed, or null when the target cannot be asked about a run: then the run's
-   * outcome comes from the downstream job itself (`POST /v1/runs`, open to runs of any type), and a
-   * run nobody reports times out at `run.timeout`.
+   * How its runs are followed, or null when the target cannot be asked about a run: then a rollup's
+   * `run.outcome` says whether a run succeeds when delivered (the default) or waits for the
+   * downstream job's own report (`POST /v1/runs`, open to runs of any type) up to `run.timeout`
+   * (core/runs/outcome.ts).
    */
   readonly follow: FollowRules<Source> | null;
   /** Its target for one resolved configuration (secrets filled in), for triggers. */

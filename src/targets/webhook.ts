@@ -1,8 +1,10 @@
 /**
  * The `webhook` target type: the payload POSTed as JSON with an Idempotency-Key header, the
  * receiver's to dedupe. A webhook cannot be asked how a run went: this is the type with nothing
- * to follow (`follow: null`), its runs end by the downstream job's own report (`POST /v1/runs`) or
- * by `run.timeout`.
+ * to follow (`follow: null`), so its rollups choose where the outcome comes from
+ * (core/runs/outcome.ts): the 2xx itself (`run.outcome: delivery`, the default), or the
+ * downstream job's own report through `POST /v1/runs`, with `run.timeout` for one that never comes
+ * (`run.outcome: callback`).
  */
 import { z } from 'zod';
 import { isoDuration, secret, targetUrl } from '../support/fields.js';

@@ -25,11 +25,17 @@ const hourly = (id: string, target: Record<string, unknown>) => ({
   every: 'hour',
   timezone: 'UTC',
   begin: '2026-11-02',
-  run: { retries: 2, backoff: 'PT0.2S', timeout: 'PT1M' },
+  run: {
+    retries: 2,
+    backoff: 'PT0.2S',
+    timeout: 'PT1M',
+    ...(target.type === 'webhook' ? { outcome: 'callback' } : {}),
+  },
   target,
 });
 const config = testConfig(db, prefix, {
   rollups: [
+    // The example reports its outcome: its rollup waits for that callback.
     hourly('via_hook', { type: 'webhook', url: `http://127.0.0.1:${hookPort}/run` }),
     hourly('via_queue', { type: 'queue', queue: 'example-runs' }),
   ],

@@ -71,7 +71,9 @@ afterAll(async () => {
 describe('repair request targets', () => {
   it('webhook: POSTs the payload with the attempt key as Idempotency-Key', async () => {
     expect(await targets.deliverRepair(redactTarget(webhook), payload)).toEqual({ ok: true });
-    expect(sink.calls).toEqual([{ key: 'repair-9~a2', body: payload, at: expect.any(Number) }]);
+    expect(sink.calls).toEqual([
+      { path: '/hook', key: 'repair-9~a2', body: payload, at: expect.any(Number), status: 200 },
+    ]);
   });
 
   it('queue: one job per attempt, named repair, under the key, however often it is delivered', async () => {

@@ -10,8 +10,8 @@ import { createTestDatabase } from '../helpers/db.js';
 import { createTestPrefix } from '../helpers/redis.js';
 import { waitFor } from '../helpers/wait.js';
 
-// A webhook endpoint that accepts /ok (the run starts and waits for its callback) and refuses
-// /bad with a 400 (the attempt fails at delivery).
+// A webhook endpoint that accepts /ok (the run starts and waits for its callback: run.outcome
+// callback) and refuses /bad with a 400 (the attempt fails at delivery).
 const server = createServer((req, res) => {
   req.resume();
   req.on('end', () => res.writeHead(req.url === '/ok' ? 202 : 400).end());
@@ -31,7 +31,7 @@ const hourly = (id: string, url: string) => ({
   every: 'hour',
   timezone: 'UTC',
   begin: '2026-11-02',
-  run: { retries: 0, backoff: 'PT1M', timeout: 'PT6H' },
+  run: { retries: 0, backoff: 'PT1M', timeout: 'PT6H', outcome: 'callback' },
   target: { type: 'webhook', url },
 });
 const config = testConfig(db, prefix, {

@@ -67,7 +67,7 @@ const ref = (rollupId: string, h: number): RunRef => ({
   attempt: 1,
 });
 const report = async (r: RunRef, what: RunReport, retries: number) => {
-  const policy = { retries, backoffMs: 3_600_000, timeoutMs: 6 * 3_600_000 };
+  const policy = { retries, backoffMs: 3_600_000, timeoutMs: 6 * 3_600_000, outcome: 'target' as const };
   const result = await db.sql.begin((tx) =>
     reportRun(tx, r, what, 'queue', policy, { record: 'all', rollup: null }),
   );

@@ -1,6 +1,7 @@
 import { parseIntegerBound, parseTimeBound } from '../intervals/bounds.js';
 import { type Calendar, createCalendar, parseEvery } from '../periods/calendar.js';
 import type { Policy, RerunRule } from '../periods/policy.js';
+import { type OutcomeSource, type OutcomeTarget, resolveOutcome } from '../runs/outcome.js';
 import { DEFAULT_RUN_POLICY, type RunPolicy } from '../runs/runs.js';
 import type { Domain } from '../types.js';
 
@@ -22,8 +23,16 @@ export interface RollupSpec {
   };
   readonly rerun: RerunRule;
   readonly output?: string | undefined;
-  /** The run policy (SPEC §11), durations in ms; defaults to DEFAULT_RUN_POLICY. */
-  readonly run?: { readonly retries: number; readonly backoff: number; readonly timeout: number } | undefined;
+  /** The run policy (SPEC §11), durations in ms; defaults to DEFAULT_RUN_POLICY's figures. */
+  readonly run?:
+    | {
+        readonly retries: number;
+        readonly backoff: number;
+        readonly timeout: number;
+        /** As written: absent takes the target's default (outcome.ts). */
+        readonly outcome?: OutcomeSource | undefined;
+      }
+    | undefined;
 }
 
 /** Deadline triggers are owed for a day after the deadline; older periods are missed (SPEC §10). */
@@ -40,7 +49,7 @@ export interface Rollup {
   readonly rerun: RerunRule;
   /** The asset a succeeded run covers over its period (SPEC §11 "Output assets"), in this rollup's domain. */
   readonly output?: string | undefined;
-  /** Retries, backoff and timeout of its runs. */
+  /** Retries, backoff, timeout and outcome of its runs. */
   readonly run: RunPolicy;
 }
 
@@ -54,7 +63,11 @@ export class RollupDefinitionError extends Error {
   }
 }
 
-export function defineRollup(spec: RollupSpec): Rollup {
+/**
+ * The rollup of a definition. `target`: what its target type says about its runs (the rollup's
+ * `target` itself stays on the config side), for the outcome of its runs.
+ */
+export function defineRollup(spec: RollupSpec, target: OutcomeTarget): Rollup {
   const every = attempt('every', () => parseEvery(spec.every));
   const domain: Domain = every.kind === 'integer' ? 'integer' : 'time';
   const point = (raw: string | number, field: string) =>
@@ -82,6 +95,8 @@ export function defineRollup(spec: RollupSpec): Rollup {
     );
   }
   const maxMissing = spec.policy.max_missing;
+  const outcome = resolveOutcome(target, spec.run?.outcome);
+  if ('problem' in outcome) throw new RollupDefinitionError('run.outcome', outcome.problem);
   return {
     id: spec.id,
     upstream: spec.upstream,
@@ -101,8 +116,13 @@ export function defineRollup(spec: RollupSpec): Rollup {
     rerun: spec.rerun,
     ...(spec.output === undefined ? {} : { output: spec.output }),
     run: spec.run
-      ? { retries: spec.run.retries, backoffMs: spec.run.backoff, timeoutMs: spec.run.timeout }
-      : DEFAULT_RUN_POLICY,
+      ? {
+          retries: spec.run.retries,
+          backoffMs: spec.run.backoff,
+          timeoutMs: spec.run.timeout,
+          outcome: outcome.outcome,
+        }
+      : { ...DEFAULT_RUN_POLICY, outcome: outcome.outcome },
   };
 }
 

@@ -3,6 +3,8 @@
  * failed attempt is retried. Pure: `now` and every time are epoch milliseconds from the caller.
  */
 
+import type { OutcomeSource } from './outcome.js';
+
 export const RUN_STATES = [
   'pending',
   'started',
@@ -33,9 +35,20 @@ export interface RunPolicy {
   readonly backoffMs: number;
   /** No outcome this long after the target accepted the run: timed_out. */
   readonly timeoutMs: number;
+  /** Where its outcome comes from (outcome.ts): `delivery` ends it when the target accepts it. */
+  readonly outcome: OutcomeSource;
 }
 
-export const DEFAULT_RUN_POLICY: RunPolicy = { retries: 2, backoffMs: 60_000, timeoutMs: 6 * 3_600_000 };
+/**
+ * The defaults, and the policy of runs whose rollup is no longer configured: their target type is
+ * not known here, so reports keep deciding them, as when they were made.
+ */
+export const DEFAULT_RUN_POLICY: RunPolicy = {
+  retries: 2,
+  backoffMs: 60_000,
+  timeoutMs: 6 * 3_600_000,
+  outcome: 'target',
+};
 
 /** Retry delays grow exponentially and stop growing here (a day): 2^n overflows nothing useful. */
 const MAX_DELAY_MS = 86_400_000;
@@ -112,15 +125,21 @@ export interface TransitionContext {
 }
 
 /** The state a report asks for, from the run's present state; null when the run does not move. */
-function target(run: RunFacts, report: RunReport): RunState | null {
+function target(run: RunFacts, report: RunReport, outcome: OutcomeSource): RunState | null {
   switch (report.kind) {
     case 'delivered':
+      // Ending on delivery, an open run succeeds: a pending one as it is accepted, and one started
+      // or running (delivered while its rollup still waited for a report) when told again.
+      if (outcome === 'delivery') return isOpen(run.state) ? 'succeeded' : null;
       return run.state === 'pending' ? 'started' : null;
     case 'refused':
       return run.state === 'pending' ? 'failed' : null;
     case 'timeout':
       return run.state === 'started' || run.state === 'running' ? 'timed_out' : null;
     case 'target':
+      // The delivery decides: a report, before or after it, is recorded and moves nothing, so the
+      // outcome is the same in whichever order the two arrive.
+      if (outcome === 'delivery') return null;
       if (isFinished(run.state)) {
         if (report.state === 'running' && report.reopen) return 'running';
         // Lost says the outcome was missed, not that the run failed: a success learnt later (the
@@ -133,13 +152,15 @@ function target(run: RunFacts, report: RunReport): RunState | null {
 
 /**
  * How a report moves a run. A finished run never moves, except a reopen to running and a lost run
- * that turns out to have succeeded; an open run
- * takes any outcome (a callback may even arrive before the delivery was recorded). A current run
- * that finishes unsuccessfully gets `nextRetryAt` while the policy has retries left; a stale one
- * (not current) moves alone and schedules nothing.
+ * that turns out to have succeeded; an open run takes any outcome (a callback may even arrive
+ * before the delivery was recorded). A run whose outcome is its delivery (`policy.outcome`
+ * delivery) succeeds when delivered and takes nothing from reports: no report fails it, so it is
+ * retried only when its delivery was refused (a 4xx), and a report that disagrees is `refused`. A
+ * current run that finishes unsuccessfully gets `nextRetryAt` while the policy has retries left; a
+ * stale one (not current) moves alone and schedules nothing.
  */
 export function applyReport(run: RunFacts, report: RunReport, ctx: TransitionContext): Transition {
-  const next = target(run, report);
+  const next = target(run, report, ctx.policy.outcome);
   if (next === null) {
     const same =
       (report.kind === 'target' && report.state === run.state) ||

@@ -71,6 +71,7 @@ export function registerRollupRoutes(rollups: readonly RollupRuntime[]): RouteRe
             retries: rollup.run.retries,
             backoff: isoDuration(rollup.run.backoffMs),
             timeout: isoDuration(rollup.run.timeoutMs),
+            outcome: rollup.run.outcome,
           },
           runs: runCounts.get(rollup.id)!,
         })),

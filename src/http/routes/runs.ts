@@ -51,17 +51,22 @@ export function registerRunRoutes(rollups: readonly RollupRuntime[]) {
       });
       if (!result) throw new HttpError(404, 'unknown_run', `run ${body.idempotency_key} is gone`);
       ctx.metrics.runReported(byId.get(ref.rollupId)?.config.target.type ?? '', result);
-      ctx.log.info(
-        {
-          rollup: ref.rollupId,
-          generation: ref.generation,
-          attempt: ref.attempt,
-          idempotency_key: key,
-          state: body.state,
-          effect: result.effect,
-        },
-        'run reported',
-      );
+      const fields = {
+        rollup: ref.rollupId,
+        generation: ref.generation,
+        attempt: ref.attempt,
+        idempotency_key: key,
+        state: body.state,
+        effect: result.effect,
+      };
+      // Recorded, and moving nothing (runs core): a consumer that reports expects its report to
+      // count, so the log says what would make it (a failure reported here is never retried).
+      if (policy.outcome === 'delivery')
+        ctx.log.warn(
+          fields,
+          'run reported to a rollup whose runs succeed on delivery: recorded, the run is unchanged; set run: {outcome: callback} on the rollup for reports to decide its runs',
+        );
+      else ctx.log.info(fields, 'run reported');
       const run = await runAt(ctx.sql, ref);
       return {
         idempotency_key: key,

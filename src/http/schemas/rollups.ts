@@ -1,6 +1,7 @@
 /** The rollup listings, the period detail and the manual trigger (SPEC §8, §10). */
 import { z } from 'zod';
 import { PERIOD_STATES } from '../../core/periods/policy.js';
+import { OUTCOME_SOURCES } from '../../core/runs/outcome.js';
 import { COUNTED_RUN_STATES, RUN_STATES } from '../../core/runs/runs.js';
 import { defineOperation } from '../operation.js';
 import {
@@ -46,6 +47,10 @@ export const RunPolicyJson = z.object({
   retries: z.int(),
   backoff: z.string().meta({ description: 'ISO 8601 duration before the first retry; doubles per attempt' }),
   timeout: z.string().meta({ description: 'ISO 8601 duration from the start to timed_out' }),
+  outcome: z.enum(OUTCOME_SOURCES).meta({
+    description:
+      'where a run gets its outcome: target (the target is asked; queue, airflow, dagster), delivery (it succeeds when the webhook answers 2xx) or callback (it waits for POST /v1/runs)',
+  }),
 });
 
 export const RollupListQuery = z.object({

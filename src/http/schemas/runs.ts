@@ -29,7 +29,7 @@ export const RunReportJson = z.object({
   state: z.string(),
   effect: z.enum(['applied', 'unchanged', 'stale', 'refused']).meta({
     description:
-      'applied: the run moved; unchanged: it already was so; stale: an older attempt or generation (its own row only); refused: a finished run does not move',
+      'applied: the run moved; unchanged: it already was so; stale: an older attempt or generation (its own row only); refused: the run does not move that way (a finished run; any report for a run whose rollup has run.outcome delivery)',
   }),
   error: z.string().nullable(),
   version: z.string().nullable(),
@@ -93,7 +93,7 @@ export const postRunReport = defineOperation({
   id: 'postRunReport',
   summary: "Report a run's state from the downstream job (any target, webhooks included)",
   description:
-    'Idempotent: a repeated report changes nothing. A report for an older attempt or generation is recorded in the run history and changes nothing else; a finished run does not move.',
+    'Idempotent: a repeated report changes nothing. A report for an older attempt or generation is recorded in the run history and changes nothing else; a finished run does not move. A report for a run whose rollup has run.outcome delivery (the default of a webhook target: the run succeeds when the endpoint answers 2xx) is recorded and moves nothing.',
   access: 'write',
   body: {
     description: 'the run (idempotency_key and attempt from the payload) and its state',

@@ -78,8 +78,9 @@ export interface ReportResult {
 export interface ReportOptions {
   readonly record: 'all' | 'changes';
   /**
-   * Needed for target reports: a success commits the rollup's output (SPEC §11) with it. Null
-   * for a rollup no longer configured (nothing to write).
+   * Needed for a report that can succeed (a target's, or a delivery ending its run): a success
+   * commits the rollup's output (SPEC §11) with it. Null for a rollup no longer configured
+   * (nothing to write).
    */
   readonly rollup?: Rollup | null;
 }
@@ -158,8 +159,12 @@ async function moveRun(
   opts: ReportOptions,
   outputs: NormalizedEvent[],
 ): Promise<ReportResult | null> {
-  if (report.kind === 'target' && opts.rollup === undefined)
-    throw new Error('reportRun: a target report needs its rollup, whose output a success covers');
+  // Ending on delivery, a delivery can be the success too.
+  if (
+    (report.kind === 'target' || (report.kind === 'delivered' && policy.outcome === 'delivery')) &&
+    opts.rollup === undefined
+  )
+    throw new Error('reportRun: a report that can succeed needs its rollup, whose output a success covers');
   // Pipelined, in this order: the period's lock is taken before the run's.
   const [[period], [row]] = await Promise.all([
     tx<{ generation: number; run_attempt: number | null; now: Date }[]>`

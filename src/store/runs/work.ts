@@ -140,3 +140,21 @@ export function nextRunWorkSql(sql: Sql) {
     (select min(timeout_at) from runs where state in ('started', 'running')),
     (select min(next_retry_at) from runs where next_retry_at is not null))`;
 }
+
+/**
+ * The current runs of these rollups that were delivered and wait for their outcome (started or
+ * running): read from the periods' run columns through periods_run_state, a few index probes per
+ * rollup whatever its history.
+ */
+export async function awaitingCurrentRuns(
+  sql: Sql,
+  rollupIds: readonly string[],
+  limit: number,
+): Promise<RunRef[]> {
+  if (rollupIds.length === 0) return [];
+  const rows = await sql<RefRow[]>`
+    select rollup_id, lo as period_lo, generation, run_attempt as attempt from periods
+    where rollup_id = any(${rollupIds}::text[]) and run_state in ('started', 'running')
+    limit ${limit}`;
+  return rows.map(refOf);
+}

@@ -263,6 +263,47 @@ describe('configuration', () => {
   });
 });
 
+describe('run.outcome', () => {
+  const define = (target: Record<string, unknown>, run?: Record<string, unknown>) =>
+    defineRollups(
+      parseConfig({
+        rollups: [
+          { id: 'r', upstream: ['a'], every: 'hour', begin: '2025-01-01', target, ...(run ? { run } : {}) },
+        ],
+      }),
+    )[0]!.rollup.run.outcome;
+  const hook = { type: 'webhook', url: 'http://127.0.0.1:9/hook' };
+  const queue = { type: 'queue', queue: 'q' };
+
+  it('a webhook succeeds its runs on delivery unless the rollup waits for a callback; the others follow their target', () => {
+    expect(define(hook)).toBe('delivery');
+    expect(define(hook, { outcome: 'callback' })).toBe('callback');
+    expect(define(hook, { outcome: 'delivery', retries: 0 })).toBe('delivery');
+    expect(define(queue)).toBe('target');
+    expect(define({ type: 'airflow', url: 'http://af:8080', dag_id: 'd', token: 't' })).toBe('target');
+  });
+
+  it('refuses an outcome the target cannot have, naming the rollup and the field', () => {
+    expect(() => define(queue, { outcome: 'callback' })).toThrow(
+      /rollups\[r\]\.run\.outcome: callback is for a target that cannot be asked how its runs went .* a queue target's runs end as the queue reports them/,
+    );
+    expect(() =>
+      define({ type: 'airflow', url: 'http://af:8080', dag_id: 'd', token: 't' }, { outcome: 'delivery' }),
+    ).toThrow('rollups[r].run.outcome: delivery is for a target');
+    expect(() => define(hook, { outcome: 'target' })).toThrow(
+      'rollups[r].run.outcome: a webhook target cannot be asked how its runs went',
+    );
+    expect(() => define(hook, { outcome: 'later' })).toThrow(/rollups\[r\]\.run\.outcome: .*"delivery"/);
+  });
+
+  it('is left out of the definition unless written, so a stored definition (and its hash) does not change', () => {
+    const config = parseConfig({
+      rollups: [{ id: 'r', upstream: ['a'], every: 'hour', begin: '2025-01-01', target: hook }],
+    });
+    expect(config.rollups[0]!.run).toEqual({ retries: 2, backoff: 60_000, timeout: 6 * 3_600_000 });
+  });
+});
+
 describe('rollup calendars', () => {
   const define = (fields: Record<string, unknown>) =>
     defineRollups(

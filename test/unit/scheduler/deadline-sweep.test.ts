@@ -6,15 +6,18 @@ import type { Sql } from '../../../src/store/pg/db.js';
 import type { Logger } from '../../../src/support/log.js';
 
 const rollup = (deadline?: number) =>
-  defineRollup({
-    id: 'r',
-    upstream: ['a'],
-    every: 'hour',
-    timezone: 'UTC',
-    begin: '2025-03-01T00:00:00Z',
-    policy: { settle: 0, on_deadline: 'trigger', deadline },
-    rerun: 'never',
-  });
+  defineRollup(
+    {
+      id: 'r',
+      upstream: ['a'],
+      every: 'hour',
+      timezone: 'UTC',
+      begin: '2025-03-01T00:00:00Z',
+      policy: { settle: 0, on_deadline: 'trigger', deadline },
+      rerun: 'never',
+    },
+    { type: 'queue', followed: true },
+  );
 // A rollup without a deadline never reaches the database, the log or the metrics.
 const unused = {} as Sql & Logger & Metrics;
 

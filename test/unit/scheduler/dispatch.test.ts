@@ -30,6 +30,7 @@ const context = (sql: Sql, targets: Targets): DispatchContext => ({
   metrics: createMetrics(),
   policyOf: policyLookup(new Map()),
   targetTypeOf: () => 'queue',
+  rollupOf: () => undefined,
 });
 
 describe('deliverDue', () => {

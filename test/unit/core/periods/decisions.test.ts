@@ -6,15 +6,18 @@ import { defineRollup } from '../../../../src/core/rollups/rollup.js';
 
 const HOUR_US = 3_600_000_000;
 const t = (iso: string) => Date.parse(iso) * 1000;
-const rollup = defineRollup({
-  id: 'orders_hourly',
-  upstream: ['orders', 'payments'],
-  every: 'hour',
-  timezone: 'UTC',
-  begin: '2025-06-01T00:00:00Z',
-  policy: { settle: 0, on_deadline: 'miss', deadline: 2 * 3_600_000 },
-  rerun: 'on_replay',
-});
+const rollup = defineRollup(
+  {
+    id: 'orders_hourly',
+    upstream: ['orders', 'payments'],
+    every: 'hour',
+    timezone: 'UTC',
+    begin: '2025-06-01T00:00:00Z',
+    policy: { settle: 0, on_deadline: 'miss', deadline: 2 * 3_600_000 },
+    rerun: 'on_replay',
+  },
+  { type: 'queue', followed: true },
+);
 const claimed = (start: string, generation = 0): ClaimedFacts => ({
   lo: t(start),
   hi: t(start) + HOUR_US,

@@ -8,15 +8,18 @@ const BEGIN_US = Date.parse('2025-03-01T00:00:00Z') * 1000;
 const HOUR_US = 3600e6;
 
 function rollupOf(every: string | number, timezone: string): Rollup {
-  return defineRollup({
-    id: 'r',
-    upstream: ['a'],
-    every,
-    timezone,
-    begin: typeof every === 'number' ? 0 : '2025-03-01T00:00:00Z',
-    policy: { settle: 0, on_deadline: 'trigger' },
-    rerun: 'never',
-  });
+  return defineRollup(
+    {
+      id: 'r',
+      upstream: ['a'],
+      every,
+      timezone,
+      begin: typeof every === 'number' ? 0 : '2025-03-01T00:00:00Z',
+      policy: { settle: 0, on_deadline: 'trigger' },
+      rerun: 'never',
+    },
+    { type: 'queue', followed: true },
+  );
 }
 
 /** The model: every period from begin to `end`, kept when it overlaps [lo, hi). */

@@ -35,20 +35,23 @@ function rollupOf(
   timezone: string,
   policy: { deadline?: string; on_deadline?: string; catch_up?: string | undefined } = {},
 ): Rollup {
-  return defineRollup({
-    id: 'r',
-    upstream: ['a', 'b'],
-    every,
-    timezone,
-    begin: typeof every === 'number' ? 0 : BEGIN,
-    policy: {
-      settle: 0,
-      on_deadline: (policy.on_deadline ?? 'trigger') as 'trigger' | 'miss',
-      deadline: ms(policy.deadline),
-      catch_up: ms(policy.catch_up),
+  return defineRollup(
+    {
+      id: 'r',
+      upstream: ['a', 'b'],
+      every,
+      timezone,
+      begin: typeof every === 'number' ? 0 : BEGIN,
+      policy: {
+        settle: 0,
+        on_deadline: (policy.on_deadline ?? 'trigger') as 'trigger' | 'miss',
+        deadline: ms(policy.deadline),
+        catch_up: ms(policy.catch_up),
+      },
+      rerun: 'never',
     },
-    rerun: 'never',
-  });
+    { type: 'queue', followed: true },
+  );
 }
 
 /** Every period starting in [a, b), by walking the calendar. */

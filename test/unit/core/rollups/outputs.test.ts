@@ -10,8 +10,14 @@ const spec = {
   rerun: 'on_replay' as const,
   output: 'agg.hourly',
 };
-const hourly = defineRollup({ ...spec, every: 'hour', begin: '2026-11-02T00:00:00Z' });
-const buckets = defineRollup({ ...spec, id: 'buckets', every: 100, begin: 0, output: 'agg.buckets' });
+const hourly = defineRollup(
+  { ...spec, every: 'hour', begin: '2026-11-02T00:00:00Z' },
+  { type: 'queue', followed: true },
+);
+const buckets = defineRollup(
+  { ...spec, id: 'buckets', every: 100, begin: 0, output: 'agg.buckets' },
+  { type: 'queue', followed: true },
+);
 const hour = {
   start: Date.parse('2026-11-02T10:00:00Z') * 1000,
   end: Date.parse('2026-11-02T11:00:00Z') * 1000,
@@ -55,7 +61,11 @@ describe('output events', () => {
   it('refuses a rollup without an output', () => {
     const { output: _, ...bare } = spec;
     expect(() =>
-      condemnation(defineRollup({ ...bare, every: 'hour', begin: '2026-11-02' }), hour, 1),
+      condemnation(
+        defineRollup({ ...bare, every: 'hour', begin: '2026-11-02' }, { type: 'queue', followed: true }),
+        hour,
+        1,
+      ),
     ).toThrow('rollup hourly has no output asset');
   });
 });

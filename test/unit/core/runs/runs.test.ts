@@ -1,5 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { OUTCOME_SOURCES, type OutcomeSource } from '../../../../src/core/runs/outcome.js';
 import {
   airflowRunReport,
   applyReport,
@@ -20,7 +21,7 @@ import {
 } from '../../../../src/core/runs/runs.js';
 
 const T = Date.parse('2026-06-01T10:00:00Z');
-const policy: RunPolicy = { retries: 2, backoffMs: 60_000, timeoutMs: 3_600_000 };
+const policy: RunPolicy = { retries: 2, backoffMs: 60_000, timeoutMs: 3_600_000, outcome: 'target' };
 
 const run = (f: Partial<RunFacts> = {}): RunFacts => ({
   attempt: 1,
@@ -64,6 +65,7 @@ const arbPolicy: fc.Arbitrary<RunPolicy> = fc.record({
   retries: fc.integer({ min: 0, max: 5 }),
   backoffMs: fc.integer({ min: 1, max: 3_600_000 }),
   timeoutMs: fc.integer({ min: 1000, max: 86_400_000 }),
+  outcome: fc.constantFrom(...OUTCOME_SOURCES),
 });
 
 describe('run transitions', () => {
@@ -131,6 +133,51 @@ describe('run transitions', () => {
     });
   });
 
+  it('ending on delivery: accepted, a pending run succeeds at once, with no timeout and no retry to come', () => {
+    const delivery = { ...current, policy: { ...policy, outcome: 'delivery' as const } };
+    const { effect, run: after } = applyReport(run(), { kind: 'delivered' }, delivery);
+    expect(effect).toBe('applied');
+    expect(after).toMatchObject({
+      state: 'succeeded',
+      startedAt: T,
+      finishedAt: T,
+      timeoutAt: null,
+      nextRetryAt: null,
+      error: null,
+      version: null,
+    });
+    // Refused (a 4xx), it fails and is retried as before.
+    const refused = applyReport(run(), { kind: 'refused', error: 'HTTP 400: no' }, delivery).run;
+    expect(refused).toMatchObject({ state: 'failed', nextRetryAt: T + 60_000 });
+  });
+
+  it('ending on delivery: a run delivered while it waited for a callback succeeds when told again', () => {
+    const delivery = { ...current, policy: { ...policy, outcome: 'delivery' as const } };
+    const started = run({ state: 'started', startedAt: T - 60_000, timeoutAt: T + 1000 });
+    const { effect, run: after } = applyReport(started, { kind: 'delivered' }, delivery);
+    expect(effect).toBe('applied');
+    expect(after).toMatchObject({
+      state: 'succeeded',
+      startedAt: T - 60_000,
+      finishedAt: T,
+      nextRetryAt: null,
+    });
+    // Waiting for a callback, the same report changes nothing.
+    expect(applyReport(started, { kind: 'delivered' }, current).effect).toBe('unchanged');
+  });
+
+  it('ending on delivery: a later failed report is recorded as refused and the success stands', () => {
+    const delivery = { ...current, policy: { ...policy, outcome: 'delivery' as const } };
+    const done = applyReport(run(), { kind: 'delivered' }, delivery).run;
+    const failed = applyReport(done, { kind: 'target', state: 'failed', error: 'job crashed' }, delivery);
+    expect(failed).toEqual({ effect: 'refused', run: done });
+    const again = applyReport(done, { kind: 'target', state: 'succeeded', version: 'v2' }, delivery);
+    expect(again).toEqual({ effect: 'unchanged', run: done });
+    // Before the delivery is recorded, a report moves nothing either: the delivery decides.
+    const early = applyReport(run(), { kind: 'target', state: 'failed', error: 'x' }, delivery);
+    expect(early).toEqual({ effect: 'refused', run: run() });
+  });
+
   it('records the version a success reports', () => {
     const started = run({ state: 'running', startedAt: T - 1 });
     const report: RunReport = { kind: 'target', state: 'succeeded', version: 'v7' };
@@ -139,13 +186,14 @@ describe('run transitions', () => {
 });
 
 describe('run transition properties', () => {
-  it('a finished run never moves, except a reopen to running and a lost run that succeeded', () => {
+  it('a finished run never moves, except a reopen to running and a lost run that succeeded (when reports decide)', () => {
     fc.assert(
       fc.property(arbRun, arbReport, arbPolicy, fc.boolean(), (r, report, p, cur) => {
         fc.pre(isFinished(r.state));
         const { run: after } = applyReport(r, report, { current: cur, policy: p, now: T });
-        const reopen = report.kind === 'target' && report.state === 'running' && report.reopen === true;
-        const found = r.state === 'lost' && report.kind === 'target' && report.state === 'succeeded';
+        const reported = report.kind === 'target' && p.outcome !== 'delivery';
+        const reopen = reported && report.state === 'running' && report.reopen === true;
+        const found = reported && r.state === 'lost' && report.state === 'succeeded';
         if (reopen) expect(after.state).toBe('running');
         else if (found) expect(after).toMatchObject({ state: 'succeeded', nextRetryAt: null, error: null });
         else expect(after).toEqual(r);
@@ -191,21 +239,53 @@ describe('run transition properties', () => {
   });
 
   it('matches a brute-force table of allowed moves', () => {
-    // The model: from each state, which report kinds (target states by name) move it where.
-    const model = (from: RunState, report: RunReport): RunState => {
+    // The model: from each state, which report kinds (target states by name) move it where, for
+    // each source of outcomes (a webhook's delivery, a callback, the target).
+    const model = (from: RunState, report: RunReport, outcome: OutcomeSource): RunState => {
       const open = from === 'pending' || from === 'started' || from === 'running';
-      if (report.kind === 'delivered') return from === 'pending' ? 'started' : from;
+      if (report.kind === 'delivered') {
+        if (outcome === 'delivery') return open ? 'succeeded' : from;
+        return from === 'pending' ? 'started' : from;
+      }
       if (report.kind === 'refused') return from === 'pending' ? 'failed' : from;
       if (report.kind === 'timeout') return from === 'started' || from === 'running' ? 'timed_out' : from;
+      if (outcome === 'delivery') return from;
       if (open) return report.state;
       if (from === 'lost' && report.state === 'succeeded') return 'succeeded';
       return report.state === 'running' && report.reopen ? 'running' : from;
     };
     fc.assert(
-      fc.property(arbRun, arbReport, fc.boolean(), (r, report, cur) => {
-        const { run: after } = applyReport(r, report, { current: cur, policy, now: T });
-        expect(after.state).toBe(model(r.state, report));
+      fc.property(arbRun, arbReport, fc.boolean(), arbPolicy, (r, report, cur, p) => {
+        const { run: after } = applyReport(r, report, { current: cur, policy: p, now: T });
+        expect(after.state).toBe(model(r.state, report, p.outcome));
       }),
+    );
+  });
+
+  it('ending on delivery, reports in any order around the delivery leave one outcome: its own', () => {
+    // Callbacks before and after the delivery is recorded (a consumer that reports at once, or
+    // one that reports whatever the rollup says): the run ends as its delivery says, retried
+    // only when the delivery was refused, whatever the reports and their order.
+    const arbCallback = arbReport.filter((r) => r.kind === 'target');
+    fc.assert(
+      fc.property(
+        fc.array(arbCallback, { maxLength: 6 }),
+        fc.nat(),
+        fc.boolean(),
+        arbPolicy,
+        (callbacks, at, accepted, p) => {
+          const delivery: RunReport = accepted
+            ? { kind: 'delivered' }
+            : { kind: 'refused', error: 'HTTP 400' };
+          const reports: RunReport[] = [...callbacks];
+          reports.splice(at % (callbacks.length + 1), 0, delivery);
+          const ctx = { current: true, policy: { ...p, outcome: 'delivery' as const }, now: T };
+          const after = reports.reduce((facts, report) => applyReport(facts, report, ctx).run, run());
+          expect(after.state).toBe(accepted ? 'succeeded' : 'failed');
+          expect(after.nextRetryAt).toBe(!accepted && p.retries >= 1 ? T + retryDelayMs(p, 1) : null);
+          expect(after.version).toBeNull();
+        },
+      ),
     );
   });
 });

@@ -28,15 +28,18 @@ const why = { unseen: [], nothingComplete: [], behind: [] };
 const HOUR_US = 3_600_000_000;
 const NOW = Date.parse('2026-06-01T10:30:00Z') * 1000;
 const rollup = (upstream: string[], every: string | number = 'hour') =>
-  defineRollup({
-    id: 'r',
-    upstream,
-    every,
-    timezone: 'UTC',
-    begin: typeof every === 'number' ? 0 : '2026-01-01',
-    policy: { settle: 0, on_deadline: 'trigger' },
-    rerun: 'never',
-  });
+  defineRollup(
+    {
+      id: 'r',
+      upstream,
+      every,
+      timezone: 'UTC',
+      begin: typeof every === 'number' ? 0 : '2026-01-01',
+      policy: { settle: 0, on_deadline: 'trigger' },
+      rerun: 'never',
+    },
+    { type: 'queue', followed: true },
+  );
 
 describe('overview tables', () => {
   it('right-aligns the header of every numeric column, as its cells', () => {
