@@ -5,7 +5,7 @@
     QUEUE_BACKEND=postgres DATABASE_URL=postgres://127.0.0.1:5432/coverage \\
         python examples/python_producer.py --asset warehouse.orders --start 2025-06-01T10:00:00Z
 
-Each job's data is the canonical event of SPEC §3 / README "Events"; a stable `id` per slice makes
+Each job's data is the canonical event (docs/events.md); a stable `id` per slice makes
 a redelivery harmless. The queue settings must match the daemon's config; each option defaults to
 the environment variable the daemon reads (QUEUE_BACKEND, REDIS_URL, DATABASE_URL) or to the
 daemon's default (`asset-events`, prefix `bull`, 1 group):

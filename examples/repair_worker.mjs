@@ -13,7 +13,7 @@
 // repair-<id>~a<N>), with only what is still missing.
 //
 // A `replay_required` range names the version to rebuild at (`required_version`): announce the
-// rebuilt slices at that version (any newer completion ends the requirement, SPEC §2).
+// rebuilt slices at that version (any newer completion ends the requirement).
 import { Queue, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 

@@ -13,12 +13,12 @@ import { rollupSchema } from './rollup-schema.js';
  */
 
 /**
- * `database_url` when neither it nor `redis_url` is set (SPEC §12): the PostgreSQL server the
+ * `database_url` when neither it nor `redis_url` is set: the PostgreSQL server the
  * daemon runs itself in `data_dir`. The CLI swaps it for the server's real URL before connecting
  * (embedded/resolve.ts); writing it in a config file asks for the same.
  */
 export const EMBEDDED_DATABASE = 'embedded';
-/** The local PostgreSQL the daemon expects when only a Redis URL is given (SPEC §9). */
+/** The local PostgreSQL the daemon expects when only a Redis URL is given. */
 export const LOCAL_DATABASE_URL = 'postgres://127.0.0.1:5432/coverage_rollup';
 
 export const QUEUE_BACKENDS = ['redis', 'postgres'] as const;
@@ -26,7 +26,7 @@ export type QueueBackendKind = (typeof QUEUE_BACKENDS)[number];
 
 /**
  * The defaults that depend on what else is set: with neither URL, the embedded database; with no
- * `queue.backend`, Redis when a Redis URL is set, else PostgreSQL (SPEC §12).
+ * `queue.backend`, Redis when a Redis URL is set, else PostgreSQL.
  */
 function defaultsFromPresence(raw: unknown): unknown {
   if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) return raw;

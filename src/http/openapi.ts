@@ -1,6 +1,6 @@
 /**
  * The OpenAPI 3.1 description served at `/openapi.json`, generated from the operations the routes
- * are registered from (SPEC §10 "API description"). Answers become named components; parameters
+ * are registered from, so it cannot drift from them. Answers become named components; parameters
  * and bodies are described as the request schemas take them (zod's `io: 'input'`).
  */
 import { z } from 'zod';
@@ -98,7 +98,7 @@ export function openApiDocument(operations: readonly Operation[], version: strin
       title: 'coverage-rollup',
       version,
       description:
-        'Coverage of streaming interval events, rollup periods and their triggers. Field names follow the product specification.',
+        'Coverage of streaming interval events, rollup periods and their triggers. Field names are a public contract, described in docs/http-api.md of the project.',
       license: { name: 'Apache-2.0', identifier: 'Apache-2.0' },
     },
     servers: [{ url: '/' }],

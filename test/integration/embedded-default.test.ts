@@ -1,5 +1,5 @@
 /**
- * The embedded default (SPEC §12) from nothing: no DATABASE_URL, no REDIS_URL, and every connection
+ * The embedded default from nothing: no DATABASE_URL, no REDIS_URL, and every connection
  * to the default PostgreSQL and Redis ports sent to a closed port (closed-default-ports.mjs), so
  * nothing local can help. The built daemon starts an embedded PostgreSQL in a fresh data
  * directory, `emit` commits an event (the queue is in the same PostgreSQL: no queue needed), `check` answers covered, a

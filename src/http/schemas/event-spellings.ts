@@ -1,5 +1,5 @@
 /**
- * Every spelling of an event the queue accepts (SPEC §3, README "Events"), as JSON Schema for the
+ * Every spelling of an event the queue accepts (docs/events.md), as JSON Schema for the
  * OpenAPI document, so a generated client can send each of them. Documentation only: requests are
  * checked by the worker's normaliser (src/core/events.ts), which names a reason per refused item;
  * each spelling's example is fed through it by test/unit/openapi.test.ts.
