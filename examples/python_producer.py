@@ -12,10 +12,10 @@ daemon's default (`asset-events`, prefix `bull`, 1 group):
 
 - Redis (`queue.backend: redis`): the queue `asset-events` under the BullMQ prefix.
 - PostgreSQL (`queue.backend: postgres`, the embedded default): BullMQ's PostgreSQL backend in the
-  daemon's database, in the schema its prefix names (README "Which queue backend"). The embedded
+  daemon's database, in the schema its prefix names (docs/operations.md "Which queue backend"). The embedded
   server's address is in the daemon's start log and in <data_dir>/server.json.
 - `queue.groups: N` > 1: an asset's events go to the queue of group fnv1a32(asset) mod N, under the
-  prefix "{<prefix>-<group>}" (README "Queue groups and Redis Cluster").
+  prefix "{<prefix>-<group>}" (docs/scaling.md "Queue groups and Redis Cluster").
 
 It prints one JSON line: how many events went to which queue.
 """
@@ -124,5 +124,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    assert fnv1a32("warehouse.orders") == 0x77850E7F  # the README's test vector
+    assert fnv1a32("warehouse.orders") == 0x77850E7F  # a test vector of docs/scaling.md
     main()

@@ -5,7 +5,7 @@ import { isoDuration } from './fields.js';
 import { targetSchema } from './targets.js';
 
 export const repairSchema = z.strictObject({
-  // Unsatisfied this long after its end, a period's ranges are requested (README "Repair requests").
+  // Unsatisfied this long after its end, a period's ranges are requested (docs/repairs.md).
   after: isoDuration.default(DEFAULT_REPAIR_POLICY.afterMs),
   // Not covered this long after an attempt: the rest is requested again as a new attempt.
   every: isoDuration

@@ -24,7 +24,7 @@ const policySchema = z
   })
   .transform((p) => ({ ...p, on_deadline: p.on_deadline ?? ('trigger' as const) }));
 
-/** What happens after a trigger; README "Runs" documents the defaults. */
+/** What happens after a trigger; docs/rollups.md "Runs" documents the defaults. */
 const runSchema = z.strictObject({
   // Automatic retries of a run that failed, timed out or was lost: attempts 1 .. retries + 1.
   retries: z.number().int().min(0).max(100).default(2),

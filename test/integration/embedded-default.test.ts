@@ -227,7 +227,7 @@ function collect(stream: NodeJS.ReadableStream, lines: Line[], output: string[])
 }
 
 /**
- * A hang-up stops the daemon the way SIGTERM does (README Operations): a closed terminal or SSH
+ * A hang-up stops the daemon the way SIGTERM does (docs/operations.md): a closed terminal or SSH
  * session, or a killed tmux, sends SIGHUP to the foreground process group, and the daemon must
  * drain, stop the embedded PostgreSQL it started (in its own session, so the group's SIGHUP never
  * reaches it) and exit 0, not die of the signal and leave the server running. Two ways: SIGHUP to

@@ -54,7 +54,7 @@ beforeAll(async () => {
     ],
     dagIds: ['coverage_dagrun', 'coverage_flaky', 'coverage_partitioned'],
     jwtExpirationTime: JWT_LIFETIME,
-    // The daemon's user has the role the README asks for, no more.
+    // The daemon's user has the role docs/targets/airflow.md asks for, no more.
     users: { 'coverage-rollup': 'user' },
     env: { CR_GATE_DIR: gates },
   });

@@ -15,7 +15,7 @@ export const MAX_EVENTS_PER_REQUEST = 1000;
  */
 export const EventItem = z.unknown().meta({
   description:
-    'an event in any spelling the queue accepts (README "Events"), validated as the worker does; refusals are listed per item',
+    'an event in any spelling the queue accepts (docs/events.md), validated as the worker does; refusals are listed per item',
   anyOf: EVENT_SPELLINGS,
   examples: EVENT_EXAMPLES,
 });
@@ -69,7 +69,7 @@ export const InvalidEvents = ErrorBody.extend({
     .array(
       z.object({
         index: z.int().meta({ description: 'position in the request (0 for a single event)' }),
-        reason: z.string().meta({ description: 'a dead-letter reason (README "Events")' }),
+        reason: z.string().meta({ description: 'a dead-letter reason (docs/events.md)' }),
         message: z.string(),
       }),
     )
