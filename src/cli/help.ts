@@ -152,7 +152,7 @@ instance was pruning), 2 error.
 `,
   retry: `Usage: coverage-rollup retry ROLLUP (--period KEY | --failed --start S --end E) [--json] [--config FILE]
 
-Retries downstream runs by hand (docs/rollups.md "Runs"): each retried period gets a new attempt of its
+Retries downstream runs by hand (docs/rollups.md): each retried period gets a new attempt of its
 generation, with its own run id (<idempotency key>~aN), which the lease holder delivers at once.
 Only a run that failed, timed out or was lost is retried; an open or succeeded one is left alone.
 
