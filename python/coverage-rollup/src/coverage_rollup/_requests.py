@@ -86,9 +86,7 @@ def headers(token: str | None, extra: Mapping[str, str] | None) -> dict[str, str
 def raise_for_answer(response: httpx.Response) -> None:
     if response.is_success:
         return
-    raise ApiError.from_answer(
-        response.status_code, response.content, response.headers.get("retry-after")
-    )
+    raise ApiError.from_answer(response.status_code, response.content, response.headers.get("retry-after"))
 
 
 def read_coverage(response: httpx.Response) -> Coverage:
