@@ -65,4 +65,4 @@ def test_ranges_to_replay() -> None:
 
 def test_the_other_lines() -> None:
     assert nothing_seen("a", 1, 2) == "a [1, 2) not covered: nothing seen yet"
-    assert covered("a", "x", "y", 1) == "a [x, y) covered (ratio 1)"
+    assert covered("a", "x", "y", 1.0) == "a [x, y) covered (ratio 1)"

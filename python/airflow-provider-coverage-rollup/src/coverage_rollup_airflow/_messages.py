@@ -15,7 +15,7 @@ def not_covered(answer: Coverage) -> str:
     daemon wrote them, then the ranges that must be replayed, if any."""
     raw = answer.raw
     line = (
-        f"{answer.asset} [{raw['start']}, {raw['end']}) not covered: ratio {answer.ratio}, "
+        f"{answer.asset} [{raw['start']}, {raw['end']}) not covered: ratio {answer.ratio:g}, "
         f"missing {answer.missing_count} range(s)"
     )
     if answer.missing_count:
@@ -32,7 +32,7 @@ def nothing_seen(asset: str, start: object, end: object) -> str:
 
 
 def covered(asset: str, start: object, end: object, ratio: float) -> str:
-    return f"{asset} [{_show(start)}, {_show(end)}) covered (ratio {ratio})"
+    return f"{asset} [{_show(start)}, {_show(end)}) covered (ratio {ratio:g})"
 
 
 def _ranges(items: list[dict[str, Any]], total: int) -> str:

@@ -12,7 +12,7 @@ from coverage_rollup import ApiError, Coverage, Unreachable
 from coverage_rollup_airflow._connection import bound
 from coverage_rollup_airflow._messages import covered, not_covered, nothing_seen
 from coverage_rollup_airflow.hooks.coverage_rollup import CoverageRollupHook
-from coverage_rollup_airflow.triggers.coverage import CoverageTrigger
+from coverage_rollup_airflow.triggers.coverage import CoverageTrigger, return_value
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -23,16 +23,22 @@ class CoverageSensor(BaseSensorOperator):
 
     ``start`` and ``end`` are templated (``"{{ data_interval_start }}"``), and may be datetimes
     or integers (integer assets). Deferrable by default: the task gives its worker slot back and a
-    ``CoverageTrigger`` waits in the triggerer on the daemon's waiting coverage call, so the task
-    resumes within moments of the commit that covers the window; with ``deferrable=False`` it
-    pokes in ``mode="reschedule"`` every ``poke_interval``. Either way it logs the ranges still
-    missing while it waits. Its return value (XCom) is ``{"asset", "start", "end", "ratio"}``.
+    ``CoverageTrigger`` waits in the triggerer on the daemon's waiting coverage call, then ends the
+    task from the triggerer (success) within moments of the commit that covers the window; with
+    ``deferrable=False`` it pokes in ``mode="reschedule"`` every ``poke_interval``. Either way it
+    logs the ranges still missing while it waits.
+
+    Its return value (XCom) is ``{"asset", "start", "end", "ratio"}``, except when the trigger ends
+    the task: Airflow 3.3 stores a value pushed from the triggerer as JSON text, which downstream
+    tasks would read as a string, so none is pushed then. ``end_from_trigger=False`` resumes the
+    task on a worker after the trigger fires instead (a worker's start later), to return it.
 
     :param asset: the asset's name as the daemon knows it
     :param start: the window's start (inclusive)
     :param end: the window's end (exclusive)
     :param coverage_rollup_conn_id: a connection of type ``coverage_rollup``
     :param deferrable: wait in the triggerer (default) instead of rescheduling pokes
+    :param end_from_trigger: a deferred sensor ends in the triggerer (default), not on a worker
     :param limit: most missing ranges each answer lists (the counts are exact anyway)
     """
 
@@ -47,6 +53,7 @@ class CoverageSensor(BaseSensorOperator):
         end: Any,
         coverage_rollup_conn_id: str = CoverageRollupHook.default_conn_name,
         deferrable: bool = True,
+        end_from_trigger: bool = True,
         limit: int = 20,
         **kwargs: Any,
     ) -> None:
@@ -58,6 +65,7 @@ class CoverageSensor(BaseSensorOperator):
         self.end = end
         self.coverage_rollup_conn_id = coverage_rollup_conn_id
         self.deferrable = deferrable
+        self.end_from_trigger = end_from_trigger
         self.limit = limit
 
     def poke(self, context: Context) -> PokeReturnValue:
@@ -94,16 +102,18 @@ class CoverageSensor(BaseSensorOperator):
                 end=_serializable(self.end),
                 coverage_rollup_conn_id=self.coverage_rollup_conn_id,
                 limit=self.limit,
+                end_from_trigger=self.end_from_trigger,
             ),
             method_name="execute_complete",
             timeout=timedelta(seconds=self.timeout),
         )
 
     def execute_complete(self, context: Context, event: dict[str, Any]) -> dict[str, Any]:
+        """Resumed by the trigger: its error, or a covered window unless the trigger ends the task."""
         if event.get("status") != "covered":
             raise RuntimeError(f"coverage-rollup: {event.get('message', event)}")
         self.log.info("%s", covered(event["asset"], event["start"], event["end"], event["ratio"]))
-        return {key: event[key] for key in ("asset", "start", "end", "ratio")}
+        return return_value(event)
 
     def _covered(self, answer: Coverage) -> dict[str, Any]:
         raw = answer.raw

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Any
 
-from airflow.triggers.base import BaseTrigger, TriggerEvent
+from airflow.triggers.base import BaseTrigger, TaskSuccessEvent, TriggerEvent
 from coverage_rollup import (
     ApiError,
     AsyncClient,
@@ -17,7 +17,7 @@ from coverage_rollup import (
 )
 
 from coverage_rollup_airflow._connection import bound
-from coverage_rollup_airflow._messages import not_covered, nothing_seen
+from coverage_rollup_airflow._messages import covered, not_covered, nothing_seen
 from coverage_rollup_airflow.hooks.coverage_rollup import CoverageRollupHook
 
 #: Far enough that only the deferral's own timeout (the sensor's ``timeout``) ends the wait.
@@ -25,11 +25,17 @@ FOREVER = 10 * 365 * 86_400.0
 
 
 class CoverageTrigger(BaseTrigger):
-    """Fires once [start, end) of ``asset`` is covered: ``{"status": "covered", ...}`` with the
-    ratio and versions, or ``{"status": "error", "message": ...}`` for an error that asking
-    again cannot mend (a bad bound, a refused token). While it waits it logs what is missing,
-    at the start and after each wait the daemon answered without coverage. The daemon being
-    down or restarting is waited out."""
+    """Fires once [start, end) of ``asset`` is covered: ``{"status": "covered", "asset", "start",
+    "end", "ratio"}``, or ``{"status": "error", "message": ...}`` for an error that asking again
+    cannot mend (a bad bound, a refused token). While it waits it logs what is missing, at the
+    start and after each wait the daemon answered without coverage. The daemon being down or
+    restarting is waited out.
+
+    With ``end_from_trigger`` a covered window ends the task from the triggerer (Airflow's
+    ``TaskSuccessEvent``) instead of resuming it on a worker, so the task is done as soon as the
+    trigger learns of the coverage. It pushes no XCom: Airflow 3.3 stores a value pushed that way
+    as JSON text (``json.dumps`` where the task SDK's own pushes keep it JSON), so downstream
+    tasks would read a string."""
 
     def __init__(
         self,
@@ -39,6 +45,7 @@ class CoverageTrigger(BaseTrigger):
         coverage_rollup_conn_id: str = CoverageRollupHook.default_conn_name,
         limit: int = 20,
         wait_per_request: float = 50.0,
+        end_from_trigger: bool = False,
     ) -> None:
         super().__init__()
         self.asset = asset
@@ -47,6 +54,7 @@ class CoverageTrigger(BaseTrigger):
         self.coverage_rollup_conn_id = coverage_rollup_conn_id
         self.limit = limit
         self.wait_per_request = wait_per_request
+        self.end_from_trigger = end_from_trigger
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
         return (
@@ -58,6 +66,7 @@ class CoverageTrigger(BaseTrigger):
                 "coverage_rollup_conn_id": self.coverage_rollup_conn_id,
                 "limit": self.limit,
                 "wait_per_request": self.wait_per_request,
+                "end_from_trigger": self.end_from_trigger,
             },
         )
 
@@ -87,7 +96,12 @@ class CoverageTrigger(BaseTrigger):
             except CoverageRollupError as error:
                 yield TriggerEvent({"status": "error", "message": str(error)})
                 return
-        yield TriggerEvent(covered_event(answer))
+        event = covered_event(answer)
+        self.log.info("%s", covered(event["asset"], event["start"], event["end"], event["ratio"]))
+        if self.end_from_trigger:
+            yield TaskSuccessEvent()
+        else:
+            yield TriggerEvent(event)
 
     async def _first_look(self, client: AsyncClient, start: BoundLike, end: BoundLike) -> Coverage | None:
         """One answer without waiting, to log what is missing as the wait begins."""
@@ -107,6 +121,11 @@ class CoverageTrigger(BaseTrigger):
 
     def _log_missing(self, answer: Coverage) -> None:
         self.log.info("%s", not_covered(answer))
+
+
+def return_value(event: dict[str, Any]) -> dict[str, Any]:
+    """What the sensor returns (its XCom) for a covered window."""
+    return {key: event[key] for key in ("asset", "start", "end", "ratio")}
 
 
 def covered_event(answer: Coverage) -> dict[str, Any]:
