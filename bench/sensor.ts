@@ -31,6 +31,18 @@ const DAY = new Date(Date.now() - 3 * 86_400_000).toISOString().slice(0, 10);
 const at = (h: number, m = 0) => `${DAY}T${String(h).padStart(2, '0')}:${String(m).padStart(2, '0')}:00Z`;
 
 type Mode = 'deferred' | 'reschedule';
+/** When the task logged that the window is covered (for the deferred sensor: its trigger did). */
+async function coveredLoggedAt(airflow: RealAirflow, dag: string, run: string): Promise<number | null> {
+  const answer = await airflow.api('GET', `/api/v2/dags/${dag}/dagRuns/${run}/taskInstances/covered/logs/1`);
+  const lines = (answer.body.content ?? []) as Array<{ event?: string; timestamp?: string } | string>;
+  for (const line of lines) {
+    if (typeof line !== 'string' && line.event?.includes(') covered (ratio') && line.timestamp) {
+      return Date.parse(line.timestamp);
+    }
+  }
+  return null;
+}
+
 const DAGS: Record<Mode, { dag: string; waiting: string }> = {
   deferred: { dag: 'coverage_sensor', waiting: 'deferred' },
   reschedule: { dag: 'coverage_sensor_reschedule', waiting: 'up_for_reschedule' },
@@ -84,6 +96,10 @@ async function main(): Promise<void> {
     });
     const api = airflow.api;
     const results: Record<Mode, number[]> = { deferred: [], reschedule: [] };
+    // Deferred only: commit to the trigger's "covered" line (the daemon's waiting call and the
+    // trigger), and that line to the task's end (Airflow handing the trigger's event on).
+    const learnt: number[] = [];
+    const handedOn: number[] = [];
     for (let round_ = 0; round_ < ROUNDS; round_++) {
       for (const mode of ['deferred', 'reschedule'] as const) {
         const { dag, waiting } = DAGS[mode];
@@ -119,7 +135,16 @@ async function main(): Promise<void> {
           last_event_at: string;
         };
         if (!coverage.covered) throw new Error(`${asset} not covered`);
-        results[mode].push(Date.parse(done.end_date as string) - Date.parse(coverage.last_event_at));
+        const committed = Date.parse(coverage.last_event_at);
+        const ended = Date.parse(done.end_date as string);
+        results[mode].push(ended - committed);
+        if (mode === 'deferred') {
+          const logged = await coveredLoggedAt(airflow, dag, run);
+          if (logged !== null) {
+            learnt.push(logged - committed);
+            handedOn.push(ended - logged);
+          }
+        }
       }
     }
     const stats = (ms: number[]) => {
@@ -135,6 +160,8 @@ async function main(): Promise<void> {
           what: 'covering commit (last_event_at) to the sensor task end (end_date), real Airflow 3.3',
           poke_seconds: POKE_SECONDS,
           deferred,
+          deferred_commit_to_trigger: stats(learnt),
+          deferred_trigger_to_task_end: stats(handedOn),
           reschedule,
           reschedule_over_deferred_p50: round(
             (reschedule.p50_ms ?? 0) / Math.max(1, deferred.p50_ms ?? 1),
