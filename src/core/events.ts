@@ -64,14 +64,14 @@ export function normalizeEvent(raw: unknown, options: NormalizeOptions): Normali
   if (end.value < start.value) {
     throw new BadInputError('end_before_start', `end ${end.text} is before start ${start.text}`);
   }
-  const version = optionalText(data.version, 'version');
+  const version = labelOf(data.version, 'version');
   if (kind === 'replay_requirement' && (version === null || version === '')) {
     throw new BadInputError(
       'invalid_field',
       'a replay_requirement needs the "version" the range must be rebuilt at',
     );
   }
-  const id = idOf(data.id);
+  const id = labelOf(data.id, 'id');
   const producedAt = producedAtOf(data);
   const extra = extraOf(data.extra);
   const key =
@@ -227,9 +227,15 @@ function boundsDomain(start: unknown, end: unknown, declared: Domain | undefined
   return startDomain;
 }
 
-function optionalText(raw: unknown, field: string): string | null {
+/** `version` or `id`: absent (or null), a short printable string, or a safe integer kept as its digits. */
+function labelOf(raw: unknown, field: 'version' | 'id'): string | null {
   if (raw === undefined || raw === null) return null;
-  if (typeof raw === 'number' && Number.isFinite(raw)) return String(raw);
+  if (typeof raw === 'number') {
+    // A fractional or unsafe number has no one spelling (0.1 + 0.2, 1e21): stored as text it would
+    // not be the value sent (1.2345678901234568e+29), and as an id it could key nothing.
+    if (Number.isSafeInteger(raw)) return String(raw);
+    throw new BadInputError('invalid_field', `${field} must be a string or a safe integer, got ${raw}`);
+  }
   if (typeof raw !== 'string' || raw.length > MAX_TEXT_LENGTH || hasControlChars(raw)) {
     throw new BadInputError(
       'invalid_field',
@@ -237,15 +243,6 @@ function optionalText(raw: unknown, field: string): string | null {
     );
   }
   return raw;
-}
-
-function idOf(raw: unknown): string | null {
-  if (typeof raw === 'number') {
-    // A fractional or unsafe number has no one spelling (0.1 + 0.2, 1e21): it cannot key anything.
-    if (Number.isSafeInteger(raw)) return String(raw);
-    throw new BadInputError('invalid_field', `id must be a string or a safe integer, got ${raw}`);
-  }
-  return optionalText(raw, 'id');
 }
 
 function producedAtOf(data: Record<string, unknown>): string | null {
