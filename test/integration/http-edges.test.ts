@@ -1,0 +1,138 @@
+/**
+ * The edges of the HTTP API a fuzzing probe found (issue 53), over the wire against the listening
+ * daemon: bodies of other types than JSON, empty query parameters, methods a path does not take,
+ * and connections that send nothing. docs/http-api.md states each rule.
+ */
+import { request } from 'node:http';
+import { describe, expect, it } from 'vitest';
+import { startTestDaemon, TEST_TOKEN, testConfig } from '../helpers/daemon.js';
+import { createTestDatabase } from '../helpers/db.js';
+import { createTestPrefix } from '../helpers/redis.js';
+
+const db = await createTestDatabase();
+const prefix = createTestPrefix();
+const daemon = await startTestDaemon(
+  testConfig(db, prefix, {
+    rollups: [
+      {
+        id: 'edge_hourly',
+        upstream: ['edge.orders'],
+        every: 'hour',
+        begin: '2025-06-01',
+        target: { type: 'queue', queue: 'edge-runs' },
+      },
+    ],
+  }),
+);
+const { hostname, port } = new URL(daemon.url);
+
+interface Answer {
+  readonly status: number;
+  readonly headers: Record<string, string | string[] | undefined>;
+  readonly body: Record<string, unknown> | undefined;
+}
+
+/** A request over node:http, which sends any method (fetch refuses TRACE), with the write token. */
+function send(
+  method: string,
+  path: string,
+  { headers = {}, body }: { headers?: Record<string, string>; body?: Buffer | string } = {},
+): Promise<Answer> {
+  return new Promise((resolve, reject) => {
+    const req = request(
+      { host: hostname, port, method, path, headers: { authorization: `Bearer ${TEST_TOKEN}`, ...headers } },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => {
+          const text = Buffer.concat(chunks).toString('utf8');
+          resolve({
+            status: res.statusCode!,
+            headers: res.headers,
+            // The status page answers HTML.
+            body:
+              text && res.headers['content-type']?.startsWith('application/json')
+                ? JSON.parse(text)
+                : undefined,
+          });
+        });
+      },
+    );
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+const json = { 'content-type': 'application/json' };
+/** `{"asset":"ct.<FF FE>utf",...}`: not UTF-8. */
+const notUtf8 = Buffer.concat([
+  Buffer.from('{"asset":"ct.'),
+  Buffer.from([0xff, 0xfe]),
+  Buffer.from('utf","start":1,"end":2}'),
+]);
+
+describe('request bodies', () => {
+  it('refuses a body of another type than JSON with 415, bad UTF-8 or not, and creates nothing', async () => {
+    for (const type of ['text/plain', 'text/plain; charset=utf-8', 'application/x-www-form-urlencoded']) {
+      const answer = await send('POST', '/v1/events', { headers: { 'content-type': type }, body: notUtf8 });
+      expect(answer.status, type).toBe(415);
+      expect(answer.body).toMatchObject({ code: 'fst_err_ctp_invalid_media_type' });
+      expect(answer.body?.message).toMatch(/send JSON as application\/json/);
+    }
+    const valid = '{"asset":"ct.plain","start":1,"end":2}';
+    const plain = await send('POST', '/v1/events', {
+      headers: { 'content-type': 'text/plain' },
+      body: valid,
+    });
+    expect(plain.status).toBe(415);
+    // The same bytes as JSON: refused for what they are.
+    const asJson = await send('POST', '/v1/events', { headers: json, body: notUtf8 });
+    expect(asJson).toMatchObject({
+      status: 400,
+      body: { code: 'invalid_json', message: 'the body is not valid UTF-8' },
+    });
+    const assets = await send('GET', '/v1/assets?q=ct.');
+    expect(assets.body).toMatchObject({ total: 0 });
+  });
+
+  it('takes an empty body of any type as no body', async () => {
+    for (const type of ['text/plain', 'application/x-www-form-urlencoded']) {
+      const answer = await send('POST', '/v1/rollups/edge_hourly/periods/2025-06-01T10/trigger', {
+        headers: { 'content-type': type },
+        body: '',
+      });
+      expect(answer.status, type).toBe(202);
+    }
+  });
+});
+
+describe('event fields', () => {
+  it('refuses a version that is a fraction or an unsafe integer, as it refuses such an id', async () => {
+    for (const field of ['version', 'id']) {
+      for (const value of ['1.5', '123456789012345678901234567890']) {
+        const body = `{"asset":"edge.orders","start":"2025-06-01T10:00:00Z","end":"2025-06-01T11:00:00Z","${field}":${value}}`;
+        const answer = await send('POST', '/v1/events', { headers: json, body });
+        expect(answer.status, `${field} ${value}`).toBe(400);
+        expect(answer.body).toMatchObject({
+          code: 'invalid_events',
+          errors: [{ index: 0, reason: 'invalid_field' }],
+        });
+        const [error] = answer.body!.errors as Array<{ message: string }>;
+        expect(error!.message).toMatch(new RegExp(`^${field} must be a string or a safe integer, got `));
+      }
+    }
+  });
+
+  it('takes null for produced_at and extra as absent, as the document says', async () => {
+    const event = {
+      asset: 'edge.orders',
+      start: '2025-06-01T10:00:00Z',
+      end: '2025-06-01T10:05:00Z',
+      produced_at: null,
+      extra: null,
+      version: 3,
+    };
+    const answer = await send('POST', '/v1/events', { headers: json, body: JSON.stringify(event) });
+    expect(answer.status).toBe(202);
+  });
+});
