@@ -7,6 +7,7 @@ import Fastify, {
 import { registerBodyParsers } from './bodies.js';
 import type { HttpContext } from './context.js';
 import { HttpError } from './errors.js';
+import { answerUnroutedRequests } from './methods.js';
 import { routeUrl } from './operation.js';
 import { OPERATIONS } from './operations.js';
 import { retryReadsOnLostConnection } from './retry-reads.js';
@@ -15,6 +16,11 @@ import { registerEventRoutes } from './routes/events.js';
 import { registerHealthRoutes } from './routes/health.js';
 import { registerOpenApiRoute } from './routes/openapi.js';
 import { registerRepairRoutes } from './routes/repairs.js';
+
+export const HEADERS_TIMEOUT_MS = 10_000;
+export const REQUEST_TIMEOUT_MS = 120_000;
+/** How often Node looks for connections past those limits: the lateness of a close. */
+export const TIMEOUT_CHECK_MS = 1_000;
 
 export type RouteRegistrar = (app: FastifyInstance, ctx: HttpContext) => void;
 
@@ -28,6 +34,13 @@ export function buildServer(ctx: HttpContext, extraRoutes: readonly RouteRegistr
     // Asset names run to 512 characters, up to 9 each once percent-encoded; the router's default
     // of 100 would answer 414 for long URIs the worker has ingested.
     routerOptions: { maxParamLength: 512 * 9 },
+    // Slow or silent clients do not hold a connection (docs/http-api.md "Timeouts"): the request
+    // line and headers must arrive within HEADERS_TIMEOUT_MS of connecting, also when not a byte
+    // comes (Node's default is 60 s, checked every 30 s), the whole request within
+    // REQUEST_TIMEOUT_MS (fastify's default is none); either answers 408 and closes. Idle
+    // keep-alive connections between requests are closed by fastify's keepAliveTimeout (72 s).
+    requestTimeout: REQUEST_TIMEOUT_MS,
+    http: { headersTimeout: HEADERS_TIMEOUT_MS, connectionsCheckingInterval: TIMEOUT_CHECK_MS },
     // A malformed or overlong path gets the same {code, message} body as every other error.
     frameworkErrors: (error, _request, reply) => {
       const {
@@ -54,11 +67,7 @@ export function buildServer(ctx: HttpContext, extraRoutes: readonly RouteRegistr
     request.log.error({ err: error, url: request.url }, 'request failed');
     return reply.status(500).send({ code: 'internal_error', message: 'internal error; see the daemon log' });
   });
-  app.setNotFoundHandler((request, reply) =>
-    reply
-      .status(404)
-      .send({ code: 'not_found', message: `no route ${request.method} ${request.url.split('?')[0]}` }),
-  );
+  answerUnroutedRequests(app);
   // The description lists every operation (./operations.ts); a /v1 route outside it would be
   // served but undescribed, so it fails the start instead.
   const described = new Set(OPERATIONS.map((op) => `${op.method} ${routeUrl(op)}`));

@@ -4,7 +4,9 @@
  * and connections that send nothing. docs/http-api.md states each rule.
  */
 import { request } from 'node:http';
+import { connect } from 'node:net';
 import { describe, expect, it } from 'vitest';
+import { HEADERS_TIMEOUT_MS, REQUEST_TIMEOUT_MS, TIMEOUT_CHECK_MS } from '../../src/http/server.js';
 import { startTestDaemon, TEST_TOKEN, testConfig } from '../helpers/daemon.js';
 import { createTestDatabase } from '../helpers/db.js';
 import { createTestPrefix } from '../helpers/redis.js';
@@ -134,5 +136,77 @@ describe('event fields', () => {
     };
     const answer = await send('POST', '/v1/events', { headers: json, body: JSON.stringify(event) });
     expect(answer.status).toBe(202);
+  });
+});
+
+describe('methods', () => {
+  it('answers 405 with Allow for a method a known path does not take, before reading a body', async () => {
+    for (const method of ['TRACE', 'OPTIONS', 'PUT', 'DELETE', 'PATCH', 'QUERY']) {
+      const answer = await send(method, '/healthz');
+      expect(answer.status, method).toBe(405);
+      expect(answer.headers.allow, method).toBe('GET, HEAD');
+      expect(answer.body).toMatchObject({ code: 'method_not_allowed' });
+    }
+    // QUERY with a body, PUT with a body of a type no route reads: 405 all the same.
+    const query = await send('QUERY', '/v1/assets', { headers: json, body: '{}' });
+    expect(query).toMatchObject({ status: 405, headers: { allow: 'GET, HEAD' } });
+    const put = await send('PUT', '/v1/events', { headers: { 'content-type': 'text/plain' }, body: 'x' });
+    expect(put).toMatchObject({ status: 405, headers: { allow: 'POST' } });
+    const head = await send('HEAD', '/v1/events');
+    expect(head).toMatchObject({ status: 405, headers: { allow: 'POST' } });
+    // Paths with parameters match any value of them.
+    const detail = await send('DELETE', '/v1/rollups/any/periods/any');
+    expect(detail).toMatchObject({ status: 405, headers: { allow: 'GET, HEAD' } });
+  });
+
+  it('answers 404 for a path no method takes, whatever the method', async () => {
+    for (const method of ['GET', 'TRACE', 'QUERY']) {
+      const answer = await send(method, '/v1/nowhere');
+      expect(answer, method).toMatchObject({ status: 404, body: { code: 'not_found' } });
+    }
+  });
+});
+
+/** Opens a connection, writes `bytes` (if any), and resolves with what came back and when it closed. */
+function idleConnection(bytes?: string): Promise<{ closedAfterMs: number; received: string }> {
+  return new Promise((resolve, reject) => {
+    const opened = Date.now();
+    let received = '';
+    const socket = connect(Number(port), hostname, () => {
+      if (bytes) socket.write(bytes);
+    });
+    socket.on('data', (chunk) => {
+      received += chunk.toString('utf8');
+    });
+    socket.on('error', reject);
+    socket.on('close', () => resolve({ closedAfterMs: Date.now() - opened, received }));
+  });
+}
+
+describe('timeouts', () => {
+  // Node's defaults closed these at 60-90 s; the bound is HEADERS_TIMEOUT_MS, checked every
+  // TIMEOUT_CHECK_MS. The deadline leaves a loaded machine ample room and stays far below 60 s.
+  const bound = HEADERS_TIMEOUT_MS + TIMEOUT_CHECK_MS;
+  const deadline = bound + 15_000;
+
+  it(
+    'closes a connection that sends nothing, or headers that never end, with 408 within the headers timeout',
+    async () => {
+      const [silent, partial] = await Promise.all([
+        idleConnection(),
+        idleConnection('GET /healthz HTTP/1.1\r\nHost: x\r\n'),
+      ]);
+      for (const { closedAfterMs, received } of [silent, partial]) {
+        expect(received).toMatch(/^HTTP\/1\.1 408 /);
+        expect(closedAfterMs).toBeGreaterThanOrEqual(HEADERS_TIMEOUT_MS - 100);
+        expect(closedAfterMs).toBeLessThan(deadline);
+      }
+    },
+    deadline + 10_000,
+  );
+
+  it('bounds a whole request, which fastify leaves unbounded by default', () => {
+    expect(daemon.http.server.requestTimeout).toBe(REQUEST_TIMEOUT_MS);
+    expect(daemon.http.server.headersTimeout).toBe(HEADERS_TIMEOUT_MS);
   });
 });
