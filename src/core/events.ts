@@ -41,8 +41,18 @@ export function domainMismatch(event: NormalizedEvent, held: Domain): BadInputEr
   );
 }
 
-const MAX_ASSET_LENGTH = 512;
-const MAX_TEXT_LENGTH = 256;
+/** Characters (code points, as the OpenAPI document's maxLength counts them) of an asset name. */
+export const MAX_ASSET_LENGTH = 512;
+/** Characters of a version or id given as text. */
+export const MAX_TEXT_LENGTH = 256;
+
+/** Whether `text` is longer than `max` characters; code units over-count astral characters. */
+function longerThan(text: string, max: number): boolean {
+  if (text.length <= max) return false;
+  let count = 0;
+  for (const _ of text) if (++count > max) return true;
+  return false;
+}
 
 /** Turns one job's data (any accepted spelling) into a canonical event, or throws BadInputError. */
 export function normalizeEvent(raw: unknown, options: NormalizeOptions): NormalizedEvent {
@@ -130,7 +140,7 @@ export function assetOf(data: Record<string, unknown>): string {
   }
   if (typeof raw !== 'string') throw new BadInputError('invalid_asset', 'the asset name must be a string');
   const name = raw.trim();
-  if (name.length === 0 || name.length > MAX_ASSET_LENGTH || hasControlChars(name)) {
+  if (name.length === 0 || longerThan(name, MAX_ASSET_LENGTH) || hasControlChars(name)) {
     throw new BadInputError(
       'invalid_asset',
       `the asset name must be 1-${MAX_ASSET_LENGTH} printable characters without control characters`,
@@ -236,7 +246,7 @@ function labelOf(raw: unknown, field: 'version' | 'id'): string | null {
     if (Number.isSafeInteger(raw)) return String(raw);
     throw new BadInputError('invalid_field', `${field} must be a string or a safe integer, got ${raw}`);
   }
-  if (typeof raw !== 'string' || raw.length > MAX_TEXT_LENGTH || hasControlChars(raw)) {
+  if (typeof raw !== 'string' || longerThan(raw, MAX_TEXT_LENGTH) || hasControlChars(raw)) {
     throw new BadInputError(
       'invalid_field',
       `${field} must be a string of at most ${MAX_TEXT_LENGTH} printable characters`,

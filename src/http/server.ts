@@ -16,11 +16,7 @@ import { registerEventRoutes } from './routes/events.js';
 import { registerHealthRoutes } from './routes/health.js';
 import { registerOpenApiRoute } from './routes/openapi.js';
 import { registerRepairRoutes } from './routes/repairs.js';
-
-export const HEADERS_TIMEOUT_MS = 10_000;
-export const REQUEST_TIMEOUT_MS = 120_000;
-/** How often Node looks for connections past those limits: the lateness of a close. */
-export const TIMEOUT_CHECK_MS = 1_000;
+import { HEADERS_TIMEOUT_MS, REQUEST_TIMEOUT_MS, TIMEOUT_CHECK_MS } from './timeouts.js';
 
 export type RouteRegistrar = (app: FastifyInstance, ctx: HttpContext) => void;
 
@@ -31,9 +27,9 @@ export function buildServer(ctx: HttpContext, extraRoutes: readonly RouteRegistr
     // Per-request lines would drown the decision log; errors are logged by the handler below.
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: ctx.config.http.body_limit,
-    // Asset names run to 512 characters, up to 9 each once percent-encoded; the router's default
-    // of 100 would answer 414 for long URIs the worker has ingested.
-    routerOptions: { maxParamLength: 512 * 9 },
+    // Asset names run to 512 characters, up to 12 each once percent-encoded (4 UTF-8 bytes); the
+    // router's default of 100 would answer 414 for long URIs the worker has ingested.
+    routerOptions: { maxParamLength: 512 * 12 },
     // Slow or silent clients do not hold a connection (docs/http-api.md "Timeouts"): the request
     // line and headers must arrive within HEADERS_TIMEOUT_MS of connecting, also when not a byte
     // comes (Node's default is 60 s, checked every 30 s), the whole request within

@@ -6,7 +6,7 @@
 import { request } from 'node:http';
 import { connect } from 'node:net';
 import { describe, expect, it } from 'vitest';
-import { HEADERS_TIMEOUT_MS, REQUEST_TIMEOUT_MS, TIMEOUT_CHECK_MS } from '../../src/http/server.js';
+import { HEADERS_TIMEOUT_MS, REQUEST_TIMEOUT_MS, TIMEOUT_CHECK_MS } from '../../src/http/timeouts.js';
 import { startTestDaemon, TEST_TOKEN, testConfig } from '../helpers/daemon.js';
 import { createTestDatabase } from '../helpers/db.js';
 import { createTestPrefix } from '../helpers/redis.js';
@@ -136,6 +136,44 @@ describe('event fields', () => {
     };
     const answer = await send('POST', '/v1/events', { headers: json, body: JSON.stringify(event) });
     expect(answer.status).toBe(202);
+  });
+});
+
+describe('query parameters', () => {
+  it('takes an optional parameter sent empty as absent, and a required one as missing', async () => {
+    const absent = await send('GET', '/v1/rollups/edge_hourly/periods?end=2025-06-02');
+    const empty = await send('GET', '/v1/rollups/edge_hourly/periods?end=2025-06-02&limit=&state=&cursor=');
+    expect(absent.status).toBe(200);
+    expect(empty).toMatchObject({ status: 200, body: { counts: absent.body?.counts } });
+    const window = await send('GET', '/v1/assets/edge.orders/coverage?start=&end=');
+    expect(window).toMatchObject({ status: 400, body: { code: 'missing_bounds' } });
+    // A cursor is one the listing issued: no schema can say which, so the document says so.
+    const cursor = await send('GET', '/v1/rollups?cursor=n');
+    expect(cursor).toMatchObject({ status: 400, body: { code: 'invalid_cursor' } });
+  });
+});
+
+describe('U+0000 (NUL), which PostgreSQL can neither store nor compare', () => {
+  it('refuses it in a parameter, a cursor or a text field with 400, where it failed the read with 500', async () => {
+    const cursor = Buffer.from('a.a\u0000b').toString('base64url');
+    for (const path of [
+      '/v1/assets?q=a%00',
+      `/v1/assets?cursor=${cursor}`,
+      '/v1/assets/a%00b/coverage?start=1&end=2',
+      '/v1/repairs?asset=a%00',
+      '/?asset=a%00',
+      '/?q=a%00',
+    ]) {
+      const answer = await send('GET', path);
+      expect(answer.status, path).toBe(400);
+    }
+    for (const body of [
+      { idempotency_key: 'edge_hourly@20250601T100000Z#1\u0000', attempt: 1, state: 'running' },
+      { idempotency_key: 'edge_hourly@20250601T100000Z#1', attempt: 1, state: 'failed', error: 'x\u0000' },
+    ]) {
+      const answer = await send('POST', '/v1/runs', { headers: json, body: JSON.stringify(body) });
+      expect(answer.status, JSON.stringify(body)).toBe(400);
+    }
   });
 });
 
