@@ -7,7 +7,8 @@
  * the Python version still matches, so only the first run pays for the installs. One venv per
  * system: Airflow, Dagster and pyspark pin different versions of the same libraries.
  * Then vitest runs test/real/ (vitest.real.config.ts); every test file starts the systems it needs
- * and stops them by pid (test/real/helpers/system.ts). Arguments are passed on to vitest.
+ * and stops them by pid (test/real/helpers/system.ts). Arguments are passed on to vitest, but
+ * `--systems=a,b`, which installs only those systems' venvs (`npm run test:api` needs one).
  */
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -62,15 +63,21 @@ function ensureVenv(system, version) {
   say(`test:real: ${system}: installed in ${Math.round((Date.now() - started) / 1000)} s`);
 }
 
+const args = process.argv.slice(2);
+const only = args
+  .find((arg) => arg.startsWith('--systems='))
+  ?.slice('--systems='.length)
+  .split(',');
 const version = pythonVersion();
 const systems = readdirSync(SYSTEMS, { withFileTypes: true })
   .filter((entry) => entry.isDirectory() && existsSync(join(SYSTEMS, entry.name, 'requirements.txt')))
   .map((entry) => entry.name)
+  .filter((name) => only === undefined || only.includes(name))
   .sort();
 for (const system of systems) ensureVenv(system, version);
 
 run(
   join(ROOT, 'node_modules', '.bin', 'vitest'),
-  ['run', '-c', 'vitest.real.config.ts', ...process.argv.slice(2)],
+  ['run', '-c', 'vitest.real.config.ts', ...args.filter((arg) => !arg.startsWith('--systems='))],
   { cwd: ROOT, env: { ...process.env, REAL_VENVS: VENVS } },
 );
