@@ -135,7 +135,8 @@ describe('event fields', () => {
       version: 3,
     };
     const answer = await send('POST', '/v1/events', { headers: json, body: JSON.stringify(event) });
-    expect(answer.status).toBe(202);
+    // 202 enqueued on Redis, 200 committed where the queue is in PostgreSQL (TEST_QUEUE_BACKEND).
+    expect([200, 202]).toContain(answer.status);
   });
 });
 
