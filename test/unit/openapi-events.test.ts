@@ -115,26 +115,42 @@ const label = fc.oneof(
   text,
   fc.constantFrom(0, 3, 1.5, 2 ** 53, -(2 ** 53) + 1, 1.2345678901234568e29, null, {}, []),
 );
-const event = fc.record(
-  {
-    type: fc.constantFrom('completion', 'replay_requirement', null, 'deletion', 1),
-    asset: fc.oneof(text, fc.constantFrom(null, 5)),
-    name: fc.oneof(text, fc.constantFrom(null, 5)),
-    uri: fc.oneof(text, fc.constantFrom(null, 5)),
-    asset_uri: fc.oneof(text, fc.constant(null)),
-    dataset_uri: text,
-    start: bound,
-    end: bound,
-    interval,
-    partition_key: fc.oneof(interval, fc.constantFrom('2025-06-01', 3, null)),
-    extra,
-    version: label,
-    id: label,
-    produced_at: fc.oneof(bound, text),
-    timestamp: fc.oneof(bound, fc.constant(5)),
-    other: any,
-  },
-  { requiredKeys: [] },
+const fields = {
+  type: fc.constantFrom('completion', 'replay_requirement', null, 'deletion', 1),
+  asset: fc.oneof(text, fc.constantFrom(null, 5)),
+  name: fc.oneof(text, fc.constantFrom(null, 5)),
+  uri: fc.oneof(text, fc.constantFrom(null, 5)),
+  asset_uri: fc.oneof(text, fc.constant(null)),
+  dataset_uri: text,
+  start: bound,
+  end: bound,
+  interval,
+  partition_key: fc.oneof(interval, fc.constantFrom('2025-06-01', 3, null)),
+  extra,
+  version: label,
+  id: label,
+  produced_at: fc.oneof(bound, text),
+  timestamp: fc.oneof(bound, fc.constant(5)),
+  other: any,
+};
+type Field = keyof typeof fields;
+
+/** Valid events of each spelling, each way of naming the asset: one field changed finds a rule. */
+const VALID: readonly Record<string, unknown>[] = [
+  ...(EVENT_SCHEMA.examples as Record<string, unknown>[]),
+  { name: 'orders', start: 1, end: 2 },
+  { asset: null, uri: 's3://lake/orders', interval: '2025-06-01T10:00:00Z/PT1H' },
+  { asset_uri: 'a', partition_key: '2025-06-01T10:00:00Z/2025-06-01T11:00:00Z', timestamp: null },
+  { dataset_uri: 'd', start: '10', end: '20', version: 7, id: null, produced_at: null, extra: null },
+];
+const changes = fc
+  .uniqueArray(fc.constantFrom(...(Object.keys(fields) as Field[])), { maxLength: 3 })
+  .chain((keys) =>
+    fc.record(Object.fromEntries(keys.map((k) => [k, fields[k]])) as Record<Field, fc.Arbitrary<unknown>>),
+  );
+const event = fc.oneof(
+  fc.tuple(fc.constantFrom(...VALID), changes).map(([base, changed]) => ({ ...base, ...changed })),
+  fc.record(fields, { requiredKeys: [] }),
 );
 
 describe('the document and the normaliser agree on events', () => {
@@ -146,7 +162,7 @@ describe('the document and the normaliser agree on events', () => {
         if (refusal === null) expect(allowed, JSON.stringify(ajv.errors)).toBe(true);
         else if (allowed) expect(beyondSchema(refusal), `${refusal.reason}: ${refusal.message}`).toBe(true);
       }),
-      { numRuns: 20_000 },
+      { numRuns: 5_000 },
     );
   });
 
@@ -158,7 +174,7 @@ describe('the document and the normaliser agree on events', () => {
         if (refusal === null) expect(allowed, JSON.stringify(ajv.errors)).toBe(true);
         else if (allowed) expect(beyondSchema(refusal), `${refusal.reason}: ${refusal.message}`).toBe(true);
       }),
-      { numRuns: 20_000 },
+      { numRuns: 5_000 },
     );
   });
 
