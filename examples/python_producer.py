@@ -5,17 +5,17 @@
     QUEUE_BACKEND=postgres DATABASE_URL=postgres://127.0.0.1:5432/coverage \\
         python examples/python_producer.py --asset warehouse.orders --start 2025-06-01T10:00:00Z
 
-Each job's data is the canonical event of SPEC §3 / README "Events"; a stable `id` per slice makes
+Each job's data is the canonical event (docs/events.md); a stable `id` per slice makes
 a redelivery harmless. The queue settings must match the daemon's config; each option defaults to
 the environment variable the daemon reads (QUEUE_BACKEND, REDIS_URL, DATABASE_URL) or to the
 daemon's default (`asset-events`, prefix `bull`, 1 group):
 
 - Redis (`queue.backend: redis`): the queue `asset-events` under the BullMQ prefix.
 - PostgreSQL (`queue.backend: postgres`, the embedded default): BullMQ's PostgreSQL backend in the
-  daemon's database, in the schema its prefix names (README "Which queue backend"). The embedded
+  daemon's database, in the schema its prefix names (docs/operations.md "Which queue backend"). The embedded
   server's address is in the daemon's start log and in <data_dir>/server.json.
 - `queue.groups: N` > 1: an asset's events go to the queue of group fnv1a32(asset) mod N, under the
-  prefix "{<prefix>-<group>}" (README "Queue groups and Redis Cluster").
+  prefix "{<prefix>-<group>}" (docs/scaling.md "Queue groups and Redis Cluster").
 
 It prints one JSON line: how many events went to which queue.
 """
@@ -124,5 +124,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    assert fnv1a32("warehouse.orders") == 0x77850E7F  # the README's test vector
+    assert fnv1a32("warehouse.orders") == 0x77850E7F  # a test vector of docs/scaling.md
     main()

@@ -1,6 +1,6 @@
 """A DAG that waits until [data_interval_start, data_interval_end) of an asset is covered, then builds.
 
-The sensor asks coverage-rollup's `GET /v1/assets/{asset}/coverage` (README, "HTTP API") in
+The sensor asks coverage-rollup's `GET /v1/assets/{asset}/coverage` (docs/http-api.md) in
 reschedule mode: between pokes it holds no worker slot. While it waits, each poke logs the ranges
 still missing; it succeeds once the range is covered. `coverage-rollup check` works the same way
 from a BashSensor (exit 0 when covered, 1 when not). Tested with Airflow 3.3.2 by

@@ -16,7 +16,7 @@ export interface NormalizeOptions {
   readonly maxPayloadBytes: number;
 }
 
-/** The canonical event every accepted spelling becomes (SPEC §3). */
+/** The canonical event every accepted spelling becomes. */
 export interface NormalizedEvent {
   readonly kind: 'completion' | 'replay_requirement';
   readonly asset: string;

@@ -1,6 +1,6 @@
 /**
  * The OpenAPI 3.1 description served at `/openapi.json`, generated from the operations the routes
- * are registered from. Answers become named components; parameters
+ * are registered from, so it cannot drift from them. Answers become named components; parameters
  * and bodies are described as the request schemas take them (zod's `io: 'input'`).
  */
 import { z } from 'zod';
@@ -107,7 +107,7 @@ export function openApiDocument(operations: readonly Operation[], version: strin
       title: 'coverage-rollup',
       version,
       description: [
-        'Coverage of streaming interval events, rollup periods and their triggers. Field names follow the product specification.',
+        'Coverage of streaming interval events, rollup periods and their triggers. Field names are a public contract, described in docs/http-api.md of the project.',
         `Rules every operation follows: a request body is JSON in UTF-8 sent as application/json (any other type is refused with 415, bytes that are not UTF-8 with 400 invalid_json; an empty body of any type is no body). An optional query parameter sent empty is the same as absent. No parameter may hold U+0000 (400). A method a path does not take answers 405 with an Allow header. The request line and headers must arrive within ${HEADERS_TIMEOUT_MS / 1000} s of connecting, the whole request within ${REQUEST_TIMEOUT_MS / 1000} s (408).`,
       ].join('\n\n'),
       license: { name: 'Apache-2.0', identifier: 'Apache-2.0' },

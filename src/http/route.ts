@@ -27,7 +27,7 @@ export function route<O extends Operation>(
       const params = op.params && validate(op.params, request.params, 'path');
       const query = op.query && validate(op.query, withoutEmpty(request.query), 'query');
       // Checked, then passed on as sent: a parse rebuilds objects and drops keys named
-      // `__proto__`, which are data here (README "Events"); body schemas transform nothing.
+      // `__proto__`, which are data here (docs/events.md); body schemas transform nothing.
       if (op.body) validate(op.body.schema, request.body, 'body');
       const input = { params, query, body: request.body } as RequestOf<O>;
       reply.status(status);

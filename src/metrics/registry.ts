@@ -16,7 +16,7 @@ export function createMetrics() {
   const registry = new LeanRegistry();
   collectDefaultMetrics({ register: registry });
   // prom-client names three gauges *_total (a counter's suffix), which `promtool check metrics`
-  // refuses; it has no option to rename them, so they are dropped (README "Metrics").
+  // refuses; it has no option to rename them, so they are dropped (docs/operations.md "Metrics").
   for (const name of MISNAMED_DEFAULTS) registry.removeSingleMetric(name);
   const registers = [registry];
   return {

@@ -236,7 +236,7 @@ describe('GET /v1/assets/{asset}/coverage', () => {
     stale_reason: null,
   };
 
-  it('answers exactly the SPEC §8 shape', async () => {
+  it('answers exactly the documented shape', async () => {
     const reply = await coverage('http.orders', window);
     expect(reply.status).toBe(200);
     expect(reply.body).toStrictEqual(expected);

@@ -1,5 +1,5 @@
 /**
- * examples/airflow/coverage_sensor.py in a real Airflow 3.3 (SPEC §14): the sensor, in reschedule
+ * examples/airflow/coverage_sensor.py in a real Airflow 3.3: the sensor, in reschedule
  * mode, waits on the built daemon's `GET /v1/assets/{asset}/coverage` while half of its data
  * interval is covered, logging the range still missing, and succeeds once the rest arrives. The
  * task log is read through Airflow's API.

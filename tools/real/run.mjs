@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * `npm run test:real`: the suites against the real systems our users run (SPEC §14).
+ * `npm run test:real`: the suites against the real systems our users run.
  *
  * Each folder tools/real/<system>/ holds a pinned requirements.txt; its virtual environment lives
  * in .real/<system>/venv (ignored by git) and is reused while a stamp of the requirements file and

@@ -1,5 +1,5 @@
 /**
- * The status page at `/` (SPEC §8): each asset's coverage and each rollup's periods over a window
+ * The status page at `/`: each asset's coverage and each rollup's periods over a window
  * ending at now, server-rendered. It reads only merged segments and period rows overlapping the
  * window, and draws at most about two items per pixel column, so a year of minute-level events
  * costs no more than a day of them. `/rollups/{id}/periods/{key}` explains one period, from the

@@ -1,4 +1,4 @@
-/** `GET /v1/assets` and `GET /v1/assets/{asset}/coverage` (SPEC §8, §10). */
+/** `GET /v1/assets` and `GET /v1/assets/{asset}/coverage`. */
 import { z } from 'zod';
 import { DEFAULT_LIMIT, MAX_LIMIT } from '../../core/coverage-answer.js';
 import { defineOperation } from '../operation.js';
@@ -100,7 +100,7 @@ export const Batch = z.object({
   version: z.string().nullable(),
 });
 
-/** The coverage answer of SPEC §8 and §10; field names are part of the contract. */
+/** The coverage answer; its field names are a public contract (docs/http-api.md). */
 export const CoverageAnswer = z.object({
   asset: z.string(),
   domain: Domain,

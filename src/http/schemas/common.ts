@@ -77,7 +77,7 @@ export const ReplayRequiredRange = z.object({
   required_version: z.string(),
 });
 
-/** SPEC §10 freshness: in the coverage answer and `/v1/assets`. */
+/** Freshness: in the coverage answer and `/v1/assets`. */
 export const Freshness = z.object({
   covered_until: Bound.nullable(),
   lag_seconds: z.number().nullable(),

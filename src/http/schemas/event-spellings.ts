@@ -1,10 +1,11 @@
 /**
- * The events the queue accepts (README "Events"), as JSON Schema for the OpenAPI document: the
+ * The events the queue accepts (docs/events.md), as JSON Schema for the OpenAPI document: the
  * language of the worker's normaliser (src/core/events.ts), written out rule by rule, so that a
  * request the document allows is refused only for what a schema cannot say (a bound's grammar and
  * order, its asset's domain, the size of the whole event) and one it forbids is never accepted.
  * Requests are still checked by the normaliser, which names a reason per refused item;
- * test/unit/openapi.test.ts feeds the normaliser each example and cases on both sides of each rule.
+ * test/unit/openapi.test.ts feeds the normaliser each example, and test/unit/openapi-events.test.ts
+ * generated events on both sides of each rule.
  *
  * The normaliser reads some fields only when others are absent (the asset from `asset`, else
  * `name`, else `uri`, ...; `timestamp` only without `produced_at`; the bounds from `start`/`end`,
@@ -210,7 +211,7 @@ const EXAMPLES: readonly Json[] = [
 export const EVENT_SCHEMA: Json = {
   type: 'object',
   description:
-    'an event in any spelling the queue accepts (README "Events"); bounds by precedence: start and end, else interval, else partition_key, else extra.interval_start/interval_end; the asset from asset, else name, uri, asset_uri, dataset_uri. Other fields are ignored. Validated as the worker validates it; refusals are listed per item',
+    'an event in any spelling the queue accepts (docs/events.md); bounds by precedence: start and end, else interval, else partition_key, else extra.interval_start/interval_end; the asset from asset, else name, uri, asset_uri, dataset_uri. Other fields are ignored. Validated as the worker validates it; refusals are listed per item',
   properties: { ...FIELDS, ...SHADOWED },
   allOf: [NAMING, BOUNDS, KIND, PRODUCED],
   additionalProperties: true,

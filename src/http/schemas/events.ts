@@ -65,7 +65,7 @@ export const InvalidEvents = ErrorBody.extend({
     .array(
       z.object({
         index: z.int().meta({ description: 'position in the request (0 for a single event)' }),
-        reason: z.string().meta({ description: 'a dead-letter reason (README "Events")' }),
+        reason: z.string().meta({ description: 'a dead-letter reason (docs/events.md)' }),
         message: z.string(),
       }),
     )

@@ -1,4 +1,4 @@
-/** The rollup listings, the period detail and the manual trigger (SPEC §8, §10). */
+/** The rollup listings, the period detail and the manual trigger. */
 import { z } from 'zod';
 import { PERIOD_STATES } from '../../core/policy.js';
 import { COUNTED_RUN_STATES, RUN_STATES } from '../../core/runs.js';
@@ -241,7 +241,7 @@ export const PeriodDetail = z.object({
     description: 'every attempt of every generation, newest first (at most 100), each with its reports',
   }),
   repairs: z.array(RepairJson).meta({
-    description: 'repair requests this period made or waits on (SPEC §15), newest first (at most 50)',
+    description: 'repair requests this period made or waits on, newest first (at most 50)',
   }),
 });
 

@@ -1,4 +1,4 @@
-/** Runs (SPEC §11): the run on a period, its history, the callback `POST /v1/runs` and the manual retry. */
+/** Runs: the run on a period, its history, the callback `POST /v1/runs` and the manual retry. */
 import { z } from 'zod';
 import { RUN_STATES } from '../../core/runs.js';
 import { defineOperation } from '../operation.js';
@@ -6,7 +6,7 @@ import { Bound, coded, Timestamp, text } from './common.js';
 
 export const RunState = z.enum(RUN_STATES);
 
-/** A period's current run (its generation's newest attempt), with SPEC §11's field names. */
+/** A period's current run (its generation's newest attempt), with its documented field names. */
 export const RunJson = z.object({
   attempt: z.int().meta({ description: '1 for the trigger itself, then 2, 3, ... for retries' }),
   state: RunState.meta({
