@@ -1,6 +1,6 @@
 /**
- * The follow phase of the repair step (SPEC §15), lease holder only: active requests are moved by
- * core/repairs/repair.ts followRequest (repaired, cancelled, a new attempt with what is still missing, or
+ * The follow phase of the repair step, lease holder only: active requests are moved by
+ * core/repair.ts followRequest (repaired, cancelled, a new attempt with what is still missing, or
  * abandoned) in a transaction fenced by the lease token.
  *
  * Which requests are looked at is bounded by what a pass learnt (FollowWatch), never a scan of
