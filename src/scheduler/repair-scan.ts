@@ -105,12 +105,12 @@ export class RepairScan {
   }
 
   /**
-   * A commit notification's assets (store/assets/commit.ts notifiedAssets): the rollups reading
-   * them scan again, at most every scanMs (a replay requirement may have made ranges owed in a
-   * triggered period); a notification that names no assets (null) wakes them all.
+   * A commit notification's assets (store/assets/commit-listen.ts committedAssets): the rollups
+   * reading them scan again, at most every scanMs (a replay requirement may have made ranges owed
+   * in a triggered period); a notification that names no assets ('any') wakes them all.
    */
-  note(assets: readonly string[] | null): void {
-    this.wake(assets === null ? undefined : assets.flatMap((a) => this.byUpstream.get(a) ?? []));
+  note(assets: readonly string[] | 'any'): void {
+    this.wake(assets === 'any' ? undefined : assets.flatMap((a) => this.byUpstream.get(a) ?? []));
   }
 
   /**

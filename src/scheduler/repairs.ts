@@ -63,8 +63,8 @@ export class Repairs {
     this.watch.all();
   }
 
-  /** A commit notification's assets (null: any): the requests on them get a look, their rollups a scan. */
-  note(assets: readonly string[] | null): void {
+  /** A commit notification's assets ('any': all): the requests on them get a look, their rollups a scan. */
+  note(assets: readonly string[] | 'any'): void {
     this.watch.note(assets);
     this.scans.note(assets);
   }

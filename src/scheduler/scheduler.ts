@@ -3,7 +3,7 @@ import type { RollupRuntime } from '../config/rollups.js';
 import { type Fence, LeaseLostError } from '../lease/fence.js';
 import type { Metrics, SchedulerStep } from '../metrics/registry.js';
 import type { QueueConnection } from '../queue/backend.js';
-import { listenForCommits } from '../store/assets/commit.js';
+import { listenForCommits } from '../store/assets/commit-listen.js';
 import { schedulerWake } from '../store/periods/reads.js';
 import { databaseNow, type Sql } from '../store/pg/db.js';
 import { syncRollups } from '../store/rollups.js';
@@ -124,20 +124,18 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
 
   async start(): Promise<void> {
     this.running = true;
-    const listener = await listenForCommits(
-      this.options.sql,
-      (assets) => {
+    this.unlisten = await listenForCommits(this.options.sql, {
+      onCommit: (assets) => {
         this.repairs.note(assets);
         if (this.marks.note(assets)) this.kick();
       },
       // (Re)connected: notifications may have been missed in between.
-      () => {
+      onConnect: () => {
         this.marks.checkAll();
         this.repairs.checkAll();
         this.kick();
       },
-    );
-    this.unlisten = () => listener.unlisten();
+    });
     this.loop = this.run();
   }
 

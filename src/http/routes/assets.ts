@@ -3,7 +3,7 @@ import { maxLags } from '../../config/index.js';
 import { BadInputError } from '../../core/errors.js';
 import { parseBound } from '../../core/intervals/bounds.js';
 import { DEFAULT_ORDERS, toCoverageAnswer } from '../../core/intervals/coverage-answer.js';
-import { parseWait } from '../../core/wait.js';
+import { parseWait } from '../../core/intervals/wait.js';
 import { assetJson } from '../../store/assets/asset-json.js';
 import { assetsByName, countAssets, findAsset } from '../../store/assets/assets.js';
 import { type AssetFacts, queryCoverage } from '../../store/assets/coverage-query.js';

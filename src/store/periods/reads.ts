@@ -1,6 +1,6 @@
 /**
  * Reads of stored periods for the listings, the period detail, the status page, the gauges and the
- * scheduler. Stored rows are only the periods something happened to; src/core/periods.ts
+ * scheduler. Stored rows are only the periods something happened to; src/core/periods/periods.ts
  * derives the others. Every read here is an index range on (rollup_id, lo) or the small
  * period_counts table (kept by a database trigger, migrations/), except the scheduler's wake-up
  * read (`schedulerWake`), which reads through the partial indexes on due and marked periods.

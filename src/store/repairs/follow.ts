@@ -1,6 +1,6 @@
 /**
  * Following repair requests: which active requests need a look, and the changes a
- * look decided (core/repair.ts `followRequest`), applied in the caller's fenced transaction.
+ * look decided (core/repairs/repair.ts `followRequest`), applied in the caller's fenced transaction.
  */
 
 import type { RepairRange, RepairState } from '../../core/repairs/repair.js';

@@ -8,9 +8,9 @@
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { BadInputError } from '../../src/core/errors.js';
-import { normalizeEvent } from '../../src/core/events/events.js';
-import { EVENT_SCHEMA, REPLAY_BODY_SCHEMA } from '../../src/http/schemas/event-spellings.js';
+import { BadInputError } from '../../../../src/core/errors.js';
+import { normalizeEvent } from '../../../../src/core/events/events.js';
+import { EVENT_SCHEMA, REPLAY_BODY_SCHEMA } from '../../../../src/http/schemas/event-spellings.js';
 
 const options = { maxPayloadBytes: 65_536 };
 const ajv = new Ajv2020({ strict: false, allErrors: false });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parseWait } from '../../src/core/wait.js';
+import { parseWait } from '../../../../src/core/intervals/wait.js';
 
 const MAX = 900_000;
 

@@ -6,7 +6,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { packageRoot } from '../../src/support/paths.js';
+import { packageRoot } from '../../../src/support/paths.js';
 
 const root = packageRoot();
 const daemon = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { version: string };
