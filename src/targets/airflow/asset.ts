@@ -51,7 +51,7 @@ const schema = z
 
 export const airflowAssetType = defineTarget({
   type: 'airflow_asset',
-  docs: 'docs/targets/airflow.md#asset-events',
+  docs: 'docs/targets/airflow.md#the-airflow_asset-target',
   schema,
   secrets: credentialSecrets,
   // Without follow_dag_id, asking says succeeded once Airflow holds the event.
