@@ -8,7 +8,7 @@
  *   QUEUE_BACKEND=postgres DATABASE_URL=postgres://user@127.0.0.1:5432/coverage \
  *     node examples/node_producer.mjs --asset warehouse.orders --start 2025-06-01T10:00:00Z
  *
- * The same options as examples/python_producer.py (README "Producers"): each defaults to the
+ * The same options as examples/python_producer.py (docs/events.md "Producers"): each defaults to the
  * variable the daemon reads (QUEUE_BACKEND, REDIS_URL, DATABASE_URL) or to the daemon's default
  * (`asset-events`, prefix `bull`, 1 group). Prints one JSON line: how many events went where.
  */
@@ -46,11 +46,11 @@ function fnv1a32(text) {
   return hash >>> 0;
 }
 
-/** The prefix of the queue group that carries `asset` (README "Queue groups and Redis Cluster"). */
+/** The prefix of the queue group that carries `asset` (docs/scaling.md "Queue groups and Redis Cluster"). */
 const groupPrefix = (asset) =>
   groups === 1 ? values.prefix : `{${values.prefix}-${fnv1a32(asset.trim()) % groups}}`;
 
-/** The PostgreSQL schema a prefix names (README "Which queue backend"). */
+/** The PostgreSQL schema a prefix names (docs/operations.md "Which queue backend"). */
 function queueSchema(prefix) {
   if (/^[A-Za-z_][A-Za-z0-9_]{0,62}$/.test(prefix)) return prefix;
   const spelled = prefix.replace(/[^A-Za-z0-9_]/g, '_').replace(/^(?=[0-9])/, '_');

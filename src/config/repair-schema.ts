@@ -1,11 +1,11 @@
-/** A rollup's `repair:` (SPEC §15): when to ask producers for the ranges holding a period back, and where. */
+/** A rollup's `repair:`: when to ask producers for the ranges holding a period back, and where. */
 import { z } from 'zod';
 import { DEFAULT_REPAIR_POLICY } from '../core/repairs/repair.js';
 import { isoDuration } from '../support/fields.js';
 import { targetSchema, targetType } from '../targets/registry.js';
 
 export const repairSchema = z.strictObject({
-  // Unsatisfied this long after its end, a period's ranges are requested (README "Repair requests").
+  // Unsatisfied this long after its end, a period's ranges are requested (docs/repairs.md).
   after: isoDuration.default(DEFAULT_REPAIR_POLICY.afterMs),
   // Not covered this long after an attempt: the rest is requested again as a new attempt.
   every: isoDuration

@@ -37,12 +37,12 @@ export class MarkQueue {
   }
 
   /**
-   * Notes a commit notification's assets (null: any); says whether it concerns these rollups (a
+   * Notes a commit notification's assets ('any': all); says whether it concerns these rollups (a
    * pass is worth it).
    */
-  note(assets: readonly string[] | null): boolean {
+  note(assets: readonly string[] | 'any'): boolean {
     if (!concernsAny(assets, this.upstreams)) return false;
-    if (assets === null) {
+    if (assets === 'any') {
       this.fullCheckAt = 0; // a manual request or a payload too long to name its assets
       return true;
     }

@@ -1,5 +1,5 @@
 /**
- * The follow phase of the repair step (SPEC §15), lease holder only: active requests are moved by
+ * The follow phase of the repair step, lease holder only: active requests are moved by
  * core/repairs/repair.ts followRequest (repaired, cancelled, a new attempt with what is still missing, or
  * abandoned) in a transaction fenced by the lease token.
  *
@@ -49,9 +49,9 @@ export class FollowWatch {
   /** Whether any request was active at the last look: only then is a periodic look worth a wake. */
   private active = false;
 
-  /** A commit notification's assets (store/assets/commit.ts notifiedAssets), or null for any. */
-  note(assets: readonly string[] | null): void {
-    if (assets === null) this.fullAt = 0;
+  /** A commit notification's assets (store/assets/commit-listen.ts committedAssets), or 'any'. */
+  note(assets: readonly string[] | 'any'): void {
+    if (assets === 'any') this.fullAt = 0;
     else for (const a of assets) this.touched.add(a);
     if (this.touched.size > MAX_TOUCHED) {
       this.touched = new Set();

@@ -1,5 +1,5 @@
 /**
- * The scan phase of the repair step (SPEC §15), lease holder only: the rollups with `repair:` whose
+ * The scan phase of the repair step, lease holder only: the rollups with `repair:` whose
  * scan is due (a period of theirs passed `after`, their upstreams have new events, a new lease, or
  * ten minutes since the last: nothing else makes a range owed) look at their newest periods past
  * `after` (and one older chunk of their backlog, walking back to `begin` one scan at a time), read
@@ -105,12 +105,12 @@ export class RepairScan {
   }
 
   /**
-   * A commit notification's assets (store/assets/commit.ts notifiedAssets): the rollups reading
-   * them scan again, at most every scanMs (a replay requirement may have made ranges owed in a
-   * triggered period); a notification that names no assets (null) wakes them all.
+   * A commit notification's assets (store/assets/commit-listen.ts committedAssets): the rollups
+   * reading them scan again, at most every scanMs (a replay requirement may have made ranges owed
+   * in a triggered period); a notification that names no assets ('any') wakes them all.
    */
-  note(assets: readonly string[] | null): void {
-    this.wake(assets === null ? undefined : assets.flatMap((a) => this.byUpstream.get(a) ?? []));
+  note(assets: readonly string[] | 'any'): void {
+    this.wake(assets === 'any' ? undefined : assets.flatMap((a) => this.byUpstream.get(a) ?? []));
   }
 
   /**

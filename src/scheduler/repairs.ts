@@ -1,5 +1,5 @@
 /**
- * The repair step of a scheduler pass (SPEC §15), lease holder only, in three phases:
+ * The repair step of a scheduler pass, lease holder only, in three phases:
  * - scan (repair-scan.ts): owed periods of the rollups with `repair:` get requests, newest first,
  *   at most REPAIR_BUDGET per pass, fenced by the lease token; a rollup scans when a period of it
  *   passes `after`, when its upstreams have new events, on a new lease and every 10 minutes (once
@@ -63,8 +63,8 @@ export class Repairs {
     this.watch.all();
   }
 
-  /** A commit notification's assets (null: any): the requests on them get a look, their rollups a scan. */
-  note(assets: readonly string[] | null): void {
+  /** A commit notification's assets ('any': all): the requests on them get a look, their rollups a scan. */
+  note(assets: readonly string[] | 'any'): void {
     this.watch.note(assets);
     this.scans.note(assets);
   }

@@ -3,7 +3,7 @@ import type { RollupRuntime } from '../config/rollups.js';
 import { type Fence, LeaseLostError } from '../lease/fence.js';
 import type { Metrics, SchedulerStep } from '../metrics/registry.js';
 import type { QueueConnection } from '../queue/backend.js';
-import { listenForCommits } from '../store/assets/commit.js';
+import { listenForCommits } from '../store/assets/commit-listen.js';
 import { schedulerWake } from '../store/periods/reads.js';
 import { databaseNow, type Sql } from '../store/pg/db.js';
 import { syncRollups } from '../store/rollups.js';
@@ -42,7 +42,7 @@ export interface SchedulerOptions {
   readonly clock?: () => Promise<Date>;
   /** How often targets are asked about open and recently finished runs. */
   readonly runChecks?: CheckIntervals;
-  /** Repair requests (SPEC §15): how often each rollup looks for owed periods, and the budget per pass. */
+  /** Repair requests: how often each rollup looks for owed periods, and the budget per pass. */
   readonly repairScanMs?: number;
   readonly repairBudget?: number;
   /**
@@ -70,7 +70,7 @@ const IDLE: Step = { work: false, busy: false };
  * The lease holder's loop: woken by committed events (LISTEN), by its own timers (settle,
  * deadline, retries) and on acquiring the lease, it marks touched periods, evaluates them newest
  * first across every rollup, commits decisions and delivers them. It does nothing while not
- * leading. Periods are sparse (SPEC §10): nothing is done for a period nothing happened to, so an
+ * leading. Periods are sparse: nothing is done for a period nothing happened to, so an
  * idle pass costs a handful of rows however many rollups and periods there are. It emits `pass`
  * and `decided` (scheduler-events.ts).
  */
@@ -126,20 +126,18 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
 
   async start(): Promise<void> {
     this.running = true;
-    const listener = await listenForCommits(
-      this.options.sql,
-      (assets) => {
+    this.unlisten = await listenForCommits(this.options.sql, {
+      onCommit: (assets) => {
         this.repairs.note(assets);
         if (this.marks.note(assets)) this.kick();
       },
       // (Re)connected: notifications may have been missed in between.
-      () => {
+      onConnect: () => {
         this.marks.checkAll();
         this.repairs.checkAll();
         this.kick();
       },
-    );
-    this.unlisten = () => listener.unlisten();
+    });
     this.loop = this.run();
   }
 

@@ -1,5 +1,5 @@
 /**
- * The embedded default (SPEC §12) from nothing: no DATABASE_URL, no REDIS_URL, and every connection
+ * The embedded default from nothing: no DATABASE_URL, no REDIS_URL, and every connection
  * to the default PostgreSQL and Redis ports sent to a closed port (closed-default-ports.mjs), so
  * nothing local can help. The built daemon starts an embedded PostgreSQL in a fresh data
  * directory, `emit` commits an event (the queue is in the same PostgreSQL: no queue needed), `check` answers covered, a
@@ -227,7 +227,7 @@ function collect(stream: NodeJS.ReadableStream, lines: Line[], output: string[])
 }
 
 /**
- * A hang-up stops the daemon the way SIGTERM does (README Operations): a closed terminal or SSH
+ * A hang-up stops the daemon the way SIGTERM does (docs/operations.md): a closed terminal or SSH
  * session, or a killed tmux, sends SIGHUP to the foreground process group, and the daemon must
  * drain, stop the embedded PostgreSQL it started (in its own session, so the group's SIGHUP never
  * reaches it) and exit 0, not die of the signal and leave the server running. Two ways: SIGHUP to

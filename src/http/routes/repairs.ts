@@ -1,4 +1,4 @@
-/** `GET /v1/repairs` (SPEC §15): repair requests, newest first, paged by id. */
+/** `GET /v1/repairs`: repair requests, newest first, paged by id. */
 import type { FastifyInstance } from 'fastify';
 import { formatPoint } from '../../core/intervals/bounds.js';
 import { repairKey } from '../../core/repairs/repair-payload.js';

@@ -24,35 +24,11 @@ export function eventsPayload(assets: readonly string[]): string {
 }
 
 /**
- * What a notification on EVENTS_CHANNEL says, read in this one place: the assets with new events,
- * or null for any ('' from a manual wake-up or a batch whose names did not fit, or a payload not
- * ours to read: wake rather than miss something).
+ * Whether a notification naming `assets` (commit-listen.ts committedAssets; 'any' when it names
+ * none) may concern a rollup reading `upstreams`.
  */
-export function notifiedAssets(payload: string): readonly string[] | null {
-  let assets: unknown;
-  try {
-    assets = JSON.parse(payload);
-  } catch {
-    return null;
-  }
-  return Array.isArray(assets) && assets.every((a) => typeof a === 'string') ? assets : null;
-}
-
-/** Whether a notification naming `assets` (null: any) may concern a rollup reading `upstreams`. */
-export function concernsAny(assets: readonly string[] | null, upstreams: ReadonlySet<string>): boolean {
-  return assets === null || assets.some((a) => upstreams.has(a));
-}
-
-/**
- * Listens on EVENTS_CHANNEL: `onCommit` with each notification's assets (notifiedAssets), and
- * `onConnect` on every (re)connection, after which notifications may have been missed.
- */
-export function listenForCommits(
-  sql: Sql,
-  onCommit: (assets: readonly string[] | null) => void,
-  onConnect: () => void,
-): Promise<{ unlisten(): Promise<void> }> {
-  return sql.listen(EVENTS_CHANNEL, (payload) => onCommit(notifiedAssets(payload)), onConnect);
+export function concernsAny(assets: readonly string[] | 'any', upstreams: ReadonlySet<string>): boolean {
+  return assets === 'any' || assets.some((a) => upstreams.has(a));
 }
 
 /** Wakes the lease holder for anything (a manual request, a retry owed now): delivered on commit. */
@@ -91,7 +67,7 @@ export async function commitEvents(
 /**
  * Commits events inside the caller's transaction, through the same path as commitEvents, so they
  * commit or roll back with the caller's own writes: a run's success with its output's completion,
- * a period's rerun mark with its output's condemnation (SPEC §11). A savepoint lets a missing
+ * a period's rerun mark with its output's condemnation. A savepoint lets a missing
  * partition be made and the commit redone without losing the caller's work.
  */
 export async function commitEventsIn(tx: Tx, events: readonly NormalizedEvent[]): Promise<CommitOutcome[]> {

@@ -1,4 +1,4 @@
-/** Repair attempts (SPEC §15): stored with their payload, then delivered and recorded. */
+/** Repair attempts: stored with their payload, then delivered and recorded. */
 
 import type { RepairPayload } from '../../core/repairs/repair-payload.js';
 import type { StoredTarget } from '../../targets/secrets.js';

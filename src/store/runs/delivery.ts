@@ -1,7 +1,7 @@
 /**
- * What a delivery did to its run (SPEC §6 and §11): accepted (started, or succeeded when the
- * rollup's runs end on delivery), refused for good (failed), or a transient failure that leaves it
- * pending, with the trigger's delivery columns for attempt 1.
+ * What a delivery did to its run: accepted (started, or succeeded when the rollup's runs end on
+ * delivery), refused for good (failed), or a transient failure that leaves it pending, with the
+ * trigger's delivery columns for attempt 1.
  */
 
 import type { Rollup } from '../../core/rollups/rollup.js';

@@ -1,5 +1,5 @@
 /**
- * How a run moves (SPEC §11): reportRun applies one report to one run and records it in
+ * How a run moves: reportRun applies one report to one run and records it in
  * run_reports, with the run columns of `periods` (its current attempt and state). The moves
  * themselves are decided by src/core/runs/runs.ts; here they are loaded and stored. Attempts are made
  * in run-attempts.ts, deliveries recorded in run-delivery.ts, the next target checks set in
@@ -79,7 +79,7 @@ export interface ReportOptions {
   readonly record: 'all' | 'changes';
   /**
    * Needed for a report that can succeed (a target's, or a delivery ending its run): a success
-   * commits the rollup's output (SPEC §11) with it. Null for a rollup no longer configured
+   * commits the rollup's output with it. Null for a rollup no longer configured
    * (nothing to write).
    */
   readonly rollup?: Rollup | null;

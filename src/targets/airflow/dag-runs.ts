@@ -45,7 +45,7 @@ const schema = z
 
 export const airflowType = defineTarget({
   type: 'airflow',
-  docs: 'docs/targets/airflow.md',
+  docs: 'docs/targets/airflow.md#the-airflow-target',
   schema,
   secrets: credentialSecrets,
   follow: { source: 'airflow', firstCheckMs: 5000, thinOut: false, watchFinished: true },

@@ -45,7 +45,7 @@ describe('FollowWatch', () => {
 
   it('looks at everything when a notification names no assets, after a reconnect, and every 5 minutes', () => {
     const w = settled();
-    w.note(null);
+    w.note('any');
     expect(w.take(T + 10, true, null)).toEqual({ kind: 'all' });
     w.all();
     expect(w.take(T + 20, true, null)).toEqual({ kind: 'all' });

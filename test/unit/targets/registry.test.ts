@@ -63,6 +63,16 @@ function storedSources(): string[] {
   return [...checks.at(-1)![1]!.matchAll(/'([a-z_]+)'/g)].map((m) => m[1]!);
 }
 
+/** The anchors of a page's headings, as GitHub makes them. */
+function headingSlugs(markdown: string): string[] {
+  return [...markdown.matchAll(/^#{1,6} (.+)$/gm)].map((m) =>
+    m[1]!
+      .toLowerCase()
+      .replace(/[^\p{L}\p{N}\p{M}\- _]/gu, '')
+      .replace(/ /g, '-'),
+  );
+}
+
 const configured = (type: string): TargetConfig =>
   parseConfig({
     rollups: [{ id: 'r', upstream: 'a', every: 'day', begin: '2025-01-01', target: EXAMPLES[type] }],
@@ -124,8 +134,11 @@ describe.each(TARGET_NAMES)('target type %s', (name) => {
     }
   });
 
-  it('is named where the CLI tells a person about targets, with its documentation page', () => {
-    expect(type.docs).toMatch(/^docs\/targets\/[a-z_]+\.md(#[a-z-]+)?$/);
+  it('is named where the CLI tells a person about targets, with its documentation page and section', () => {
+    expect(type.docs).toMatch(/^docs\/targets\/[a-z_]+\.md(#[a-z_-]+)?$/);
+    const [page, anchor] = type.docs.split('#');
+    const text = readFileSync(join(import.meta.dirname, '../../..', page!), 'utf8');
+    if (anchor !== undefined) expect(headingSlugs(text)).toContain(anchor);
     expect(COMMAND_HELP.repair).toMatch(new RegExp(`^  ${name} +${type.docs}$`, 'm'));
     expect(describeTarget(configured(name))).toMatch(new RegExp(`^${name.split('_')[0]}`));
   });
