@@ -4,12 +4,15 @@
 //   env: PORT (default 8090), COVERAGE_ROLLUP_URL (default http://127.0.0.1:8080), API_TOKEN (a
 //   write token of the daemon), JOB_VERSION (reported as the output's version), WORK_MS (simulated
 //   work, default 1000), FAIL_ATTEMPTS (attempts up to this number fail, to watch a retry)
-// and the rollup's target: {type: webhook, url: http://127.0.0.1:8090/run}
+// and the rollup's run: {outcome: callback} and
+//   target: {type: webhook, url: http://127.0.0.1:8090/run}
 //
 // The trigger is answered 202 before the work starts: a webhook that held the request for the
 // length of the job would hit the delivery timeout and be delivered again. The run's outcome comes
-// later, by callback, with the attempt the trigger carried. A redelivered trigger (same
-// Idempotency-Key) starts nothing new. Callbacks are idempotent, so they are retried freely.
+// later, by callback, with the attempt the trigger carried; the rollup waits for it because of
+// run.outcome: callback (without it, the 202 itself is the run's success and the callbacks are
+// only recorded). A redelivered trigger (same Idempotency-Key) starts nothing new. Callbacks are
+// idempotent, so they are retried freely.
 import { createServer } from 'node:http';
 
 const PORT = Number(process.env.PORT ?? 8090);

@@ -296,6 +296,11 @@ describe('run.outcome', () => {
     expect(() => define(hook, { outcome: 'later' })).toThrow(/rollups\[r\]\.run\.outcome: .*"delivery"/);
   });
 
+  it("config/quickstart.yaml: the README's quick start rollup waits for its consumer's callback", () => {
+    const [quickstart] = defineRollups(loadConfig({ path: 'config/quickstart.yaml', env: {} }));
+    expect(quickstart!.rollup.run.outcome).toBe('callback');
+  });
+
   it('is left out of the definition unless written, so a stored definition (and its hash) does not change', () => {
     const config = parseConfig({
       rollups: [{ id: 'r', upstream: ['a'], every: 'hour', begin: '2025-01-01', target: hook }],
