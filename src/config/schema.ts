@@ -89,8 +89,14 @@ const configObject = z
         host: nonEmpty.default('0.0.0.0'),
         port: z.number().int().min(0).max(65535).default(8080),
         body_limit: z.number().int().positive().default(1_048_576),
+        // Coverage requests held open by `wait=` at once on this instance; more answer 503 at once.
+        max_waiters: z.number().int().min(0).max(100_000).default(1000),
+        // The longest `wait=` a coverage request may ask for.
+        max_wait: isoDuration
+          .refine((ms) => ms >= 1000 && ms <= 3_600_000, 'must be from PT1S to PT1H')
+          .default(900_000),
       })
-      .default({ host: '0.0.0.0', port: 8080, body_limit: 1_048_576 }),
+      .default({ host: '0.0.0.0', port: 8080, body_limit: 1_048_576, max_waiters: 1000, max_wait: 900_000 }),
     api_tokens: z.array(z.string().min(16, 'tokens must be at least 16 characters')).default([]),
     read_tokens: z.array(z.string().min(16, 'tokens must be at least 16 characters')).default([]),
     queue: z

@@ -64,6 +64,7 @@ export function buildServer(ctx: HttpContext, extraRoutes: readonly RouteRegistr
   });
   app.setErrorHandler((error, request, reply) => {
     if (error instanceof HttpError) {
+      if (error.headers) void reply.headers(error.headers);
       return reply.status(error.status).send({ code: error.code, message: error.message, ...error.details });
     }
     const {

@@ -60,6 +60,17 @@ export function createMetrics() {
       help: 'Event jobs given back to the queue, uncommitted, for another instance (not counted as attempts)',
       registers,
     }),
+    coverageWaiters: new Gauge({
+      name: 'coverage_rollup_coverage_waiters',
+      help: 'Coverage requests held open by wait= on this instance (at most http.max_waiters)',
+      registers,
+    }),
+    coverageWaits: new Counter({
+      name: 'coverage_rollup_coverage_waits_total',
+      help: 'Coverage requests that waited, by how the wait ended (covered, timeout, aborted, closing) or refused over http.max_waiters',
+      labelNames: ['outcome'] as const,
+      registers,
+    }),
     queueDepth: new Gauge({
       name: 'coverage_rollup_queue_depth',
       help: 'Jobs in the events queue, by state',

@@ -6,10 +6,9 @@
  * in .real/<system>/venv (ignored by git) and is reused while a stamp of the requirements file and
  * the Python version still matches, so only the first run pays for the installs. One venv per
  * system: Airflow, Dagster and pyspark pin different versions of the same libraries.
- * The Python distributions of python/ are then built as a release would be (sdist, and the wheel
- * built from it, by the pinned front end and backend of tools/real/build/) and the built wheels
- * installed into the venvs of the systems that use them, never the source tree: what the suites
- * import is what `pip install` gives a user.
+ * Then the distributions of python/ are built (tools/python/packages.mjs) and the wheels a system
+ * lists in tools/real/<system>/wheels.txt are installed into its venv: the built wheels, not the
+ * source tree, without dependencies (the pinned requirements hold them: `pip check` says so).
  * Then vitest runs test/real/ (vitest.real.config.ts); every test file starts the systems it needs
  * and stops them by pid (test/real/helpers/system.ts). Arguments are passed on to vitest.
  */
@@ -17,6 +16,7 @@ import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { buildDistributions, ensureVenv as ensureCheckVenv } from '../python/packages.mjs';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 const SYSTEMS = join(ROOT, 'tools', 'real');
@@ -66,58 +66,37 @@ function ensureVenv(system, version) {
   say(`test:real: ${system}: installed in ${Math.round((Date.now() - started) / 1000)} s`);
 }
 
-/** The distributions of python/ each system's venv gets, as built wheels (dependencies first). */
-const WHEELS_FOR = {
-  dagster: ['coverage-rollup', 'dagster-coverage-rollup'],
-};
-
-/** Builds each distribution once (sdist, then its wheel from the sdist) into .real/wheels/. */
-function buildWheels(distributions) {
-  const out = join(VENVS, 'wheels');
-  rmSync(out, { recursive: true, force: true });
-  mkdirSync(out, { recursive: true });
-  const python = join(VENVS, 'build', 'venv', 'bin', 'python');
-  const wheels = new Map();
-  for (const dist of distributions) {
-    const dir = join(out, dist);
-    // Its progress lines are noise on success: shown only when the build fails.
-    const args = ['-m', 'build', '--no-isolation', '--outdir', dir, join(ROOT, 'python', dist)];
-    const built = spawnSync(python, args, { encoding: 'utf8' });
-    if (built.error) throw built.error;
-    if (built.status !== 0) {
-      say(
-        `${built.stdout}${built.stderr}test:real: building python/${dist} exited ${built.status ?? built.signal}`,
-      );
-      process.exit(built.status ?? 1);
-    }
-    const wheel = readdirSync(dir).find((name) => name.endsWith('.whl'));
-    if (!wheel) throw new Error(`test:real: building python/${dist} made no wheel`);
-    wheels.set(dist, join(dir, wheel));
-  }
-  return wheels;
-}
-
-/** Installs the built wheels into a system's venv; its pinned requirements hold their dependencies. */
-function installWheels(system, wheels) {
-  const pip = join(VENVS, system, 'venv', 'bin', 'pip');
-  const quiet = ['--quiet', '--disable-pip-version-check'];
-  run(pip, ['install', ...quiet, '--no-index', '--no-deps', '--force-reinstall', ...wheels]);
-  run(pip, ['check', ...quiet]); // a dependency missing from the system's requirements.txt fails here
-  say(`test:real: ${system}: installed ${wheels.map((w) => w.split('/').pop()).join(', ')}`);
-}
-
 const version = pythonVersion();
 const systems = readdirSync(SYSTEMS, { withFileTypes: true })
   .filter((entry) => entry.isDirectory() && existsSync(join(SYSTEMS, entry.name, 'requirements.txt')))
   .map((entry) => entry.name)
   .sort();
 for (const system of systems) ensureVenv(system, version);
-const wheels = buildWheels([...new Set(Object.values(WHEELS_FOR).flat())]);
-for (const [system, distributions] of Object.entries(WHEELS_FOR)) {
-  installWheels(
-    system,
-    distributions.map((dist) => wheels.get(dist)),
-  );
+
+const wheels = buildDistributions(ensureCheckVenv());
+for (const system of systems) {
+  const list = join(SYSTEMS, system, 'wheels.txt');
+  if (!existsSync(list)) continue;
+  const names = readFileSync(list, 'utf8')
+    .split('\n')
+    .map((line) => line.replace(/#.*/, '').trim())
+    .filter(Boolean);
+  const files = names.map((name) => {
+    const wheel = wheels.get(name);
+    if (!wheel) throw new Error(`${list}: no distribution ${name} in python/`);
+    return wheel;
+  });
+  const bin = (program) => join(VENVS, system, 'venv', 'bin', program);
+  run(bin('pip'), [
+    'install',
+    '--quiet',
+    '--disable-pip-version-check',
+    '--no-deps',
+    '--force-reinstall',
+    ...files,
+  ]);
+  run(bin('pip'), ['check'], { stdio: ['ignore', 'ignore', 'inherit'] });
+  say(`test:real: ${system}: installed ${names.join(', ')} from their wheels`);
 }
 
 run(

@@ -20,9 +20,7 @@ def coverage_answer(covered: bool, **overrides: Any) -> dict[str, Any]:
         "end": "2025-06-14T04:00:00Z",
         "covered": covered,
         "ratio": 1 if covered else 0.9375,
-        "missing": []
-        if covered
-        else [{"start": "2025-06-14T03:10:00Z", "end": "2025-06-14T03:25:00Z"}],
+        "missing": [] if covered else [{"start": "2025-06-14T03:10:00Z", "end": "2025-06-14T03:25:00Z"}],
         "replay_required": [],
         "known_gaps": [],
         "batches": [

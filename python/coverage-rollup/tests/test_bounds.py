@@ -9,10 +9,7 @@ UTC = timezone.utc
 
 def test_aware_datetimes_are_sent_with_their_offset() -> None:
     berlin = timezone(timedelta(hours=2))
-    assert (
-        format_bound(datetime(2025, 6, 1, 10, tzinfo=berlin), "start")
-        == "2025-06-01T10:00:00+02:00"
-    )
+    assert format_bound(datetime(2025, 6, 1, 10, tzinfo=berlin), "start") == "2025-06-01T10:00:00+02:00"
     assert format_bound(datetime(2025, 6, 1, 10, 0, 0, 250000, tzinfo=UTC), "end") == (
         "2025-06-01T10:00:00.250000+00:00"
     )

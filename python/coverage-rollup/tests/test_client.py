@@ -92,9 +92,7 @@ def test_wait_asks_the_daemon_to_hold_the_answer() -> None:
 
     with client_for(httpx.MockTransport(answer)) as client:
         client.coverage("a", "2025-06-14T00:00:00Z", "2025-06-14T04:00:00Z", wait=90.5)
-        client.coverage(
-            "a", "2025-06-14T00:00:00Z", "2025-06-14T04:00:00Z", wait=timedelta(minutes=5)
-        )
+        client.coverage("a", "2025-06-14T00:00:00Z", "2025-06-14T04:00:00Z", wait=timedelta(minutes=5))
     assert seen[0].url.params["wait"] == "PT90.500S"
     assert seen[1].url.params["wait"] == "PT300S"
     # The read timeout outlasts the wait.
@@ -117,9 +115,7 @@ def test_error_details_and_retry_after() -> None:
         "message": "1 of 1 events are invalid; none was committed",
         "errors": [{"index": 0, "reason": "end_before_start", "message": "..."}],
     }
-    transport = httpx.MockTransport(
-        lambda _: httpx.Response(400, json=body, headers={"retry-after": "3"})
-    )
+    transport = httpx.MockTransport(lambda _: httpx.Response(400, json=body, headers={"retry-after": "3"}))
     with client_for(transport) as client, pytest.raises(ApiError) as raised:
         client.announce("a", "2025-06-01T11:00:00Z", "2025-06-01T10:00:00Z")
     assert raised.value.details["errors"][0]["reason"] == "end_before_start"

@@ -29,10 +29,7 @@ class FakeQueue:
     async def addBulk(self, jobs: list[dict[str, Any]]) -> list[Any]:
         start = len(self.jobs)
         self.jobs.extend(jobs)
-        return [
-            types.SimpleNamespace(id=f"{self.opts.get('prefix')}#{start + i}")
-            for i in range(len(jobs))
-        ]
+        return [types.SimpleNamespace(id=f"{self.opts.get('prefix')}#{start + i}") for i in range(len(jobs))]
 
     async def close(self) -> None:
         self.closed = True
@@ -122,9 +119,7 @@ def test_from_env_reads_the_daemon_s_variables(monkeypatch: pytest.MonkeyPatch) 
     )
 
 
-def test_from_env_finds_the_embedded_default(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
+def test_from_env_finds_the_embedded_default(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     for name in ("REDIS_URL", "DATABASE_URL", "QUEUE_BACKEND"):
         monkeypatch.delenv(name, raising=False)
     record = {

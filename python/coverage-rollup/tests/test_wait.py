@@ -59,6 +59,18 @@ def test_other_api_errors_are_raised_at_once() -> None:
         loop.failed(ApiError(400, "invalid_bound", "..."), 0)
 
 
+def test_a_wait_the_daemon_refuses_as_too_long_is_halved() -> None:
+    loop = r.WaitLoop(timeout=600, per_request=50, now=0)
+    too_long = ApiError(400, "invalid_wait", "wait PT50S is longer than the most this daemon holds")
+    loop.failed(too_long, 0)
+    assert (loop.wait_for(0), loop.sleep_before(0)) == (25, 0)
+    for _ in range(5):
+        loop.failed(too_long, 0)
+    assert loop.wait_for(0) == 1
+    with pytest.raises(ApiError):
+        loop.failed(too_long, 0)  # no shorter wait to ask for
+
+
 def test_an_unknown_asset_is_waited_for() -> None:
     loop = r.WaitLoop(timeout=60, per_request=50, now=0)
     loop.wait_for(0)

@@ -15,9 +15,7 @@ UTC = timezone.utc
 PARIS = ZoneInfo("Europe/Paris")
 
 
-def at(
-    year: int, month: int, day: int, hour: int = 0, minute: int = 0, tz: tzinfo = UTC
-) -> datetime:
+def at(year: int, month: int, day: int, hour: int = 0, minute: int = 0, tz: tzinfo = UTC) -> datetime:
     return datetime(year, month, day, hour, minute, tzinfo=tz)
 
 

@@ -21,8 +21,7 @@ HOURLY = dg.HourlyPartitionsDefinition(start_date="2026-03-01-00:00", timezone="
 
 def answer(asset: str, missing: list[tuple[str, str]], **more: Any) -> dict[str, Any]:
     total = sum(
-        (datetime.fromisoformat(e[:-1]) - datetime.fromisoformat(s[:-1])).total_seconds()
-        for s, e in missing
+        (datetime.fromisoformat(e[:-1]) - datetime.fromisoformat(s[:-1])).total_seconds() for s, e in missing
     )
     return {
         "asset": asset,
@@ -77,9 +76,7 @@ def test_a_hole_fails_naming_its_range_and_replay_requirements_are_listed() -> N
     assert result.severity == dg.AssetCheckSeverity.ERROR
     meta = metadata(result)
     assert meta["ratio"] == 0.75
-    assert meta["missing"] == [
-        {"asset": "o", "start": "2026-03-01T10:15:00Z", "end": "2026-03-01T10:30:00Z"}
-    ]
+    assert meta["missing"] == [{"asset": "o", "start": "2026-03-01T10:15:00Z", "end": "2026-03-01T10:30:00Z"}]
     assert (meta["missing_count"], meta["missing_seconds"]) == (1, 900)
     assert meta["replay_required"] == [
         {
@@ -102,9 +99,7 @@ def test_an_asset_never_announced_is_missing_whole_and_several_assets_report_eac
     meta = metadata(result)
     assert meta["ratios"] == {"a": 1.0, "b": 0.0}
     assert meta["ratio"] == 0
-    assert meta["missing"] == [
-        {"asset": "b", "start": "2026-03-01T10:00:00Z", "end": "2026-03-01T11:00:00Z"}
-    ]
+    assert meta["missing"] == [{"asset": "b", "start": "2026-03-01T10:00:00Z", "end": "2026-03-01T11:00:00Z"}]
     assert meta["missing_seconds"] == 3600
     assert result.description == "b: never announced"
 

@@ -70,9 +70,7 @@ def test_an_empty_or_cleared_cursor_starts_afresh_and_another_rollups_too() -> N
     assert SensorCursor.parse(kept, "other").requested.spans == [(0, 10, 1)]
 
 
-@pytest.mark.parametrize(
-    "text", ["{", "[]", '{"v": 2, "rollup": "r", "requested": []}', '{"v": 1}']
-)
+@pytest.mark.parametrize("text", ["{", "[]", '{"v": 2, "rollup": "r", "requested": []}', '{"v": 1}'])
 def test_a_cursor_this_sensor_did_not_write_is_refused_saying_how_to_start_afresh(
     text: str,
 ) -> None:

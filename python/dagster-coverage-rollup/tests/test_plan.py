@@ -33,9 +33,7 @@ def keys(cursor: SensorCursor, periods: list[Period], most: int = 100) -> list[s
 
 
 def test_the_run_key_is_the_daemons_idempotency_key_of_the_trigger() -> None:
-    assert run_key("orders_daily", datetime(2025, 6, 1, tzinfo=UTC), 1) == (
-        "orders_daily@20250601T000000Z#1"
-    )
+    assert run_key("orders_daily", datetime(2025, 6, 1, tzinfo=UTC), 1) == ("orders_daily@20250601T000000Z#1")
     start = datetime(2025, 6, 1, 10, 0, 0, 250_000, tzinfo=UTC)
     assert run_key("r", start, 3) == "r@20250601T100000.250000Z#3"
 

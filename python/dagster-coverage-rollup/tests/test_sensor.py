@@ -30,9 +30,7 @@ def tick(
     sensor: dg.SensorDefinition, cursor: str | None, target: dg.AssetsDefinition = report
 ) -> SensorExecutionData:
     """One evaluation the way the sensor daemon makes it, in the sensor's code location."""
-    defs = dg.Definitions(
-        assets=[target], sensors=[sensor], resources={"coverage_rollup": RESOURCE}
-    )
+    defs = dg.Definitions(assets=[target], sensors=[sensor], resources={"coverage_rollup": RESOURCE})
     with dg.build_sensor_context(
         cursor=cursor, definitions=defs, resources={"coverage_rollup": RESOURCE}
     ) as context:
@@ -93,9 +91,7 @@ def test_every_page_of_the_listing_is_read(daemon: StandInDaemon) -> None:
 
 
 def test_lookback_reads_only_the_latest_periods(daemon: StandInDaemon) -> None:
-    sensor = build_coverage_rollup_sensor(
-        "orders_hourly", target=report, lookback=timedelta(hours=6)
-    )
+    sensor = build_coverage_rollup_sensor("orders_hourly", target=report, lookback=timedelta(hours=6))
     daemon.hours(BEGIN, 10)
     tick(sensor, None)
     asked = next(r for r in daemon.requests if r.url.params.get("state") == "triggered")
@@ -114,9 +110,7 @@ def test_an_hourly_rollup_under_daily_partitions_fails_the_tick_naming_both(
 
     daemon.hours(BEGIN, 3)
     sensor = build_coverage_rollup_sensor("orders_hourly", target=daily_report)
-    with pytest.raises(
-        CalendarMismatchError, match=r"every hour, timezone UTC.*cron '0 0 \* \* \*'"
-    ):
+    with pytest.raises(CalendarMismatchError, match=r"every hour, timezone UTC.*cron '0 0 \* \* \*'"):
         tick(sensor, None, daily_report)
 
 
@@ -142,7 +136,5 @@ def test_definition_errors_are_raised_when_the_code_location_loads() -> None:
 
 def test_the_sensor_loads_in_definitions_with_the_resource() -> None:
     sensor = build_coverage_rollup_sensor("orders_hourly", target=report)
-    defs = dg.Definitions(
-        assets=[report], sensors=[sensor], resources={"coverage_rollup": RESOURCE}
-    )
+    defs = dg.Definitions(assets=[report], sensors=[sensor], resources={"coverage_rollup": RESOURCE})
     assert defs.resolve_sensor_def("orders_hourly_covered_periods") is not None

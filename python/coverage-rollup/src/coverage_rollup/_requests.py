@@ -86,9 +86,7 @@ def headers(token: str | None, extra: Mapping[str, str] | None) -> dict[str, str
 def raise_for_answer(response: httpx.Response) -> None:
     if response.is_success:
         return
-    raise ApiError.from_answer(
-        response.status_code, response.content, response.headers.get("retry-after")
-    )
+    raise ApiError.from_answer(response.status_code, response.content, response.headers.get("retry-after"))
 
 
 def read_coverage(response: httpx.Response) -> Coverage:
@@ -142,7 +140,7 @@ class WaitLoop:
     well before the wait asked (a daemon shutting down, or one too old to know ``wait``) makes the
     next round pause first, so the loop never spins. Transient failures and an asset not seen yet
     are asked again (after ``Retry-After``, or a backoff from 1 s to 30 s) until the deadline,
-    then raised.
+    then raised. A wait longer than the daemon holds requests (``invalid_wait``) is halved.
     """
 
     def __init__(self, timeout: float, per_request: float, now: float) -> None:
@@ -176,6 +174,11 @@ class WaitLoop:
 
     def failed(self, error: Exception, now: float) -> None:
         """Raises ``error`` unless it is worth asking again before the deadline."""
+        if isinstance(error, ApiError) and error.code == "invalid_wait" and self.per_request > 1:
+            # A daemon whose http.max_wait is shorter than the waits asked: ask for half as long.
+            self.per_request = max(1.0, self.per_request / 2)
+            self.pause = 0.0
+            return
         unknown = isinstance(error, ApiError) and error.code == "unknown_asset"
         if (not unknown and not is_retryable(error)) or self.remaining(now) <= 0:
             raise error

@@ -58,9 +58,7 @@ class Producer:
             raise ValueError(f"backend must be redis or postgres, got {chosen!r}")
         url = redis_url if chosen == "redis" else database_url
         if not url or not url.strip():
-            setting = (
-                "redis_url (REDIS_URL)" if chosen == "redis" else "database_url (DATABASE_URL)"
-            )
+            setting = "redis_url (REDIS_URL)" if chosen == "redis" else "database_url (DATABASE_URL)"
             raise ValueError(f"the {chosen} backend needs {setting}: an empty URL is refused")
         if ":" in queue or not queue.strip():
             raise ValueError(f"queue must be a BullMQ queue name without ':', got {queue!r}")
@@ -148,9 +146,7 @@ class Producer:
         ids: list[str] = [""] * len(events)
         for group, indexes in by_group.items():
             queue = self._queue(group)
-            jobs = [
-                {"name": JOB_NAME, "data": events[i], "opts": self.job_options} for i in indexes
-            ]
+            jobs = [{"name": JOB_NAME, "data": events[i], "opts": self.job_options} for i in indexes]
             added = await queue.addBulk(jobs)
             for i, job in zip(indexes, added, strict=True):
                 ids[i] = str(job.id)

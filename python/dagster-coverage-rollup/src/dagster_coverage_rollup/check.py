@@ -86,8 +86,7 @@ def _window(
         first, last = context.partition_key_range.start, context.partition_key_range.end
     else:
         raise dg.Failure(
-            f"the coverage check {name!r} checks a partition's window: run it with a partition "
-            "of the asset"
+            f"the coverage check {name!r} checks a partition's window: run it with a partition of the asset"
         )
     return (
         windows.time_window_for_partition_key(first).start,
@@ -95,9 +94,7 @@ def _window(
     )
 
 
-def _coverage(
-    client: Any, asset: str, start: datetime, end: datetime, limit: int
-) -> Coverage | None:
+def _coverage(client: Any, asset: str, start: datetime, end: datetime, limit: int) -> Coverage | None:
     try:
         answer: Coverage = client.coverage(asset, start, end, limit=limit)
     except ApiError as error:

@@ -106,9 +106,7 @@ class Rollups:
         if token:
             headers["authorization"] = f"Bearer {token}"
         self.url = url.rstrip("/")
-        self._http = httpx.Client(
-            base_url=self.url, headers=headers, timeout=timeout, transport=transport
-        )
+        self._http = httpx.Client(base_url=self.url, headers=headers, timeout=timeout, transport=transport)
 
     def __enter__(self) -> Rollups:
         return self
