@@ -481,7 +481,7 @@ describe('long asset names', () => {
   });
 
   it('answers a path parameter longer than any asset name with the usual error shape', async () => {
-    const reply = await coverage('x'.repeat(5000), {
+    const reply = await coverage('x'.repeat(7000), {
       start: '2025-06-01T10:00:00Z',
       end: '2025-06-01T11:00:00Z',
     });

@@ -185,7 +185,7 @@ describe('answers conform to the document', () => {
     });
     await answer({
       path: coveragePath,
-      url: coverageUrl('x'.repeat(5000), window),
+      url: coverageUrl('x'.repeat(7000), window),
       headers: reader,
       status: 414,
     });

@@ -10,7 +10,8 @@
  * lists in tools/real/<system>/wheels.txt are installed into its venv: the built wheels, not the
  * source tree, without dependencies (the pinned requirements hold them: `pip check` says so).
  * Then vitest runs test/real/ (vitest.real.config.ts); every test file starts the systems it needs
- * and stops them by pid (test/real/helpers/system.ts). Arguments are passed on to vitest.
+ * and stops them by pid (test/real/helpers/system.ts). Arguments are passed on to vitest, but
+ * `--systems=a,b`, which installs only those systems' venvs (`npm run test:api` needs one).
  */
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -66,10 +67,16 @@ function ensureVenv(system, version) {
   say(`test:real: ${system}: installed in ${Math.round((Date.now() - started) / 1000)} s`);
 }
 
+const args = process.argv.slice(2);
+const only = args
+  .find((arg) => arg.startsWith('--systems='))
+  ?.slice('--systems='.length)
+  .split(',');
 const version = pythonVersion();
 const systems = readdirSync(SYSTEMS, { withFileTypes: true })
   .filter((entry) => entry.isDirectory() && existsSync(join(SYSTEMS, entry.name, 'requirements.txt')))
   .map((entry) => entry.name)
+  .filter((name) => only === undefined || only.includes(name))
   .sort();
 for (const system of systems) ensureVenv(system, version);
 
@@ -101,6 +108,6 @@ for (const system of systems) {
 
 run(
   join(ROOT, 'node_modules', '.bin', 'vitest'),
-  ['run', '-c', 'vitest.real.config.ts', ...process.argv.slice(2)],
+  ['run', '-c', 'vitest.real.config.ts', ...args.filter((arg) => !arg.startsWith('--systems='))],
   { cwd: ROOT, env: { ...process.env, REAL_VENVS: VENVS } },
 );

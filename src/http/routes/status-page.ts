@@ -31,6 +31,8 @@ export function registerStatusPage(rollups: readonly RollupRuntime[]): RouteRegi
       const one = (name: string) => {
         const value = request.query[name];
         const text = Array.isArray(value) ? value[value.length - 1] : value;
+        // No name holds U+0000, and PostgreSQL could not compare it: a 400, not a failed read.
+        if (text?.includes('\u0000')) throw new WindowError(`${name} holds U+0000 (NUL)`);
         return text === '' ? undefined : text;
       };
       try {

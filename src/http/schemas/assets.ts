@@ -4,6 +4,7 @@ import { DEFAULT_LIMIT, MAX_LIMIT } from '../../core/coverage-answer.js';
 import { WAIT_PATTERN } from '../../core/wait.js';
 import { defineOperation } from '../operation.js';
 import {
+  BOUND_TEXT_PATTERN,
   Bound,
   coded,
   Domain,
@@ -16,9 +17,10 @@ import {
   Span,
   Timestamp,
 } from './common.js';
+import { ASSET_NAME } from './event-spellings.js';
 
 export const AssetParams = z.object({
-  asset: z.string().meta({ description: 'the asset name, percent-encoded' }),
+  asset: z.string().meta({ description: 'the asset name, percent-encoded', pattern: ASSET_NAME.pattern }),
 });
 
 export const Asset = z.object({
@@ -61,14 +63,20 @@ export const listAssets = defineOperation({
 const window = 'give the window as ?start=...&end=..., each once';
 
 export const CoverageQuery = z.object({
+  // The pattern is documented, not checked here: parseBound says what is wrong (invalid_bound).
   start: coded(
     z.string().meta({
       description: "the window's start, in the asset's form (an ISO 8601 timestamp or an integer)",
+      pattern: BOUND_TEXT_PATTERN,
     }),
     'missing_bounds',
     window,
   ),
-  end: coded(z.string().meta({ description: "the window's end (exclusive)" }), 'missing_bounds', window),
+  end: coded(
+    z.string().meta({ description: "the window's end (exclusive)", pattern: BOUND_TEXT_PATTERN }),
+    'missing_bounds',
+    window,
+  ),
   limit: coded(
     queryInt(0, MAX_LIMIT, DEFAULT_LIMIT).meta({
       description: `most entries in each list (default ${DEFAULT_LIMIT})`,

@@ -4,6 +4,7 @@ import { PERIOD_STATES } from '../../core/policy.js';
 import { COUNTED_RUN_STATES, RUN_STATES } from '../../core/runs.js';
 import { defineOperation } from '../operation.js';
 import {
+  BOUND_TEXT_PATTERN,
   Bound,
   coded,
   nameFilter,
@@ -106,11 +107,18 @@ const once = (name: string) => `${name} must be given at most once`;
 
 export const PeriodListQuery = z.object({
   start: coded(
-    z.string().optional().meta({ description: "periods overlapping [start, end), in the rollup's form" }),
+    z.string().optional().meta({
+      description: "periods overlapping [start, end), in the rollup's form",
+      pattern: BOUND_TEXT_PATTERN,
+    }),
     'invalid_bound',
     once('start'),
   ),
-  end: coded(z.string().optional().meta({ description: 'exclusive' }), 'invalid_bound', once('end')),
+  end: coded(
+    z.string().optional().meta({ description: 'exclusive', pattern: BOUND_TEXT_PATTERN }),
+    'invalid_bound',
+    once('end'),
+  ),
   state: coded(PeriodState.optional(), 'invalid_state', `state must be one of ${PERIOD_STATES.join(', ')}`),
   limit: pageLimit(DEFAULT_PERIODS, MAX_PERIODS),
   order: coded(
