@@ -15,7 +15,7 @@
  * bench:ingest does) and a short `extra` ({"job": "load_orders", "attempt": 1}).
  */
 import { createHash } from 'node:crypto';
-import { normalizeEvent } from '../src/core/events.js';
+import { normalizeEvent } from '../src/core/events/events.js';
 import { commitEvents } from '../src/store/assets/commit.js';
 import { createBenchDatabase, round } from './common.js';
 

@@ -10,7 +10,7 @@
  *   BENCH_SLICES=20000 BENCH_REPS=200 npm run bench:holes-query
  */
 import { Agent, get } from 'node:http';
-import { normalizeEvent } from '../src/core/events.js';
+import { normalizeEvent } from '../src/core/events/events.js';
 import { commitEvents } from '../src/store/assets/commit.js';
 import {
   createBenchDatabase,

@@ -10,9 +10,9 @@
  *   BENCH_HOLES=2000 BENCH_REPS=31 npm run bench:query
  */
 import { Agent, get } from 'node:http';
-import { toCoverageAnswer } from '../src/core/coverage-answer.js';
-import { normalizeEvent } from '../src/core/events.js';
-import { normalize } from '../src/core/intervals.js';
+import { normalizeEvent } from '../src/core/events/events.js';
+import { toCoverageAnswer } from '../src/core/intervals/coverage-answer.js';
+import { normalize } from '../src/core/intervals/intervals.js';
 import { findAsset } from '../src/store/assets/assets.js';
 import { commitEvents } from '../src/store/assets/commit.js';
 import { queryCoverage } from '../src/store/assets/coverage-query.js';

@@ -17,7 +17,7 @@ import { Agent, get } from 'node:http';
 import { loadavg } from 'node:os';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
-import { normalizeEvent } from '../src/core/events.js';
+import { normalizeEvent } from '../src/core/events/events.js';
 import { commitEvents } from '../src/store/assets/commit.js';
 import { connect, type Sql } from '../src/store/pg/db.js';
 import { migrate } from '../src/store/upkeep/migrate.js';

@@ -8,13 +8,13 @@
  *   npm run bench:run-checks
  */
 import { Redis } from 'ioredis';
-import { DEFAULT_RUN_POLICY } from '../src/core/runs.js';
-import { buildPayload } from '../src/core/trigger.js';
+import { DEFAULT_RUN_POLICY } from '../src/core/runs/runs.js';
+import { buildPayload } from '../src/core/runs/trigger.js';
 import { createMetrics } from '../src/metrics/registry.js';
 import { redisQueues } from '../src/queue/backend.js';
 import { followRuns } from '../src/scheduler/follow-runs.js';
-import { dagRunId, logicalDate } from '../src/targets/airflow.js';
-import { Targets } from '../src/targets/index.js';
+import { dagRunId, logicalDate } from '../src/targets/airflow/dag-runs.js';
+import { Targets } from '../src/targets/targets.js';
 import { startFakeAirflow } from '../test/helpers/fake-airflow.js';
 import { createBenchDatabase, DATABASE_CONNECTION, log, quantile, REDIS_URL, round } from './common.js';
 

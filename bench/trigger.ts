@@ -12,7 +12,7 @@
  *   BENCH_GROUPS=2 npm run bench:trigger
  */
 import { parseConfig } from '../src/config/index.js';
-import { groupOf } from '../src/core/routing.js';
+import { groupOf } from '../src/core/events/routing.js';
 import { queueConnection } from '../src/queue/backend.js';
 import { EventQueues } from '../src/queue/event-queues.js';
 import { queueGroups } from '../src/queue/groups.js';

@@ -1,4 +1,5 @@
 import { packageVersion } from '../support/paths.js';
+import { TARGET_TYPES } from '../targets/registry.js';
 
 export function version(): string {
   return `coverage-rollup ${packageVersion()}`;
@@ -54,6 +55,9 @@ Examples:
 
 Documentation: README.md, and docs/cli.md for every command
 `;
+
+/** The target types and the page that documents each (targets/registry.ts). */
+const TARGET_TYPES_HELP = `Target types:\n${TARGET_TYPES.map((t) => `  ${t.type.padEnd(20)}${t.docs}`).join('\n')}\n`;
 
 const CONFIG_OPTION =
   '  -c, --config FILE   YAML config file (default: $COVERAGE_ROLLUP_CONFIG, else built-in defaults)\n';
@@ -177,14 +181,15 @@ is asked for up to now at most (data after now cannot exist yet).
 
 Options:
   --start S, --end E  the window, in the asset's form (ISO 8601, or integers)
-  --target T          where to send it, as YAML or JSON, any target type (queue, webhook, airflow,
-                      airflow_asset, dagster): "{type: queue, queue: backfills}",
+  --target T          where to send it, as YAML or JSON, any target type (below):
+                      "{type: queue, queue: backfills}",
                       '{"type": "webhook", "url": "http://127.0.0.1:9000/repair"}'; secrets only as
                       {env: NAME}. Default: the repair target of a rollup reading ASSET (with its
                       every, attempts and limit), else of any rollup
   --json              print {asset, requested: {id, idempotency_key, ranges, ranges_total} | null},
                       with cut_at when the window was cut at now
 ${CONFIG_OPTION}
+${TARGET_TYPES_HELP}
 Exit codes: 0 done (also when the window is covered or already requested), 2 usage or runtime error.
 `,
   demo: `Usage: coverage-rollup demo [--serve] [--chain] [--database NAME] [--config FILE]

@@ -1,7 +1,7 @@
 import { z } from 'zod';
-import { isoDuration, nonEmpty, zone } from './fields.js';
+import { isoDuration, nonEmpty, zone } from '../support/fields.js';
+import { targetSchema, targetType } from '../targets/registry.js';
 import { repairSchema } from './repair-schema.js';
-import { targetSchema } from './targets.js';
 
 /** One entry of `rollups:`: its period grid, wait policy, runs and target. */
 
@@ -65,9 +65,8 @@ export const rollupSchema = z
     // Ask producers for the ranges that hold a period back; off without it.
     repair: repairSchema.optional(),
   })
-  // An airflow_asset key is wall-clock time in the rollup's zone unless the target names another.
-  .transform((r) =>
-    r.target.type === 'airflow_asset' && r.target.partition_timezone === undefined
-      ? { ...r, target: { ...r.target, partition_timezone: r.timezone } }
-      : r,
-  );
+  // Defaults a target takes from its rollup (an airflow_asset partition key's zone).
+  .transform((r) => {
+    const defaults = targetType(r.target.type)?.withRollupDefaults;
+    return defaults ? { ...r, target: defaults(r.target, r) as typeof r.target } : r;
+  });

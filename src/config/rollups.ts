@@ -1,6 +1,7 @@
 /** The configured rollups: each one's pure definition beside the config it came from, checked at start-up. */
 
-import { defineRollup, type Rollup, RollupDefinitionError } from '../core/rollup.js';
+import { defineRollup, type Rollup, RollupDefinitionError } from '../core/rollups/rollup.js';
+import { targetType } from '../targets/registry.js';
 import { type Config, ConfigError, type RollupConfig } from './index.js';
 
 /**
@@ -32,21 +33,8 @@ export function defineRollups(config: Config, origin?: string): RollupRuntime[] 
   const runtimes = config.rollups.map((spec, i) => {
     try {
       const rollup = defineRollup(spec);
-      if (
-        rollup.domain === 'integer' &&
-        (spec.target.type === 'airflow' || spec.target.type === 'airflow_asset')
-      ) {
-        throw new RollupDefinitionError(
-          'target',
-          'an airflow target needs a time rollup (a data interval of instants)',
-        );
-      }
-      if (rollup.domain === 'integer' && spec.target.type === 'dagster' && spec.target.partition_format) {
-        throw new RollupDefinitionError(
-          'target.partition_format',
-          'an integer rollup has no period start to format: its partition is the bucket start',
-        );
-      }
+      const problem = targetType(spec.target.type)?.rollupProblem?.(spec.target, rollup.domain);
+      if (problem) throw new RollupDefinitionError(problem.field, problem.message);
       if (rollup.domain === 'integer' && spec.repair !== undefined) {
         throw new RollupDefinitionError(
           'repair',

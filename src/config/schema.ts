@@ -1,8 +1,8 @@
 import { z } from 'zod';
-import { graphProblems } from '../core/graph.js';
-import { hasHashTag } from '../core/hash-tag.js';
-import { isClusterUrl, redisUrls } from '../core/redis-url.js';
-import { isoDuration, nonEmpty, postgresUrl, queueName, type secret, zone } from './fields.js';
+import { hasHashTag } from '../core/connections/hash-tag.js';
+import { isClusterUrl, redisUrls } from '../core/connections/redis-url.js';
+import { graphProblems } from '../core/rollups/graph.js';
+import { isoDuration, nonEmpty, postgresUrl, queueName, zone } from '../support/fields.js';
 import { rollupSchema } from './rollup-schema.js';
 
 /**
@@ -256,7 +256,6 @@ function checkQueueGroups(config: Config, ctx: z.RefinementCtx): void {
 }
 export type RollupConfig = Config['rollups'][number];
 export type TargetConfig = RollupConfig['target'];
-export type Secret = z.output<typeof secret>;
 
 /** Each asset's configured freshness.max_lag in ms, by name. */
 export function maxLags(config: Config): Map<string, number> {

@@ -1,7 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import type { Config } from '../config/index.js';
 import { defineRollups, type RollupRuntime } from '../config/rollups.js';
-import { isClusterUrl } from '../core/redis-url.js';
+import { checkSecretEnv } from '../config/secret-env.js';
+import { isClusterUrl } from '../core/connections/redis-url.js';
 import { TokenAuth } from '../http/auth.js';
 import { registerGraphRoute } from '../http/routes/graph.js';
 import { registerRollupRoutes } from '../http/routes/rollups.js';
@@ -11,6 +12,7 @@ import { commitsDirectly } from '../ingest/direct.js';
 import { connectIngest, type IngestWorker, startIngestWorker } from '../ingest/worker.js';
 import type { EndedSessions } from '../lease/former-holder.js';
 import { SchedulerLease } from '../lease/lease.js';
+import { postgresLeaseStore } from '../lease/store.js';
 import { boundedScrape } from '../metrics/bounded-scrape.js';
 import { periodGaugeSource } from '../metrics/period-gauges.js';
 import { createMetrics, type Metrics } from '../metrics/registry.js';
@@ -29,7 +31,6 @@ import { type ReadHandle, ReadReplica } from '../store/pg/read-replica.js';
 import { countRepairs } from '../store/repairs/listings.js';
 import { migrate } from '../store/upkeep/migrate.js';
 import { type Logger, redactUrl } from '../support/log.js';
-import { checkSecretEnv } from '../targets/secrets.js';
 import { MAINTENANCE_EVERY_MS, MaintenanceLoop } from './maintenance-loop.js';
 import { RetentionLoop } from './retention-loop.js';
 import { closeAll, shutdownBudget, within } from './shutdown.js';
@@ -147,7 +148,7 @@ export async function startDaemon(
         metrics.formerHolderSessionsEnded.inc({ result: 'refused' }, refused.length);
       };
       const lease = new SchedulerLease({
-        sql: leaseSql,
+        store: postgresLeaseStore(leaseSql),
         name: config.lease.name,
         ttlMs: config.lease.ttl,
         renewEveryMs: config.lease.renew_every,

@@ -5,12 +5,18 @@
  * and every trigger decision made for it, with its delivery.
  */
 
-import type { ReplayRequiredJson, SpanJson } from '../core/coverage-answer.js';
-import { replayRequiredJson, spanJson } from '../core/coverage-answer.js';
-import { periodOfKey, storedFacts, untouchedFacts } from '../core/periods.js';
-import { decide, type PeriodState, type Rerun, type Satisfaction, satisfaction } from '../core/policy.js';
-import type { Rollup } from '../core/rollup.js';
-import { upstreamFacts } from '../core/upstream-facts.js';
+import type { ReplayRequiredJson, SpanJson } from '../core/intervals/coverage-answer.js';
+import { replayRequiredJson, spanJson } from '../core/intervals/coverage-answer.js';
+import { periodOfKey, storedFacts, untouchedFacts } from '../core/periods/periods.js';
+import {
+  decide,
+  type PeriodState,
+  type Rerun,
+  type Satisfaction,
+  satisfaction,
+} from '../core/periods/policy.js';
+import { upstreamFacts } from '../core/periods/upstream-facts.js';
+import type { Rollup } from '../core/rollups/rollup.js';
 import { loadUpstreams } from '../store/assets/upstreams.js';
 import { periodAt } from '../store/periods/listing.js';
 import type { Db } from '../store/pg/db.js';

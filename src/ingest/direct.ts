@@ -12,7 +12,7 @@
  * follows the log by `seq` from its cursors, so it learns of these events exactly as of
  * queue-committed ones, and retention drops nothing its cursors have not passed.
  */
-import type { NormalizedEvent, NormalizeOptions } from '../core/events.js';
+import type { NormalizedEvent, NormalizeOptions } from '../core/events/events.js';
 import { domainsOf } from '../store/assets/assets.js';
 import { type CommitOutcome, commitEvents, EventsRefused } from '../store/assets/commit.js';
 import type { Sql } from '../store/pg/db.js';

@@ -5,7 +5,7 @@
  */
 import type { Queue } from 'bullmq';
 import { BadInputError } from '../core/errors.js';
-import { type NormalizedEvent, type NormalizeOptions, normalizeEvent } from '../core/events.js';
+import { type NormalizedEvent, type NormalizeOptions, normalizeEvent } from '../core/events/events.js';
 import type { Metrics } from '../metrics/registry.js';
 import { deadLetter } from '../queue/dead-letter.js';
 import type { CommitOutcome } from '../store/assets/commit.js';

@@ -8,7 +8,7 @@
  */
 import type { Job, Queue } from 'bullmq';
 import { BadInputError } from '../core/errors.js';
-import { type NormalizeOptions, normalizeEvent } from '../core/events.js';
+import { type NormalizeOptions, normalizeEvent } from '../core/events/events.js';
 import { committedEvents, type EventRef, refKey } from '../store/assets/event-lookup.js';
 import type { Sql } from '../store/pg/db.js';
 import type { Logger } from '../support/log.js';

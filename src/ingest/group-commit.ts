@@ -1,5 +1,5 @@
 import { backoffMs } from '../store/pg/transient.js';
-import { Alarm } from './alarm.js';
+import { Alarm } from '../support/alarm.js';
 import type { Hold } from './hold.js';
 
 export interface GroupCommitOptions<T, R> {

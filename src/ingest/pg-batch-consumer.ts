@@ -14,8 +14,6 @@ import { randomUUID } from 'node:crypto';
 import type { Queue } from 'bullmq';
 import type { Sql } from '../store/pg/db.js';
 import { backoffMs, isTransient } from '../store/pg/transient.js';
-import { Alarm } from './alarm.js';
-import type { ConsumerSettings, EventConsumer } from './bullmq-consumer.js';
 import {
   type ClaimedJob,
   type Completion,
@@ -24,8 +22,11 @@ import {
   extendLocks,
   giveBackJobs,
   type JobQueue,
+  listenForJobs,
   reclaimStalled,
-} from './pg-jobs.js';
+} from '../store/queue/jobs.js';
+import { Alarm } from '../support/alarm.js';
+import type { ConsumerSettings, EventConsumer } from './bullmq-consumer.js';
 
 export interface PgConsumerSettings extends ConsumerSettings {
   /** The consumer's own pool (it ends it on close) and the queue's schema. */
@@ -82,14 +83,12 @@ class PgBatchConsumer implements EventConsumer {
 
   constructor(private readonly s: PgConsumerSettings) {
     this.q = { sql: s.sql, schema: s.schema, name: s.name };
-    this.listening = s.sql
-      .listen('bullmq_jobs', (queue) => {
-        if (queue === s.name) this.alarm.wake();
-      })
-      .catch((error: unknown) => {
-        s.log.warn({ err: error, queue: s.name }, 'could not listen for new jobs; polling every second');
-        return undefined;
-      });
+    this.listening = listenForJobs(s.sql, (queue) => {
+      if (queue === s.name) this.alarm.wake();
+    }).catch((error: unknown) => {
+      s.log.warn({ err: error, queue: s.name }, 'could not listen for new jobs; polling every second');
+      return undefined;
+    });
     this.timers = [
       setInterval(() => void this.renewLocks(), RENEW_AFTER_MS).unref(),
       setInterval(() => void this.checkStalled(), STALLED_EVERY_MS).unref(),

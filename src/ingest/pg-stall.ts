@@ -1,4 +1,4 @@
-import { connectOnce } from '../store/pg/db.js';
+import { connectOnce, ping } from '../store/pg/db.js';
 import type { Logger } from '../support/log.js';
 
 export interface StallGuardOptions {
@@ -91,7 +91,7 @@ export async function probePostgres(url: string, timeoutMs: number): Promise<boo
   let timer: NodeJS.Timeout | undefined;
   try {
     return await Promise.race([
-      probe`select 1`.then(() => true),
+      ping(probe).then(() => true),
       new Promise<boolean>((resolve) => {
         timer = setTimeout(() => resolve(false), timeoutMs);
       }),

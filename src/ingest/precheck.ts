@@ -4,7 +4,7 @@ import {
   type NormalizedEvent,
   type NormalizeOptions,
   normalizeEvent,
-} from '../core/events.js';
+} from '../core/events/events.js';
 import type { Domain } from '../core/types.js';
 
 export interface Refusal {

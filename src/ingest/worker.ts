@@ -1,5 +1,5 @@
 import type { Config } from '../config/index.js';
-import type { NormalizedEvent } from '../core/events.js';
+import type { NormalizedEvent } from '../core/events/events.js';
 import type { Metrics } from '../metrics/registry.js';
 import { queueConnection } from '../queue/backend.js';
 import { consumedGroups, type QueueGroup } from '../queue/groups.js';

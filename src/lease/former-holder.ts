@@ -1,21 +1,8 @@
-import { bounded } from '../store/lease.js';
-import type { Sql } from '../store/pg/db.js';
+import type { SessionInfo } from '../store/pg/sessions.js';
+import type { LeaseStore } from './store.js';
 
-/**
- * A session of another instance as pg_stat_activity shows it: what a log line names when that
- * session is ended or blocks the lease holder.
- */
-export interface SessionInfo {
-  readonly pid: number;
-  readonly application_name: string;
-  readonly state: string | null;
-  readonly wait_event_type: string | null;
-  readonly wait_event: string | null;
-  readonly xact_start: Date | null;
-  readonly query_start: Date | null;
-  /** The start of the session's current or last statement, at most 200 characters. */
-  readonly query: string;
-}
+/** The two session statements ending sessions takes. */
+type Sessions = Pick<LeaseStore, 'stuckSessionsOf' | 'terminateSession'>;
 
 export interface EndedSessions {
   readonly ended: readonly SessionInfo[];
@@ -41,32 +28,20 @@ export interface EndedSessions {
  * changes state quickly, as a healthy instance's does, is left alone.
  */
 export async function endFormerHolderSessions(
-  sql: Sql,
+  sessions: Sessions,
   instance: string,
   stuckMs: number,
   timeoutMs: number,
 ): Promise<EndedSessions> {
-  const rows = await bounded(
-    timeoutMs,
-    sql<(SessionInfo & { hidden: boolean })[]>`
-      select pid, application_name, state, wait_event_type, wait_event, xact_start, query_start,
-        left(query, 200) as query, query = '<insufficient privilege>' as hidden
-      from pg_stat_activity
-      where datname = current_database() and pid <> pg_backend_pid()
-        and split_part(application_name, '@', 2) = ${instance}
-        and (query = '<insufficient privilege>' or (xact_start is not null
-          and wait_event_type in ('Client', 'Lock')
-          and state_change <= clock_timestamp() - ${stuckMs}::float8 * interval '1 millisecond'))
-      order by xact_start`,
-  );
+  const rows = await sessions.stuckSessionsOf(instance, stuckMs, timeoutMs);
   const hidden = rows.filter((r) => r.hidden).length;
   const stuck = rows.filter((r) => !r.hidden).map(({ hidden: _, ...r }) => r);
-  return { ...(await terminate(sql, stuck, timeoutMs)), hidden };
+  return { ...(await terminate(sessions, stuck, timeoutMs)), hidden };
 }
 
 /** pg_terminate_backend for each, one statement each so that one refusal does not stop the rest. */
 export async function terminate(
-  sql: Sql,
+  store: Pick<Sessions, 'terminateSession'>,
   sessions: readonly SessionInfo[],
   timeoutMs: number,
 ): Promise<EndedSessions> {
@@ -74,11 +49,7 @@ export async function terminate(
   const refused: SessionInfo[] = [];
   for (const session of sessions) {
     try {
-      const [row] = await bounded(
-        timeoutMs,
-        sql<{ ok: boolean }[]>`select pg_terminate_backend(${session.pid}::int) as ok`,
-      );
-      if (row?.ok) ended.push(session); // false: the session ended meanwhile
+      if (await store.terminateSession(session.pid, timeoutMs)) ended.push(session); // false: ended meanwhile
     } catch (error) {
       if ((error as { code?: string }).code !== '42501') throw error;
       refused.push(session);

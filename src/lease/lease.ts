@@ -1,19 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { performance } from 'node:perf_hooks';
-import {
-  acquireLease,
-  bounded,
-  checkLease,
-  endExpiredHolderSessions,
-  releaseLease,
-  renewLease,
-} from '../store/lease.js';
-import type { Sql, Tx } from '../store/pg/db.js';
+import type { Tx } from '../store/pg/db.js';
 import { INSTANCE_ID, instanceOfHolder } from '../store/pg/instance.js';
 import type { Logger } from '../support/log.js';
 import { type Fence, LeaseLostError } from './fence.js';
 import { describeSession, type EndedSessions, endFormerHolderSessions } from './former-holder.js';
+import type { LeaseStore } from './store.js';
 import type { LeaseStatus, SchedulerLeaseOptions } from './types.js';
 
 interface Held {
@@ -34,7 +27,7 @@ export class SchedulerLease implements Fence {
   readonly holder: string;
   /** The instance id in this holder id and in this process's session names (store/pg/instance.ts). */
   readonly instance: string;
-  private readonly sql: Sql;
+  private readonly store: LeaseStore;
   private readonly name: string;
   private readonly ttlMs: number;
   private readonly renewEveryMs: number;
@@ -62,7 +55,7 @@ export class SchedulerLease implements Fence {
   private hiddenLogged = false;
 
   constructor(o: SchedulerLeaseOptions) {
-    this.sql = o.sql;
+    this.store = o.store;
     this.name = o.name;
     this.ttlMs = o.ttlMs;
     this.renewEveryMs = o.renewEveryMs;
@@ -100,8 +93,8 @@ export class SchedulerLease implements Fence {
     if (!held) return;
     this.stepDown(held, 'released', false);
     try {
-      const rows = await bounded(this.timeoutMs, releaseLease(this.sql, this.name, this.holder, held.token));
-      this.log.info({ fencingToken: held.token, released: rows.length > 0 }, 'released the scheduler lease');
+      const released = await this.store.release(this.name, this.holder, held.token, this.timeoutMs);
+      this.log.info({ fencingToken: held.token, released }, 'released the scheduler lease');
     } catch (error) {
       this.log.warn({ err: error }, 'could not release the scheduler lease; it lapses at its expiry');
     }
@@ -123,7 +116,7 @@ export class SchedulerLease implements Fence {
       throw new LeaseLostError(
         `scheduler lease ${this.name}: token ${token} is not this process's current lease`,
       );
-    if (!(await checkLease(tx, this.name, token)))
+    if (!(await this.store.check(tx, this.name, token)))
       throw new LeaseLostError(
         `scheduler lease ${this.name}: token ${token} is stale or expired in the database`,
       );
@@ -190,19 +183,15 @@ export class SchedulerLease implements Fence {
 
   private async acquire(): Promise<void> {
     const sentAt = this.now();
-    let token: number | undefined;
-    let previous: string | null = null;
+    let acquired: { token: number; previous: string | null } | null;
     try {
-      [{ token, previous } = { token: undefined, previous: null }] = await bounded(
-        this.timeoutMs,
-        acquireLease(this.sql, this.name, this.holder, this.ttlMs),
-      );
+      acquired = await this.store.acquire(this.name, this.holder, this.ttlMs, this.timeoutMs);
     } catch (error) {
       this.lastError = (error as Error).message;
       if (this.acquireFailing) this.log.debug({ err: error }, 'scheduler lease acquisition failed again');
       else this.log.warn({ err: error }, 'scheduler lease acquisition failed; retrying');
       this.acquireFailing = true;
-      const ended = await endExpiredHolderSessions(this.sql, this.name).catch(() => 0);
+      const ended = await this.store.endExpiredHolderSessions(this.name).catch(() => 0);
       if (ended > 0)
         this.log.warn(
           { sessions: ended },
@@ -211,9 +200,10 @@ export class SchedulerLease implements Fence {
       return;
     }
     this.acquireFailing = false;
-    if (token === undefined) return; // another holder's lease is live: stay standby
+    if (acquired === null) return; // another holder's lease is live: stay standby
+    const { token, previous } = acquired;
     if (!this.running) {
-      await bounded(this.timeoutMs, releaseLease(this.sql, this.name, this.holder, token)).catch(() => {});
+      await this.store.release(this.name, this.holder, token, this.timeoutMs).catch(() => {});
       return;
     }
     const deadline = sentAt + this.ttlMs - this.marginMs;
@@ -256,7 +246,7 @@ export class SchedulerLease implements Fence {
     const stuckMs = Math.max(0, (this.ttlMs - this.renewEveryMs) / 2);
     let result: EndedSessions;
     try {
-      result = await endFormerHolderSessions(this.sql, former, stuckMs, this.timeoutMs);
+      result = await endFormerHolderSessions(this.store, former, stuckMs, this.timeoutMs);
     } catch (error) {
       this.log.warn(
         { err: error, former_instance: former },
@@ -291,11 +281,7 @@ export class SchedulerLease implements Fence {
     const sentAt = this.now();
     let ok: boolean;
     try {
-      const rows = await bounded(
-        this.timeoutMs,
-        renewLease(this.sql, this.name, this.holder, held.token, this.ttlMs),
-      );
-      ok = rows.length === 1;
+      ok = await this.store.renew(this.name, this.holder, held.token, this.ttlMs, this.timeoutMs);
     } catch (error) {
       this.counts.renewalFailures++;
       this.lastError = (error as Error).message;

@@ -1,12 +1,12 @@
-import type { Sql } from '../store/pg/db.js';
 import type { Logger } from '../support/log.js';
 import type { EndedSessions } from './former-holder.js';
+import type { LeaseStore } from './store.js';
 
 /** What a SchedulerLease is built from and what its status() reports. */
 
 export interface SchedulerLeaseOptions {
-  /** Best a small pool of its own, so renewals never queue behind busy evaluation. */
-  readonly sql: Sql;
+  /** Its statements (postgresLeaseStore): best on a small pool of its own, so renewals never queue behind busy evaluation. */
+  readonly store: LeaseStore;
   readonly name: string;
   readonly ttlMs: number;
   readonly renewEveryMs: number;

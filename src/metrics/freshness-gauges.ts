@@ -1,5 +1,5 @@
 import { type Config, maxLags } from '../config/index.js';
-import { type FreshnessFacts, freshnessOf } from '../core/freshness.js';
+import { type FreshnessFacts, freshnessOf } from '../core/intervals/freshness.js';
 import { freshnessGaugeFacts } from '../store/assets/freshness.js';
 import type { Sql } from '../store/pg/db.js';
 import type { Logger } from '../support/log.js';

@@ -26,7 +26,7 @@ const NONE: Readonly<Record<string, string>> = Object.freeze({});
  * as long as the series lives; callers that set gauges afresh on each scrape pass the same
  * objects, see labelsOf), so a scrape allocates little more than its lines.
  *
- * The text is the same, byte for byte (test/unit/metrics-registry.test.ts compares the two):
+ * The text is the same, byte for byte (test/unit/metrics/lean-registry.test.ts compares the two):
  * same escaping, order and number formatting. OpenMetrics and default labels, which the daemon
  * does not use, are left to prom-client.
  */

@@ -113,6 +113,12 @@ export function createMetrics() {
       buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
       registers,
     }),
+    schedulerStepFailures: new Counter({
+      name: 'coverage_rollup_scheduler_step_failures_total',
+      help: 'Steps of a scheduler pass that failed, by step: the pass ran its other steps, and the step is tried again at the next pass (after a backoff)',
+      labelNames: ['step'] as const,
+      registers,
+    }),
     periodsMissed: new Counter({
       name: 'coverage_rollup_periods_missed_total',
       help: 'Periods that missed their deadline while this instance led',
@@ -222,6 +228,18 @@ export function createMetrics() {
 }
 
 export type Metrics = ReturnType<typeof createMetrics>;
+
+/** The steps of a scheduler pass (scheduler/scheduler.ts), each run whether another failed. */
+export const SCHEDULER_STEPS = [
+  'mark',
+  'evaluate',
+  'deadlines',
+  'deliver',
+  'repairs',
+  'runs',
+  'wake',
+] as const;
+export type SchedulerStep = (typeof SCHEDULER_STEPS)[number];
 
 /** prom-client default gauges whose names end in _total (see createMetrics). */
 export const MISNAMED_DEFAULTS = [

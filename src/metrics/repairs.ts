@@ -1,5 +1,5 @@
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
-import { REPAIR_STATES, type RepairState } from '../core/repair.js';
+import { REPAIR_STATES, type RepairState } from '../core/repairs/repair.js';
 
 /**
  * The repair metrics: requests by state (read when scraped, on any instance), attempts

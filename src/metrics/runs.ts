@@ -1,20 +1,22 @@
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
-import { isFinished, isOpen, type RunFacts, type RunState } from '../core/runs.js';
+import { isFinished, isOpen, type RunFacts, type RunState } from '../core/runs/runs.js';
+import { TARGET_NAMES, type TargetName } from '../targets/registry.js';
 
 /**
  * The run metrics: outcomes by target type and state, run durations, runs given up on,
  * and the open runs at scrape time.
  *
  * No `rollup` (nor period) label on any of them. At 1,000 rollups a per-rollup label multiplies
- * every series by 1,000: the histogram alone (4 targets × 4 outcomes × 20 buckets) would become
- * 320,000 series per instance, more than a Prometheus server should take from one job. Which
+ * every series by 1,000: the histogram alone (5 targets × 4 outcomes × 20 buckets) would become
+ * 400,000 series per instance, more than a Prometheus server should take from one job. Which
  * rollup and which periods failed is what the API (`run_state=`, the failed counts of
  * GET /v1/rollups) and the status page answer; the metrics say how many and how long. Every label
  * set is closed (target type × state) and starts at 0, so `increase()` and alerts see the first run.
  */
 
-export const RUN_TARGET_TYPES = ['queue', 'webhook', 'airflow', 'dagster'] as const;
-export type RunTargetType = (typeof RUN_TARGET_TYPES)[number];
+/** Every registered target type: a type left out here would have its runs counted nowhere. */
+export const RUN_TARGET_TYPES = TARGET_NAMES;
+export type RunTargetType = TargetName;
 /** The states a run ends in. */
 export const RUN_OUTCOMES = [
   'succeeded',

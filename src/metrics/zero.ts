@@ -5,8 +5,8 @@
  */
 import type { RollupConfig } from '../config/index.js';
 import { BAD_INPUT_REASONS } from '../core/errors.js';
-import type { TriggerReason } from '../core/policy.js';
-import type { Metrics } from './registry.js';
+import type { TriggerReason } from '../core/periods/policy.js';
+import { type Metrics, SCHEDULER_STEPS } from './registry.js';
 
 const TRIGGER_REASONS: readonly TriggerReason[] = [
   'covered',
@@ -26,6 +26,7 @@ export function startCountersAtZero(metrics: Metrics, rollups: readonly RollupCo
   for (const what of ['partitions', 'events', 'triggers', 'runs', 'run_reports', 'repair_requests'] as const)
     metrics.pruned.inc({ what }, 0);
   for (const work of ['idle', 'busy'] as const) metrics.schedulerPassSeconds.zero({ work });
+  for (const step of SCHEDULER_STEPS) metrics.schedulerStepFailures.inc({ step }, 0);
   for (const target of new Set(rollups.map((r) => r.target.type)))
     for (const result of DELIVERY_RESULTS) metrics.deliveries.inc({ target, result }, 0);
   for (const rollup of rollups) {

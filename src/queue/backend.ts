@@ -17,8 +17,9 @@ import {
   withBackend,
 } from 'bullmq';
 import type { Config, QueueBackendKind } from '../config/index.js';
-import { connect, type Sql } from '../store/pg/db.js';
+import { connect, ping, type Sql } from '../store/pg/db.js';
 import { sessionName } from '../store/pg/instance.js';
+import { dropQueueSchema, lastEventBefore } from '../store/queue/schema.js';
 import { type Logger, throttledErrors } from '../support/log.js';
 import { connectionErrors, startEventReader } from './pg-connections.js';
 import {
@@ -183,30 +184,16 @@ function postgresQueues(url: string, options: QueueConnectionOptions): QueueConn
       return events;
     },
     async ping() {
-      await adminSql()`select 1`;
+      await ping(adminSql());
     },
     reachable: true,
     async deleteNamespace(prefix) {
-      await adminSql()`drop schema if exists ${adminSql()(queueSchema(prefix))} cascade`;
+      await dropQueueSchema(adminSql(), queueSchema(prefix));
     },
     async close() {
       await admin?.end({ timeout: 2 });
     },
   };
-}
-
-/**
- * The id of the queue's last event before `ms` (epoch ms), or '0' when there is none: also before
- * BullMQ made the event table, as every event is then newer than `ms`.
- */
-async function lastEventBefore(sql: Sql, schema: string, queue: string, ms: number): Promise<string> {
-  const [exists] = await sql<{ found: boolean }[]>`
-    select to_regclass(quote_ident(${schema}) || '.event') is not null as found`;
-  if (!exists?.found) return '0';
-  const [row] = await sql<{ id: number }[]>`
-    select id from ${sql(schema)}.event where queue = ${queue} and created_at_ms < ${ms}
-    order by id desc limit 1`;
-  return String(row?.id ?? 0);
 }
 
 /**

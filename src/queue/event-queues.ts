@@ -1,15 +1,15 @@
 import type { Job, JobType, Queue } from 'bullmq';
 import type { Config } from '../config/index.js';
 import { BadInputError } from '../core/errors.js';
-import { assetOf } from '../core/events.js';
+import { assetOf } from '../core/events/events.js';
+import { groupOf } from '../core/events/routing.js';
 import { groupBy } from '../core/group-by.js';
-import { groupOf } from '../core/routing.js';
 import type { QueueConnection } from './backend.js';
 import { queueGroups } from './groups.js';
 
 /**
  * The producer side of the events queue: every group's queue, and each event added to the group
- * of its asset (core/routing.ts), so emit, POST /v1/events and the examples route alike.
+ * of its asset (core/events/routing.ts), so emit, POST /v1/events and the examples route alike.
  */
 export class EventQueues {
   readonly queues: readonly Queue[];

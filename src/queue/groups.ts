@@ -1,7 +1,7 @@
 import type { Config } from '../config/index.js';
 
 // Re-exported: the rule is pure and lives in core so the config schema can use it without a circle.
-export { hasHashTag } from '../core/hash-tag.js';
+export { hasHashTag } from '../core/connections/hash-tag.js';
 
 /** One queue group: the events queue and its dead letters under one hash-tagged prefix. */
 export interface QueueGroup {

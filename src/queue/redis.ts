@@ -1,5 +1,5 @@
 import { Cluster, type ClusterOptions, Redis, type RedisOptions } from 'ioredis';
-import { redisUrls } from '../core/redis-url.js';
+import { redisUrls } from '../core/connections/redis-url.js';
 import type { Logger } from '../support/log.js';
 
 /** A standalone Redis, or a Redis Cluster reached through its seed nodes. */

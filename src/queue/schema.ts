@@ -4,7 +4,7 @@
  */
 
 import type { Config } from '../config/index.js';
-import { fnv1a32 } from '../core/routing.js';
+import { fnv1a32 } from '../core/events/routing.js';
 import { consumedGroups } from './groups.js';
 
 /** BullMQ accepts plain identifiers only (letters, digits, underscores; at most 63 characters). */

@@ -7,9 +7,9 @@
  * State is in memory and rebuilt on each lease: rows already made are skipped by the insert.
  */
 
-import type { Period } from '../core/calendar.js';
-import { missedBefore, nextPassAt, passedBefore } from '../core/periods.js';
-import type { Rollup } from '../core/rollup.js';
+import type { Period } from '../core/periods/calendar.js';
+import { missedBefore, nextPassAt, passedBefore } from '../core/periods/periods.js';
+import type { Rollup } from '../core/rollups/rollup.js';
 import type { Metrics } from '../metrics/registry.js';
 import { storedStarts } from '../store/periods/reads.js';
 import { insertOwed } from '../store/periods/writes.js';

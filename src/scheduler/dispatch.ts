@@ -1,5 +1,5 @@
-import { DEFAULT_RUN_POLICY, type RunPolicy } from '../core/runs.js';
-import { attemptPayload } from '../core/trigger.js';
+import { DEFAULT_RUN_POLICY, type RunPolicy } from '../core/runs/runs.js';
+import { attemptPayload } from '../core/runs/trigger.js';
 import type { Metrics } from '../metrics/registry.js';
 import type { Sql } from '../store/pg/db.js';
 import { backoffMs } from '../store/pg/transient.js';
@@ -7,20 +7,15 @@ import { recordDeliveries, recordDeliveryRetry } from '../store/runs/delivery.js
 import type { ReportResult } from '../store/runs/report.js';
 import { type DueRun, dueRuns } from '../store/runs/work.js';
 import type { Logger } from '../support/log.js';
-import type { DeliveryResult, Targets } from '../targets/index.js';
-import type { StoredTarget } from '../targets/secrets.js';
+import { followRules } from '../targets/registry.js';
+import type { DeliveryResult, Targets } from '../targets/targets.js';
 
 const BATCH = 100;
 
-/** How soon after a delivery a target that can be asked (queue, airflow, airflow_asset, dagster) is first asked about the run. */
-export const FIRST_CHECK_MS: Readonly<Record<string, number | null>> = {
-  queue: 0,
-  airflow: 5000,
-  airflow_asset: 1000,
-  webhook: null,
-  // Dagster records a materialization before it answers the POST: asked at once, it says succeeded.
-  dagster: 0,
-};
+/** How soon after a delivery the run's target is first asked about it; null for a type with nothing to follow. */
+export function firstCheckMs(type: string): number | null {
+  return followRules(type)?.firstCheckMs ?? null;
+}
 
 export interface DispatchContext {
   readonly sql: Sql;
@@ -54,7 +49,7 @@ export async function deliverDue(
       const row = rows[next++]!;
       const payload = attemptPayload(row.payload, row.run.attempt);
       try {
-        results.push({ row, result: await ctx.targets.deliver(row.target as StoredTarget, payload) });
+        results.push({ row, result: await ctx.targets.deliver(row.target, payload) });
       } catch (error) {
         failure ??= { error };
       }
@@ -75,7 +70,7 @@ export async function deliverDue(
         ref: row.run,
         outcome: result.ok ? { ok: true as const } : { ok: false as const, error: result.error },
         policy: ctx.policyOf(row.run.rollupId),
-        checkAfterMs: FIRST_CHECK_MS[(row.target as StoredTarget).type] ?? null,
+        checkAfterMs: firstCheckMs(row.target.type),
       })),
     ),
   );
@@ -88,7 +83,7 @@ export async function deliverDue(
     if (result.ok || !result.retry) continue;
     const delay = Math.round(backoffMs(row.deliveries, 500, 60_000)) + 100;
     await recordDeliveryRetry(ctx.sql, row.run, result.error, delay);
-    ctx.metrics.deliveries.inc({ target: (row.target as StoredTarget).type, result: 'retry' });
+    ctx.metrics.deliveries.inc({ target: row.target.type, result: 'retry' });
     ctx.log.warn(
       { ...logContext(row), error: result.error, retry_in_ms: delay },
       'delivery failed; will retry',
@@ -107,7 +102,7 @@ function logContext(row: DueRun) {
     run_id: row.runId,
     attempt: row.run.attempt,
     lease_token: row.leaseToken,
-    target: (row.target as StoredTarget).type,
+    target: row.target.type,
     delivery: row.deliveries + 1,
   };
 }
@@ -119,7 +114,7 @@ function logDelivery(
   result: DeliveryResult,
   recorded: ReportResult | null,
 ): void {
-  const type = (row.target as StoredTarget).type;
+  const type = row.target.type;
   ctx.metrics.runReported(type, recorded); // a delivery refused for good ends the attempt
   if (result.ok) {
     ctx.metrics.deliveries.inc({ target: type, result: 'delivered' });

@@ -1,25 +1,17 @@
 import type { RollupRuntime } from '../config/rollups.js';
 import { groupBy } from '../core/group-by.js';
-import { storedFacts } from '../core/periods.js';
-import { decide } from '../core/policy.js';
-import { buildPayload } from '../core/trigger.js';
-import { type Upstream, upstreamFacts } from '../core/upstream-facts.js';
+import { decideAll, type PeriodDecision, type TriggerDecision } from '../core/periods/decisions.js';
 import type { Fence } from '../lease/fence.js';
 import type { Metrics } from '../metrics/registry.js';
 import { loadUpstreams } from '../store/assets/upstreams.js';
-import {
-  type ClaimedPeriod,
-  claimPending,
-  type PeriodUpdate,
-  writeUpdates,
-} from '../store/periods/writes.js';
+import { type ClaimedPeriod, claimPending, writeUpdates } from '../store/periods/writes.js';
 import type { Sql } from '../store/pg/db.js';
+import { limitTransaction } from '../store/pg/transaction-limits.js';
 import { insertFirstRuns } from '../store/runs/attempts.js';
-import { type TriggerRow, writeTriggers } from '../store/triggers.js';
+import { writeTriggers } from '../store/triggers.js';
 import type { Logger } from '../support/log.js';
 import { redactTarget } from '../targets/secrets.js';
 import type { DecidedEvent } from './scheduler-events.js';
-import { limitTransaction } from './transaction-limits.js';
 
 export interface EvaluationContext {
   readonly sql: Sql;
@@ -76,7 +68,7 @@ export async function evaluatePending(ctx: EvaluationContext, now: Date, limit: 
         ),
       ),
     );
-    const decisions = groups.map((g, i) => decideAll(ctx, g.runtime, g.rows, loaded[i]!, now));
+    const decisions = groups.map((g, i) => decideAll(g.runtime.rollup, g.rows, loaded[i]!, now));
     // Pipelined too: the fence check locks the lease row before the writes run, and if it fails
     // the whole transaction rolls back, writes included.
     await Promise.all([
@@ -92,6 +84,8 @@ export async function evaluatePending(ctx: EvaluationContext, now: Date, limit: 
       }),
     ]);
     decided = () => {
+      for (const d of decisions)
+        for (const seconds of d.latencies) ctx.metrics.decisionSeconds.observe(seconds);
       for (const [i, d] of decisions.entries()) {
         logDecisions(ctx, groups[i]!.runtime, d.updates, d.triggers, groups[i]!.rows);
         announce(ctx, groups[i]!.runtime.rollup.id, d.updates, d.triggers, groups[i]!.rows);
@@ -105,88 +99,12 @@ export async function evaluatePending(ctx: EvaluationContext, now: Date, limit: 
   return result;
 }
 
-function decideAll(
-  ctx: EvaluationContext,
-  { rollup }: RollupRuntime,
-  periods: readonly ClaimedPeriod[],
-  upstreams: ReadonlyMap<string, Upstream>,
-  now: Date,
-): { updates: PeriodUpdate[]; triggers: TriggerRow[] } {
-  const nowMs = now.getTime();
-  const updates: PeriodUpdate[] = [];
-  const triggers: TriggerRow[] = [];
-  for (const period of periods) {
-    const { facts, coverages } = upstreamFacts(rollup, period, upstreams);
-    const ratios = Object.fromEntries(rollup.upstream.map((name, i) => [name, facts[i]!.ratio]));
-    const ratio = Math.min(...facts.map((f) => f.ratio));
-    const outcome = decide(rollup.policy, storedFacts(rollup, period.hi, period), facts, nowMs);
-    const base = { lo: period.lo, oldGeneration: period.generation, ratio, ratios };
-    if (outcome.kind === 'trigger') {
-      const generation = period.generation + 1;
-      const payload = buildPayload({
-        rollup: rollup.id,
-        generation,
-        reason: outcome.reason,
-        period: {
-          start: rollup.calendar.formatPoint(period.lo),
-          end: rollup.calendar.formatPoint(period.hi),
-          key: period.key,
-        },
-        periodStart: period.lo,
-        domain: rollup.domain,
-        upstreams: coverages,
-        decidedAt: now,
-      });
-      const seqs = Object.fromEntries([...upstreams].map(([name, u]) => [name, u.lastSeq]));
-      updates.push({
-        ...base,
-        state: 'triggered',
-        generation,
-        reason: outcome.reason,
-        satisfiedSince: null,
-        dueAt: null,
-        seqs,
-      });
-      triggers.push({
-        lo: period.lo,
-        generation,
-        key: payload.idempotency_key,
-        reason: outcome.reason,
-        payload,
-      });
-      if (period.lastChangeAt)
-        ctx.metrics.decisionSeconds.observe((nowMs - period.lastChangeAt.getTime()) / 1000);
-    } else if (outcome.kind === 'miss') {
-      updates.push({
-        ...base,
-        state: 'missed',
-        generation: period.generation,
-        reason: null,
-        satisfiedSince: null,
-        dueAt: null,
-        seqs: null,
-      });
-    } else {
-      updates.push({
-        ...base,
-        state: outcome.state,
-        generation: period.generation,
-        reason: null,
-        satisfiedSince: outcome.satisfiedSince,
-        dueAt: outcome.dueAt,
-        seqs: null,
-      });
-    }
-  }
-  return { updates, triggers };
-}
-
 /** Tells `onDecided` of every committed decision, in the order the evaluation made them. */
 function announce(
   ctx: EvaluationContext,
   rollupId: string,
-  updates: readonly PeriodUpdate[],
-  triggers: readonly TriggerRow[],
+  updates: readonly PeriodDecision[],
+  triggers: readonly TriggerDecision[],
   periods: readonly ClaimedPeriod[],
 ): void {
   if (!ctx.onDecided) return;
@@ -208,8 +126,8 @@ function announce(
 function logDecisions(
   ctx: EvaluationContext,
   { rollup, config }: RollupRuntime,
-  updates: readonly PeriodUpdate[],
-  triggers: readonly TriggerRow[],
+  updates: readonly PeriodDecision[],
+  triggers: readonly TriggerDecision[],
   periods: readonly ClaimedPeriod[],
 ): void {
   const keyOf = new Map(periods.map((p) => [p.lo, p.key]));

@@ -1,13 +1,13 @@
 /**
  * The scheduler's run step: times out runs past `run.timeout`, makes the retries that
- * are due, and asks targets that can be asked (queue, airflow) about the runs they hold. Every part
+ * are due, and asks targets whose type has runs to follow about the runs they hold. Every part
  * is bounded per pass and reads its rows through a partial index of open work, so a pass with
  * 1,000 open runs and nothing due costs a few index probes.
  */
 
-import type { Rollup } from '../core/rollup.js';
-import type { RunPolicy, RunReport } from '../core/runs.js';
-import { attemptPayload } from '../core/trigger.js';
+import type { Rollup } from '../core/rollups/rollup.js';
+import type { RunPolicy, RunReport } from '../core/runs/runs.js';
+import { attemptPayload } from '../core/runs/trigger.js';
 import type { Fence } from '../lease/fence.js';
 import type { Metrics } from '../metrics/registry.js';
 import type { Sql } from '../store/pg/db.js';
@@ -16,8 +16,8 @@ import { setNextChecks } from '../store/runs/next-checks.js';
 import { reportRun, reportRuns } from '../store/runs/report.js';
 import { type FollowedRun, retriesDue, runsToCheck, timedOutRuns } from '../store/runs/work.js';
 import type { Logger } from '../support/log.js';
-import type { Targets } from '../targets/index.js';
-import type { StoredTarget } from '../targets/secrets.js';
+import { followRules } from '../targets/registry.js';
+import type { Targets } from '../targets/targets.js';
 
 /** Runs asked about per pass at most, in requests of at most OBSERVE_CHUNK runs. */
 const CHECK_BATCH = 300;
@@ -124,7 +124,7 @@ async function check(ctx: FollowContext, signal: AbortSignal) {
       }
       const chunk = runs.slice(i, i + OBSERVE_CHUNK);
       requests++;
-      const stored = chunk[0]!.target as StoredTarget;
+      const stored = chunk[0]!.target;
       const answer = await ctx.targets.observe(
         stored,
         chunk.map((r) => ({ runId: r.runId, payload: attemptPayload(r.payload, r.run.attempt) })),
@@ -182,9 +182,9 @@ async function apply(
   type: string,
 ): Promise<Map<FollowedRun, FollowedRun>> {
   const moved = new Map<FollowedRun, FollowedRun>();
-  if (moves.length === 0) return moved;
-  const source =
-    type === 'airflow' || type === 'airflow_asset' ? 'airflow' : type === 'dagster' ? 'dagster' : 'queue';
+  const source = followRules(type)?.source;
+  // Only a type with runs to follow answers with reports.
+  if (moves.length === 0 || source === undefined) return moved;
   const ordered = [...moves].sort(
     (a, b) => a.r.run.rollupId.localeCompare(b.r.run.rollupId) || a.r.run.lo - b.r.run.lo,
   );
@@ -214,12 +214,12 @@ async function apply(
 }
 
 /**
- * Open: ask again soon; a queue job open for long, after a tenth of its age (at most
- * OPEN_CHECK_MAX_MS): its outcome arrives through the queue's event stream at once, the checks are
- * the safety net for what the stream missed, and checking thousands of long-waiting jobs every
- * interval cost every pass (and a fresh period waiting behind it) for nothing. Airflow has no such
- * stream, so its runs keep the interval. Finished: stop, except an Airflow run, watched for a clear
- * for run.timeout.
+ * Open: ask again soon; a run of a type that thins out (a queue job, whose outcome arrives through
+ * the queue's event stream at once) open for long, after a tenth of its age (at most
+ * OPEN_CHECK_MAX_MS): the checks are the safety net for what the stream missed, and checking
+ * thousands of long-waiting jobs every interval cost every pass (and a fresh period waiting behind
+ * it) for nothing. Types without such a stream keep the interval. Finished: stop, except a run of a
+ * type that watches finished runs (Airflow's can be cleared), watched for run.timeout.
  */
 export function nextCheckMs(
   type: string,
@@ -228,12 +228,13 @@ export function nextCheckMs(
   timeoutMs: number,
   now: number,
 ): number | null {
+  const rules = followRules(type);
   if (r.state === 'started' || r.state === 'running') {
-    if (type !== 'queue' || r.startedAt === null) return checks.openMs;
+    if (!rules?.thinOut || r.startedAt === null) return checks.openMs;
     const ageMs = now - r.startedAt.getTime();
     return Math.max(checks.openMs, Math.min(OPEN_CHECK_MAX_MS, ageMs / 10));
   }
-  if (r.state === 'pending' || type !== 'airflow' || r.finishedAt === null) return null;
+  if (r.state === 'pending' || !rules?.watchFinished || r.finishedAt === null) return null;
   const watchUntil = r.finishedAt.getTime() + timeoutMs;
   return now < watchUntil ? checks.watchMs : null;
 }

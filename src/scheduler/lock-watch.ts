@@ -1,9 +1,10 @@
 import { performance } from 'node:perf_hooks';
-import { describeSession, type EndedSessions, type SessionInfo, terminate } from '../lease/former-holder.js';
+import { describeSession, type EndedSessions, terminate } from '../lease/former-holder.js';
+import { type LeaseStore, postgresLeaseStore } from '../lease/store.js';
 import type { LeaseSessionMetrics, LockBlocker } from '../metrics/lease.js';
-import { bounded } from '../store/lease.js';
 import type { Sql } from '../store/pg/db.js';
 import { SESSION_PREFIX } from '../store/pg/instance.js';
+import { type LockWait, lockWaits, periodLockHolders, type SessionInfo } from '../store/pg/sessions.js';
 import type { Logger } from '../support/log.js';
 
 export interface LockWatchOptions {
@@ -21,13 +22,6 @@ export interface LockWatchOptions {
   readonly metrics: LeaseSessionMetrics;
   /** Told of former-holder sessions ended (or refused) because they blocked a pass. */
   readonly onSessionsEnded?: (result: EndedSessions) => void;
-}
-
-interface WaitRow extends SessionInfo {
-  readonly waiting_pid: number;
-  readonly waiting_query: string;
-  readonly waiting_since: Date;
-  readonly waiting_ms: number;
 }
 
 /**
@@ -48,7 +42,12 @@ export class LockWatch {
   /** Former-holder sessions PostgreSQL refused to end. */
   private readonly refused = new Set<number>();
 
-  constructor(private readonly o: LockWatchOptions) {}
+  /** Ends sessions on the watch's own pool. */
+  private readonly sessions: Pick<LeaseStore, 'terminateSession'>;
+
+  constructor(private readonly o: LockWatchOptions) {
+    this.sessions = postgresLeaseStore(o.sql);
+  }
 
   /** Called as a pass starts; the returned function as it ends. */
   watch(): () => void {
@@ -85,18 +84,7 @@ export class LockWatch {
 
   private async lookAtSkipped(): Promise<void> {
     const { sql, application, timeoutMs, everyMs, log, metrics } = this.o;
-    const rows = await bounded(
-      timeoutMs,
-      sql<SessionInfo[]>`
-        select distinct on (a.pid) a.pid, a.application_name, a.state, a.wait_event_type,
-          a.wait_event, a.xact_start, a.query_start, left(a.query, 200) as query
-        from pg_locks l join pg_stat_activity a on a.pid = l.pid
-        where l.database = (select oid from pg_database where datname = current_database())
-          and l.relation = 'periods'::regclass and l.granted
-          and a.pid <> pg_backend_pid() and a.application_name <> ${application}
-          and a.xact_start <= clock_timestamp() - ${everyMs}::float8 * interval '1 millisecond'
-        order by a.pid`,
-    );
+    const rows = await periodLockHolders(sql, application, everyMs, timeoutMs);
     const former = this.o.formerInstance();
     const fresh = rows.filter((r) => !this.holders.has(holderKey(r)));
     this.holders.clear();
@@ -112,12 +100,12 @@ export class LockWatch {
   /** Ends the former holder's sessions among `sessions`: they hold what the leader needs. */
   private async endFormer(sessions: readonly SessionInfo[], former: string | null, why: string) {
     if (former === null) return;
-    const { sql, timeoutMs, log } = this.o;
+    const { timeoutMs, log } = this.o;
     const theirs = [...new Map(sessions.map((r) => [r.pid, r])).values()].filter(
       (r) => this.kind(r, former) === 'former_holder' && !this.refused.has(r.pid),
     );
     if (theirs.length === 0) return;
-    const result = await terminate(sql, theirs, timeoutMs);
+    const result = await terminate(this.sessions, theirs, timeoutMs);
     for (const x of result.refused) this.refused.add(x.pid); // not asked (nor logged) again
     if (result.ended.length > 0)
       log.warn(
@@ -134,21 +122,7 @@ export class LockWatch {
 
   private async look(): Promise<void> {
     const { sql, application, timeoutMs, log, metrics } = this.o;
-    const rows = await bounded(
-      timeoutMs,
-      sql<WaitRow[]>`
-        select w.pid as waiting_pid, left(w.query, 200) as waiting_query,
-          w.query_start as waiting_since,
-          (extract(epoch from clock_timestamp() - w.state_change) * 1000)::float8 as waiting_ms,
-          b.pid, b.application_name, b.state, b.wait_event_type, b.wait_event, b.xact_start,
-          b.query_start, left(b.query, 200) as query
-        from pg_stat_activity w
-        cross join lateral unnest(pg_blocking_pids(w.pid)) as blocker(pid)
-        join pg_stat_activity b on b.pid = blocker.pid
-        where w.datname = current_database() and w.application_name = ${application}
-          and w.wait_event_type = 'Lock'
-        order by w.pid, b.pid`,
-    );
+    const rows = await lockWaits(sql, application, timeoutMs);
     metrics.schedulerLockWaitSeconds.set(Math.max(0, ...rows.map((r) => r.waiting_ms)) / 1000);
     if (rows.length === 0) {
       this.seen.clear();
@@ -182,11 +156,11 @@ export class LockWatch {
   }
 }
 
-const key = (r: WaitRow) => `${r.waiting_pid}:${r.waiting_since?.getTime()}:${r.pid}`;
+const key = (r: LockWait) => `${r.waiting_pid}:${r.waiting_since?.getTime()}:${r.pid}`;
 const holderKey = (r: SessionInfo) => `${r.pid}:${r.xact_start?.getTime()}`;
 
-function groupByWaiting(rows: readonly WaitRow[]): Map<number, WaitRow[]> {
-  const by = new Map<number, WaitRow[]>();
+function groupByWaiting(rows: readonly LockWait[]): Map<number, LockWait[]> {
+  const by = new Map<number, LockWait[]>();
   for (const r of rows) by.set(r.waiting_pid, [...(by.get(r.waiting_pid) ?? []), r]);
   return by;
 }

@@ -36,21 +36,17 @@ export class MarkQueue {
     this.upstreams = new Set(this.byUpstream.keys());
   }
 
-  /** Notes a commit notification; says whether it concerns these rollups (a pass is worth it). */
-  note(payload: string): boolean {
-    if (!concernsAny(payload, this.upstreams)) return false;
-    let assets: unknown;
-    try {
-      assets = JSON.parse(payload);
-    } catch {
-      assets = null;
-    }
-    if (!Array.isArray(assets)) {
+  /**
+   * Notes a commit notification's assets ('any': all); says whether it concerns these rollups (a
+   * pass is worth it).
+   */
+  note(assets: readonly string[] | 'any'): boolean {
+    if (!concernsAny(assets, this.upstreams)) return false;
+    if (assets === 'any') {
       this.fullCheckAt = 0; // a manual request or a payload too long to name its assets
       return true;
     }
-    for (const a of assets)
-      for (const r of this.byUpstream.get(String(a)) ?? []) this.toMark.add(r.rollup.id);
+    for (const a of assets) for (const r of this.byUpstream.get(a) ?? []) this.toMark.add(r.rollup.id);
     return true;
   }
 

@@ -9,8 +9,7 @@ import type { Sql } from '../store/pg/db.js';
 import { backoffMs } from '../store/pg/transient.js';
 import { dueAttempts, recordAttemptDelivery } from '../store/repairs/attempts.js';
 import type { Logger } from '../support/log.js';
-import type { RepairTargets } from '../targets/repair-targets.js';
-import type { StoredTarget } from '../targets/secrets.js';
+import type { Targets } from '../targets/targets.js';
 
 const DELIVERY_BATCH = 100;
 const DELIVERY_CONCURRENCY = 8;
@@ -19,7 +18,7 @@ export interface DeliverContext {
   readonly sql: Sql;
   readonly log: Logger;
   readonly metrics: Metrics;
-  readonly targets: RepairTargets;
+  readonly targets: Targets;
 }
 
 /** Delivers the attempts due at `now`; `more` when the batch was full. */
@@ -35,8 +34,8 @@ export async function deliverAttempts(
   const worker = async () => {
     while (next < rows.length && !signal.aborted) {
       const row = rows[next++]!;
-      const target = row.target as StoredTarget;
-      const result = await targets.deliver(target, row.payload);
+      const target = row.target;
+      const result = await targets.deliverRepair(target, row.payload);
       const ref = { requestId: row.requestId, attempt: row.attempt };
       const at = {
         repair_id: row.requestId,

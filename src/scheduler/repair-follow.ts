@@ -1,6 +1,6 @@
 /**
  * The follow phase of the repair step, lease holder only: active requests are moved by
- * core/repair.ts followRequest (repaired, cancelled, a new attempt with what is still missing, or
+ * core/repairs/repair.ts followRequest (repaired, cancelled, a new attempt with what is still missing, or
  * abandoned) in a transaction fenced by the lease token.
  *
  * Which requests are looked at is bounded by what a pass learnt (FollowWatch), never a scan of
@@ -11,10 +11,10 @@
  * was lost.
  */
 import type { RollupRuntime } from '../config/rollups.js';
-import { piecesOf } from '../core/coverage.js';
-import { derivedState } from '../core/periods.js';
-import { followRequest, rangesOfPieces } from '../core/repair.js';
-import { attemptPayload } from '../core/repair-payload.js';
+import { piecesOf } from '../core/intervals/coverage.js';
+import { derivedState } from '../core/periods/periods.js';
+import { followRequest, rangesOfPieces } from '../core/repairs/repair.js';
+import { attemptPayload } from '../core/repairs/repair-payload.js';
 import type { Fence } from '../lease/fence.js';
 import type { Metrics } from '../metrics/registry.js';
 import type { Sql } from '../store/pg/db.js';
@@ -49,16 +49,10 @@ export class FollowWatch {
   /** Whether any request was active at the last look: only then is a periodic look worth a wake. */
   private active = false;
 
-  /** A commit notification (store/assets/commit.ts eventsPayload): its assets, or '' for any. */
-  note(payload: string): void {
-    let assets: unknown;
-    try {
-      assets = JSON.parse(payload);
-    } catch {
-      assets = null;
-    }
-    if (!Array.isArray(assets)) this.fullAt = 0;
-    else for (const a of assets) this.touched.add(String(a));
+  /** A commit notification's assets (store/assets/commit-listen.ts committedAssets), or 'any'. */
+  note(assets: readonly string[] | 'any'): void {
+    if (assets === 'any') this.fullAt = 0;
+    else for (const a of assets) this.touched.add(a);
     if (this.touched.size > MAX_TOUCHED) {
       this.touched = new Set();
       this.fullAt = 0;

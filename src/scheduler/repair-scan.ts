@@ -4,7 +4,7 @@
  * ten minutes since the last: nothing else makes a range owed) look at their newest periods past
  * `after` (and one older chunk of their backlog, walking back to `begin` one scan at a time), read
  * what their upstreams hold there, and make requests for the not-complete ranges of the periods
- * that owe them (core/repair.ts planRepairs), newest first, at most the budget per pass, in a
+ * that owe them (core/repairs/repair.ts planRepairs), newest first, at most the budget per pass, in a
  * transaction fenced by the lease token.
  *
  * A rollup whose periods were all planned (its walk done, none left out by the budget) is settled
@@ -15,20 +15,20 @@
  * with open requests cost a fenced transaction per rollup (bench:repairs, 10,000 open).
  */
 import type { RollupRuntime } from '../config/rollups.js';
-import type { Period } from '../core/calendar.js';
-import { piecesOf } from '../core/coverage.js';
-import { normalize } from '../core/intervals.js';
-import { derivedState, nextPassAt, passedBefore } from '../core/periods.js';
-import type { PeriodState } from '../core/policy.js';
+import { piecesOf } from '../core/intervals/coverage.js';
+import { normalize } from '../core/intervals/intervals.js';
+import type { Period } from '../core/periods/calendar.js';
+import { derivedState, nextPassAt, passedBefore } from '../core/periods/periods.js';
+import type { PeriodState } from '../core/periods/policy.js';
 import {
   type CandidatePeriod,
   planRepairs,
   type RepairRange,
   rangesOfPieces,
   repairOwed,
-} from '../core/repair.js';
-import { attemptPayload } from '../core/repair-payload.js';
-import type { Rollup } from '../core/rollup.js';
+} from '../core/repairs/repair.js';
+import { attemptPayload } from '../core/repairs/repair-payload.js';
+import type { Rollup } from '../core/rollups/rollup.js';
 import type { Interval } from '../core/types.js';
 import type { Fence } from '../lease/fence.js';
 import { lastSeqs } from '../store/assets/assets.js';
@@ -105,20 +105,12 @@ export class RepairScan {
   }
 
   /**
-   * A commit notification (store/assets/commit.ts eventsPayload): the rollups reading its assets scan
-   * again, at most every scanMs (a replay requirement may have made ranges owed in a triggered
-   * period); a notification that names no assets wakes them all.
+   * A commit notification's assets (store/assets/commit-listen.ts committedAssets): the rollups
+   * reading them scan again, at most every scanMs (a replay requirement may have made ranges owed
+   * in a triggered period); a notification that names no assets ('any') wakes them all.
    */
-  note(payload: string): void {
-    let assets: unknown;
-    try {
-      assets = JSON.parse(payload);
-    } catch {
-      assets = null;
-    }
-    this.wake(
-      Array.isArray(assets) ? assets.flatMap((a) => this.byUpstream.get(String(a)) ?? []) : undefined,
-    );
+  note(assets: readonly string[] | 'any'): void {
+    this.wake(assets === 'any' ? undefined : assets.flatMap((a) => this.byUpstream.get(a) ?? []));
   }
 
   /**

@@ -13,11 +13,10 @@
 import type { RollupRuntime } from '../config/rollups.js';
 import type { Fence } from '../lease/fence.js';
 import type { Metrics } from '../metrics/registry.js';
-import type { QueueConnection } from '../queue/backend.js';
 import type { Sql } from '../store/pg/db.js';
 import { repairWork } from '../store/repairs/attempts.js';
 import type { Logger } from '../support/log.js';
-import { RepairTargets } from '../targets/repair-targets.js';
+import type { Targets } from '../targets/targets.js';
 import { deliverAttempts } from './repair-deliver.js';
 import { FollowWatch, followRequests } from './repair-follow.js';
 import { RepairScan } from './repair-scan.js';
@@ -27,8 +26,8 @@ export const REPAIR_BUDGET = 100;
 
 export interface RepairOptions {
   readonly sql: Sql;
-  readonly queues: QueueConnection;
-  readonly queuePrefix: string;
+  /** Where attempts are delivered (the scheduler's targets, which it closes). */
+  readonly targets: Targets;
   readonly rollups: readonly RollupRuntime[];
   readonly fence: Fence;
   readonly log: Logger;
@@ -42,7 +41,6 @@ export interface RepairOptions {
 const never = { delivered: 0, tried: 0, more: false };
 
 export class Repairs {
-  private readonly targets: RepairTargets;
   private readonly byId: ReadonlyMap<string, RollupRuntime>;
   private readonly scans: RepairScan;
   private readonly watch = new FollowWatch();
@@ -50,11 +48,6 @@ export class Repairs {
   private dueAt = 0;
 
   constructor(private readonly options: RepairOptions) {
-    const live = options.rollups.flatMap((r) => [
-      r.config.target,
-      ...(r.config.repair ? [r.config.repair.target] : []),
-    ]);
-    this.targets = new RepairTargets(options.queues, options.queuePrefix, live);
     this.byId = new Map(options.rollups.map((r) => [r.rollup.id, r]));
     this.scans = new RepairScan({
       ...options,
@@ -70,10 +63,10 @@ export class Repairs {
     this.watch.all();
   }
 
-  /** A commit notification (store/assets/commit.ts): the requests on its assets get a look, their rollups a scan. */
-  note(payload: string): void {
-    this.watch.note(payload);
-    this.scans.note(payload);
+  /** A commit notification's assets ('any': all): the requests on them get a look, their rollups a scan. */
+  note(assets: readonly string[] | 'any'): void {
+    this.watch.note(assets);
+    this.scans.note(assets);
   }
 
   /** Notifications may have been missed (the listener reconnected): look at every request and rollup. */
@@ -102,10 +95,7 @@ export class Repairs {
       if (followed.more) this.watch.putBack(focus);
     }
     const due = (pending.deliveryAt !== null && pending.deliveryAt.getTime() <= nowMs) || followed.resent > 0;
-    const delivered =
-      due && !signal.aborted
-        ? await deliverAttempts({ ...this.options, targets: this.targets }, signal, now)
-        : never;
+    const delivered = due && !signal.aborted ? await deliverAttempts(this.options, signal, now) : never;
     if (followed.changed > 0 || delivered.tried > 0) pending = await repairWork(sql);
     this.dueAt = Math.min(
       pending.deliveryAt?.getTime() ?? Number.POSITIVE_INFINITY,
@@ -120,9 +110,5 @@ export class Repairs {
   /** When repair work is next due (epoch ms), as the last step left it. */
   wakeAt(): number {
     return Math.min(this.dueAt, this.scans.wakeAt(), this.watch.nextFullAt());
-  }
-
-  async close(): Promise<void> {
-    await this.targets.close();
   }
 }

@@ -5,7 +5,7 @@
  * error is logged and the scheduler goes on.
  */
 import type { EventEmitter } from 'node:events';
-import type { PeriodState } from '../core/policy.js';
+import type { PeriodState } from '../core/periods/policy.js';
 import type { Logger } from '../support/log.js';
 
 export interface PassEvent {

@@ -1,15 +1,16 @@
 import { EventEmitter } from 'node:events';
 import type { RollupRuntime } from '../config/rollups.js';
-import type { Fence } from '../lease/fence.js';
-import type { Metrics } from '../metrics/registry.js';
+import { type Fence, LeaseLostError } from '../lease/fence.js';
+import type { Metrics, SchedulerStep } from '../metrics/registry.js';
 import type { QueueConnection } from '../queue/backend.js';
-import { EVENTS_CHANNEL } from '../store/assets/commit.js';
+import { listenForCommits } from '../store/assets/commit-listen.js';
 import { schedulerWake } from '../store/periods/reads.js';
 import { databaseNow, type Sql } from '../store/pg/db.js';
 import { syncRollups } from '../store/rollups.js';
+import { Alarm } from '../support/alarm.js';
 import type { Logger } from '../support/log.js';
-import { Targets } from '../targets/index.js';
 import { redactTarget } from '../targets/secrets.js';
+import { Targets } from '../targets/targets.js';
 import { catchUpDeadlines, DeadlineSweep } from './deadline-sweep.js';
 import { type DispatchContext, deliverDue, policyLookup } from './dispatch.js';
 import { evaluatePending } from './evaluate.js';
@@ -57,6 +58,13 @@ const FRESH_BATCH = 20;
 const MAX_ROUNDS = 20;
 const SKIPPED_RETRY_MS = 1000;
 
+/** What a step of a pass did (work) and whether it left work for now (busy: the next pass at once). */
+interface Step {
+  readonly work: boolean;
+  readonly busy: boolean;
+}
+const IDLE: Step = { work: false, busy: false };
+
 /**
  * The lease holder's loop: woken by committed events (LISTEN), by its own timers (settle,
  * deadline, retries) and on acquiring the lease, it marks touched periods, evaluates them newest
@@ -69,8 +77,10 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
   private readonly targets: Targets;
   private readonly byId: ReadonlyMap<string, RollupRuntime>;
   private running = false;
-  private wake: (() => void) | undefined;
-  private woken = false;
+  /** Ends the sleep between passes; remembers a wake-up during a pass (fresh work came meanwhile). */
+  private readonly alarm = new Alarm(true);
+  /** Steps that failed, with their failures in a row and when they are tried again (performance.now). */
+  private readonly failing = new Map<SchedulerStep, { failures: number; retryAt: number }>();
   private loop: Promise<void> | undefined;
   private unlisten: (() => Promise<void>) | undefined;
   private syncedToken: number | undefined;
@@ -85,12 +95,13 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
     super();
     this.clock = options.clock ?? (() => databaseNow(options.sql));
     this.pacing = new RunPacing(options.sql, () => this.kick());
-    this.targets = new Targets(
-      options.queues,
-      options.queuePrefix,
-      options.rollups.map((r) => r.config.target),
-      process.env,
-      (runId) => this.pacing.finishedJob(runId),
+    // Every configured target, repair targets included: a stored one's literal secrets are found there.
+    const live = options.rollups.flatMap((r) => [
+      r.config.target,
+      ...(r.config.repair ? [r.config.repair.target] : []),
+    ]);
+    this.targets = new Targets(options.queues, options.queuePrefix, live, process.env, (runId) =>
+      this.pacing.finishedJob(runId),
     );
     this.byId = new Map(options.rollups.map((r) => [r.rollup.id, r]));
     this.dispatch = {
@@ -105,6 +116,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
     this.marks = new MarkQueue(options.rollups);
     this.repairs = new Repairs({
       ...options,
+      targets: this.targets,
       ...(options.repairScanMs === undefined ? {} : { scanMs: options.repairScanMs }),
       ...(options.repairBudget === undefined ? {} : { budget: options.repairBudget }),
     });
@@ -112,27 +124,24 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
 
   async start(): Promise<void> {
     this.running = true;
-    const listener = await this.options.sql.listen(
-      EVENTS_CHANNEL,
-      (payload) => {
-        this.repairs.note(payload);
-        if (this.marks.note(payload)) this.kick();
+    this.unlisten = await listenForCommits(this.options.sql, {
+      onCommit: (assets) => {
+        this.repairs.note(assets);
+        if (this.marks.note(assets)) this.kick();
       },
       // (Re)connected: notifications may have been missed in between.
-      () => {
+      onConnect: () => {
         this.marks.checkAll();
         this.repairs.checkAll();
         this.kick();
       },
-    );
-    this.unlisten = () => listener.unlisten();
+    });
     this.loop = this.run();
   }
 
   /** Run a pass as soon as possible (new events, lease acquired, manual trigger). */
   kick(): void {
-    this.woken = true;
-    this.wake?.();
+    this.alarm.wake();
   }
 
   async stop(): Promise<void> {
@@ -141,7 +150,6 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
     await this.loop;
     await this.unlisten?.().catch(() => {});
     await this.targets.close();
-    await this.repairs.close();
   }
 
   private async run(): Promise<void> {
@@ -178,31 +186,78 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
     }
   }
 
-  /** The steps of one pass, freshest work first; returns how long it may sleep before the next. */
+  /**
+   * The steps of one pass, freshest work first; returns how long it may sleep before the next. A
+   * step that fails is logged and counted (coverage_rollup_scheduler_step_failures_total), the
+   * others still run (a failing statement of the repair step does not stop triggers), and it is
+   * left out of the passes until its backoff passes, as pg-boss runs each of its phases on its own.
+   * Only a lost lease ends a pass (its signal, or LeaseLostError from the fence); so does a failure
+   * of what every step needs first: a new lease's rollups recorded, and the pass's clock.
+   */
   private async passWork(token: number, signal: AbortSignal, work: { done: boolean }): Promise<number> {
     const { sql, log, metrics, leaseTtlMs } = this.options;
     await this.syncOnNewLease(token);
     const now = await this.clock();
-    // `work.done` as each step ends, so a pass that fails half-way is still timed as busy.
-    const marking = await this.marks.mark(sql, signal, now, leaseTtlMs);
-    work.done ||= marking.marked;
-    const fresh = await this.evaluateFresh(token, signal, now);
-    work.done ||= fresh.evaluated > 0;
-    const owed = await catchUpDeadlines(sql, this.sweeps, now, signal, log, metrics);
-    if (owed === null) return 0; // lease lost mid-sweep
-    work.done ||= owed.inserted > 0;
-    const delivery = await this.deliverBacklog(token, signal);
-    const repairs = await this.repairs.step(token, signal, now);
-    work.done ||= repairs.work;
-    const behind = marking.more || fresh.busy || owed.busy || delivery.busy || repairs.busy;
-    const runs = await this.followRuns(token, signal, behind);
-    work.done = marking.marked || fresh.evaluated > 0 || owed.inserted > 0 || runs.work || repairs.work;
-    const busy = marking.more || fresh.busy || owed.busy || delivery.busy || repairs.busy || runs.more;
-    const sleepMs = busy ? 0 : await this.untilNextWork(now);
+    const step = async <T extends Step>(name: SchedulerStep, none: T, run: () => Promise<T>): Promise<T> => {
+      const backoff = this.failing.get(name);
+      // The lease is gone (the rest of the pass is not run), or the step waits out its backoff.
+      if (signal.aborted || (backoff && performance.now() < backoff.retryAt)) return none;
+      let result = none;
+      try {
+        result = await run();
+        this.failing.delete(name);
+      } catch (error) {
+        if (signal.aborted || error instanceof LeaseLostError) throw error;
+        const failures = (backoff?.failures ?? 0) + 1;
+        const retryInMs = 100 * 2 ** Math.min(failures, 6);
+        this.failing.set(name, { failures, retryAt: performance.now() + retryInMs });
+        metrics.schedulerStepFailures.inc({ step: name });
+        log.warn(
+          { err: error, step: name, retry_in_ms: retryInMs },
+          'scheduler pass step failed; the other steps run',
+        );
+      }
+      // As each step ends, so a pass that ends half-way is still timed as busy.
+      work.done ||= result.work;
+      return result;
+    };
+    const marking = await step('mark', IDLE, async () => {
+      const m = await this.marks.mark(sql, signal, now, leaseTtlMs);
+      return { work: m.marked, busy: m.more };
+    });
+    const fresh = await step('evaluate', { ...IDLE, evaluated: 0, triggered: 0 }, async () => {
+      const f = await this.evaluateFresh(token, signal, now);
+      return { ...f, work: f.evaluated > 0 };
+    });
+    const owed = await step('deadlines', { ...IDLE, inserted: 0 }, async () => {
+      const o = await catchUpDeadlines(sql, this.sweeps, now, signal, log, metrics);
+      return o === null ? { ...IDLE, inserted: 0 } : { ...o, work: o.inserted > 0 }; // null: lease lost
+    });
+    const delivery = await step('deliver', IDLE, async () => ({
+      ...(await this.deliverBacklog(token, signal)),
+      work: false,
+    }));
+    const repairs = await step('repairs', IDLE, () => this.repairs.step(token, signal, now));
+    const behind = [marking, fresh, owed, delivery, repairs].some((s) => s.busy);
+    const runs = await step('runs', IDLE, async () => {
+      const r = await this.followRuns(token, signal, behind);
+      return { work: r.work, busy: r.more };
+    });
+    const busy = behind || runs.busy;
+    // Not asked while busy (the next pass comes at once); a failed look sleeps to a step's retry or the poll.
+    const next = busy
+      ? { sleepMs: 0 }
+      : await step('wake', { ...IDLE, sleepMs: Number.POSITIVE_INFINITY }, async () => ({
+          ...IDLE,
+          sleepMs: await this.untilNextWork(now),
+        }));
+    const retryAt = Math.min(...[...this.failing.values()].map((f) => f.retryAt));
+    const sleepMs = Math.max(0, Math.min(next.sleepMs, retryAt - performance.now()));
+    if (signal.aborted) return 0;
     this.announce('pass', {
       token,
       now,
-      marked: marking.marked,
+      marked: marking.work,
       evaluated: fresh.evaluated,
       triggered: fresh.triggered,
       owed: owed.inserted,
@@ -235,6 +290,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
         .map((r) => [r.rollup.id, new DeadlineSweep(r.rollup)]),
     );
     this.repairs.reset();
+    this.failing.clear(); // a new lease tries every step at once
     this.marks.checkAll();
     log.info({ lease_token: token, rollups: rollups.length }, 'leading: evaluating everything pending');
   }
@@ -275,7 +331,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
       if (!result.more) break;
       await this.followRuns(token, signal, true);
       // Fresh events go before the rest of a backlog: mark them and start again from the newest.
-      if (this.woken || round === MAX_ROUNDS - 1) return { evaluated, triggered, busy: true };
+      if (this.alarm.woken || round === MAX_ROUNDS - 1) return { evaluated, triggered, busy: true };
     }
     return { evaluated, triggered, busy: false };
   }
@@ -286,7 +342,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
       const { more } = await deliverDue(this.dispatch, signal);
       if (!more) break;
       await this.followRuns(token, signal, true);
-      if (this.woken) return { busy: true }; // fresh events first; the rest on the next pass
+      if (this.alarm.woken) return { busy: true }; // fresh events first; the rest on the next pass
     }
     return { busy: false };
   }
@@ -295,7 +351,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
     const { fence, runChecks: checks = DEFAULT_CHECKS } = this.options;
     const rollupOf = (id: string) => this.byId.get(id)?.rollup;
     // A decision waits for the run step of the pass it arrives in: checks stop early for it.
-    const yieldTo = () => this.woken;
+    const yieldTo = () => this.alarm.woken;
     return this.pacing.follow({ ...this.dispatch, fence, token, rollupOf, checks, yieldTo }, signal, behind);
   }
 
@@ -319,20 +375,6 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
   }
 
   private sleep(ms: number): Promise<void> {
-    if (this.woken || !this.running) {
-      this.woken = false;
-      return Promise.resolve();
-    }
-    return new Promise((resolve) => {
-      const timer = setTimeout(done, ms);
-      const self = this;
-      function done() {
-        clearTimeout(timer);
-        self.wake = undefined;
-        self.woken = false;
-        resolve();
-      }
-      this.wake = done;
-    });
+    return this.running ? this.alarm.sleep(ms) : Promise.resolve();
   }
 }

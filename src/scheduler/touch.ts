@@ -1,13 +1,16 @@
 import { groupBy } from '../core/group-by.js';
-import { derivedState } from '../core/periods.js';
-import { rerunOwed, stateAfterMark } from '../core/policy.js';
-import type { Rollup } from '../core/rollup.js';
+import { derivedState } from '../core/periods/periods.js';
+import { rerunOwed, stateAfterMark } from '../core/periods/policy.js';
+import type { Rollup } from '../core/rollups/rollup.js';
+import { assetPositions } from '../store/assets/assets.js';
+import { eventsAfter } from '../store/assets/event-log.js';
 import { type CondemnedPeriod, condemnOutputs } from '../store/assets/outputs.js';
+import { segmentSpansFrom } from '../store/assets/segments-sql.js';
 import { advanceCursors, openCursors, setCursor } from '../store/periods/cursors.js';
 import { seenByTriggers } from '../store/periods/reads.js';
 import { insertTouched, type Mark, markTouched } from '../store/periods/writes.js';
-import type { Sql, Tx } from '../store/pg/db.js';
-import { limitTransaction } from './transaction-limits.js';
+import { databaseNow, type Sql, type Tx } from '../store/pg/db.js';
+import { commitWithoutFlush, limitTransaction } from '../store/pg/transaction-limits.js';
 
 interface EventRow {
   seq: number;
@@ -53,7 +56,7 @@ export async function markTouchedPeriods(
   return sql.begin(async (tx) => {
     const [, , marked] = await Promise.all([
       limitTransaction(tx, idleMs),
-      tx`select set_config('synchronous_commit', 'off', true)`,
+      commitWithoutFlush(tx),
       Promise.all(rollups.map((rollup) => markRollup(tx, rollup, batch))),
     ]);
     // Periods that now owe a rerun condemn their output in this same transaction.
@@ -75,8 +78,7 @@ async function markRollup(
   // Every upstream in a few round trips: a fan-in rollup over 100 assets is not 100 transactions.
   const [cursors, assets] = await Promise.all([
     openCursors(tx, rollup.id, upstream),
-    tx<{ name: string; id: number; last_seq: number }[]>`
-      select name, id, last_seq from assets where name = any(${upstream}::text[])`,
+    assetPositions(tx, upstream),
   ]);
   const assetOf = new Map(assets.map((a) => [a.name, a]));
   const seeds: Promise<void>[] = [];
@@ -89,22 +91,8 @@ async function markRollup(
   }
   await Promise.all(seeds);
   if (behind.length === 0) return { condemned: [], more: false };
-  // ingested_at rounded up to the millisecond: a JS Date drops the microseconds, and settle
-  // must not end before `ingested_at + settle` in database time. The log's seq index keys buckets
-  // of 8 (seq >> 3, migration 0013): the bucket bounds the index scan, seq the rows, and the order
-  // by bucket then seq lets the index give the order (each bucket sorted on its own).
-  const events = await tx<(EventRow & { asset_id: number })[]>`
-    select u.asset_id, e.seq, case when e.replay then 'replay_requirement' else 'completion' end as kind, e.lo, e.hi,
-      date_trunc('milliseconds', e.ingested_at)
-        + case when date_trunc('milliseconds', e.ingested_at) < e.ingested_at then interval '1 millisecond' else interval '0' end
-        as ingested_at
-    from unnest(${behind.map((b) => b.id)}::int8[], ${behind.map((b) => b.seq)}::int8[]) as u(asset_id, seq)
-    cross join lateral (
-      select seq, replay, lo, hi, ingested_at from events
-      where asset_id = u.asset_id and seq >> 3 >= u.seq >> 3 and seq > u.seq
-      order by seq >> 3, seq limit ${batch}
-    ) e
-    order by u.asset_id, e.seq`;
+  // ingested_at rounded up to the millisecond (eventsAfter): settle must not end early.
+  const events = await eventsAfter(tx, behind, batch);
   const byAsset: Map<number, EventRow[]> = groupBy(events, (e) => e.asset_id);
   const moved = behind.filter((b) => byAsset.has(b.id));
   const [marked] = await Promise.all([
@@ -141,13 +129,14 @@ async function markRollup(
  */
 async function seedFromSegments(tx: Tx, rollup: Rollup, asset: string, assetId: number, lastSeq: number) {
   // Read after last_seq (a later statement, a later snapshot): the segments hold at least that.
-  const [[clock], segments] = await Promise.all([
-    tx<{ now: Date }[]>`select clock_timestamp() as now`,
-    tx<{ lo: number; hi: number }[]>`
-      select lower(span) as lo, upper(span) as hi from segments
-      where asset_id = ${assetId} and span && int8range(${rollup.begin}, null)`,
-  ]);
-  const seen = segments.map((s) => ({ seq: 0, kind: 'completion' as const, ...s, ingested_at: clock!.now }));
+  const [now, spans] = await Promise.all([databaseNow(tx), segmentSpansFrom(tx, assetId, rollup.begin)]);
+  const seen = spans.map((s) => ({
+    seq: 0,
+    kind: 'completion' as const,
+    lo: s.start,
+    hi: s.end,
+    ingested_at: now,
+  }));
   const touches = touchedPeriods(rollup, seen);
   for (const t of touches.values()) t.lastChangeAt = null;
   const [marked] = await Promise.all([

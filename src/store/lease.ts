@@ -106,3 +106,12 @@ export async function endExpiredHolderSessions(sql: Sql, name: string): Promise<
       and exists (select 1 from scheduler_leases where name = ${name} and expires_at <= clock_timestamp())`;
   return rows.length;
 }
+
+/** Every lease as `coverage-rollup status` shows it: who holds it, its token, seconds until it lapses. */
+export async function leaseStates(
+  sql: Sql,
+): Promise<{ name: string; holder: string | null; token: number; expires_in_s: number | null }[]> {
+  return sql<{ name: string; holder: string | null; token: number; expires_in_s: number | null }[]>`
+    select name, holder, token, extract(epoch from expires_at - clock_timestamp())::float8 as expires_in_s
+    from scheduler_leases order by name`;
+}

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { Rollup, RollupSpec } from '../core/rollup.js';
+import type { Rollup, RollupSpec } from '../core/rollups/rollup.js';
 import type { Logger } from '../support/log.js';
 import { dropCursors } from './periods/cursors.js';
 import { dirtyUntriggered, dropUntriggered } from './periods/writes.js';

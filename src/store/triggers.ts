@@ -4,17 +4,10 @@
  * status page and the CLI read. Deliveries are recorded with their run (src/store/runs/report.ts), and
  * compaction of old rows is retention's (src/store/upkeep/retention.ts).
  */
+import type { TriggerDecision } from '../core/periods/decisions.js';
 import type { Db, Tx } from './pg/db.js';
 
 /** One trigger decision, as the evaluation makes it. */
-export interface TriggerRow {
-  lo: number;
-  generation: number;
-  key: string;
-  reason: string;
-  payload: unknown;
-}
-
 /**
  * Records trigger decisions in the evaluation's transaction, with the lease token that made them
  * and the target as it was then (secrets redacted): one statement for the batch. Delivery comes
@@ -23,7 +16,7 @@ export interface TriggerRow {
 export async function writeTriggers(
   tx: Tx,
   rollupId: string,
-  triggers: readonly TriggerRow[],
+  triggers: readonly TriggerDecision[],
   target: unknown,
   token: number,
   now: Date,

@@ -1,16 +1,47 @@
-import { queueJobReport, type RunReport } from '../core/runs.js';
-import type { TriggerPayload } from '../core/trigger.js';
-import type { QueueConnection } from '../queue/backend.js';
+/**
+ * The `queue` target type: a decision becomes a BullMQ job on a queue of the daemon's own queue
+ * store (Redis or PostgreSQL), and the job itself says how the run went.
+ */
+import { z } from 'zod';
+import { queueJobReport, type RunReport } from '../core/runs/runs.js';
+import type { TriggerPayload } from '../core/runs/trigger.js';
+import { isoDuration, queueName } from '../support/fields.js';
 import {
   type DeliveryResult,
+  defineTarget,
+  type JobQueues,
   type Observation,
   type ObservedRun,
+  type RepairTarget,
   type Target,
-  withinTime,
 } from './target.js';
 
+export const queueType = defineTarget({
+  type: 'queue',
+  docs: 'docs/targets/queue.md',
+  schema: z.strictObject({
+    type: z.literal('queue'),
+    queue: queueName,
+    prefix: z.string().optional(),
+    // No default here: a default would change every stored queue rollup's definition hash.
+    timeout: isoDuration.optional(),
+  }),
+  secrets: { fields: [], last: false },
+  follow: { source: 'queue', firstCheckMs: 0, thinOut: true, watchFinished: false },
+  trigger: (config, { queues, defaultPrefix, onFinished }) =>
+    queueTarget(queues, config.queue, config.prefix ?? defaultPrefix, config.timeout, onFinished),
+  repair: (config, { queues, defaultPrefix }) =>
+    queueRepairTarget(
+      queues,
+      config.queue,
+      config.prefix ?? defaultPrefix,
+      config.timeout ?? QUEUE_DELIVERY_TIMEOUT_MS,
+    ),
+  describe: (config) => `queue ${config.queue}`,
+});
+
 /** A delivery's bound when the target sets no `timeout`: the webhook's default. */
-export const QUEUE_DELIVERY_TIMEOUT_MS = 10_000;
+const QUEUE_DELIVERY_TIMEOUT_MS = 10_000;
 
 /**
  * A BullMQ job whose jobId is the attempt's run id (the idempotency key for attempt 1): adding it
@@ -20,7 +51,7 @@ export const QUEUE_DELIVERY_TIMEOUT_MS = 10_000;
  * add given up on may still land later; the retry then finds the job under its id and adds none.
  */
 export function queueTarget(
-  queues: QueueConnection,
+  queues: JobQueues,
   name: string,
   prefix: string,
   timeoutMs = QUEUE_DELIVERY_TIMEOUT_MS,
@@ -91,7 +122,7 @@ const MAX_FINISHED = 10_000;
  * which is then lost. The queue factory gives it a connection of its own on either backend.
  */
 function wakeOnFinished(
-  queues: QueueConnection,
+  queues: JobQueues,
   name: string,
   prefix: string,
   onFinished: (jobId: string, report: RunReport) => void,
@@ -105,4 +136,42 @@ function wakeOnFinished(
     onFinished(jobId, { kind: 'target', state: 'failed', error: failedReason || 'the job failed' }),
   );
   return { stop: () => events.close().catch(() => {}) };
+}
+
+/** The BullMQ job name of a repair request on a queue target. */
+export const REPAIR_JOB_NAME = 'repair';
+
+/** A repair request attempt as a job named `repair` whose jobId is the attempt's key: added twice, one job. */
+function queueRepairTarget(queues: JobQueues, name: string, prefix: string, timeoutMs: number): RepairTarget {
+  const queue = queues.queue(name, prefix);
+  return {
+    async deliver(payload) {
+      const added = queue.add(REPAIR_JOB_NAME, payload, { jobId: payload.idempotency_key });
+      try {
+        await withinTime(added, timeoutMs, `no answer from the queue within ${timeoutMs} ms`);
+        return { ok: true };
+      } catch (error) {
+        return { ok: false, retry: true, error: (error as Error).message };
+      }
+    },
+    close: () => queue.close(),
+  };
+}
+
+/**
+ * `work`'s answer, or a rejection with `message` after `timeoutMs`: a Redis cut off without a reset
+ * never answers (ioredis waits with no deadline), and the scheduler must not wait with it. `work`
+ * may still settle later; that is harmless.
+ */
+async function withinTime<T>(work: Promise<T>, timeoutMs: number, message: string): Promise<T> {
+  work.catch(() => {});
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(message)), timeoutMs);
+  });
+  try {
+    return await Promise.race([work, late]);
+  } finally {
+    clearTimeout(timer);
+  }
 }

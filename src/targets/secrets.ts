@@ -1,9 +1,12 @@
-import { type Config, ConfigError, type Secret, type TargetConfig } from '../config/index.js';
+/**
+ * A target's secrets, by the fields its type declares (TargetType.secrets): literal secrets never
+ * reach PostgreSQL, references are resolved at each delivery, and nothing sent reaches an error.
+ */
+import type { EnvRef, Secret } from '../support/fields.js';
+import { type TargetConfig, targetType } from './registry.js';
+import type { SecretKind, WithSecrets } from './target.js';
 
-/** A secret read from the environment when a delivery is made. */
-export interface EnvRef {
-  readonly env: string;
-}
+export type { EnvRef } from '../support/fields.js';
 
 /** What a literal secret from the config file becomes in PostgreSQL: a placeholder. */
 export interface Redacted {
@@ -11,65 +14,12 @@ export interface Redacted {
 }
 
 /**
- * A target's shape with its secrets (`S`: tokens, passwords, client secrets, header values) and
- * identities (`I`: usernames, client ids) of a given form.
+ * As stored in `rollups.definition`, `triggers.target` and `repair_requests.target`: references
+ * and placeholders in place of secrets (identities, such as a user name, may stay literal).
  */
-export type TargetWith<S, I = S> =
-  | {
-      readonly type: 'queue';
-      readonly queue: string;
-      readonly prefix?: string | undefined;
-      readonly timeout?: number | undefined;
-    }
-  | {
-      readonly type: 'webhook';
-      readonly url: string;
-      readonly headers: Readonly<Record<string, S>>;
-      readonly timeout: number;
-    }
-  | {
-      readonly type: 'airflow';
-      readonly url: string;
-      readonly dag_id: string;
-      readonly token?: S | undefined;
-      readonly username?: I | undefined;
-      readonly password?: S | undefined;
-      readonly client_id?: I | undefined;
-      readonly client_secret?: S | undefined;
-      readonly timeout: number;
-      readonly partitioned?: boolean | undefined;
-      readonly partition_key_format?: string | undefined;
-      readonly partition_timezone?: string | undefined;
-    }
-  | {
-      readonly type: 'airflow_asset';
-      readonly url: string;
-      readonly asset?: string | undefined;
-      readonly asset_uri?: string | undefined;
-      readonly token?: S | undefined;
-      readonly username?: I | undefined;
-      readonly password?: S | undefined;
-      readonly client_id?: I | undefined;
-      readonly client_secret?: S | undefined;
-      readonly timeout: number;
-      readonly partition_key_format: string;
-      readonly partition_timezone?: string | undefined;
-      readonly follow_dag_id?: string | undefined;
-    }
-  | {
-      readonly type: 'dagster';
-      readonly url: string;
-      readonly asset_key: readonly string[];
-      readonly partition_format?: string | undefined;
-      readonly token?: S | undefined;
-      readonly headers: Readonly<Record<string, S>>;
-      readonly timeout: number;
-    };
-
-/** As stored in `rollups.definition` and `triggers.target`: references and placeholders only. */
-export type StoredTarget = TargetWith<EnvRef | Redacted, string | EnvRef>;
+export type StoredTarget = WithSecrets<TargetConfig, EnvRef | Redacted>;
 /** Ready to deliver: every secret is a value. Lives in memory only. */
-export type ResolvedTarget = TargetWith<string>;
+export type ResolvedTarget = WithSecrets<TargetConfig, never>;
 
 export class SecretUnavailableError extends Error {
   override readonly name = 'SecretUnavailableError';
@@ -77,7 +27,9 @@ export class SecretUnavailableError extends Error {
 
 /** The form to store: literal secrets become `{redacted: true}`, references stay references. */
 export function redactTarget(target: TargetConfig): StoredTarget {
-  return mapSecrets<Secret, EnvRef | Redacted, Secret, string | EnvRef>(target, redactSecret, (v) => v);
+  return mapSecrets(target, (value: Secret) =>
+    typeof value === 'string' ? { redacted: true } : value,
+  ) as StoredTarget;
 }
 
 /**
@@ -91,7 +43,7 @@ export function resolveTarget(
   live: readonly TargetConfig[],
   env: NodeJS.ProcessEnv,
 ): ResolvedTarget {
-  let source: TargetWith<Secret | Redacted> = stored;
+  let source: StoredTarget | TargetConfig = stored;
   if (hasPlaceholder(stored)) {
     const key = canonical(stored);
     const match = live.find((t) => canonical(redactTarget(t)) === key);
@@ -113,7 +65,7 @@ export function resolveTarget(
     }
     return found;
   };
-  const resolved = mapSecrets<Secret | Redacted, string, Secret | Redacted, string>(source, read, read);
+  const resolved = mapSecrets(source, read, read) as ResolvedTarget;
   if (missing.length > 0) {
     throw new SecretUnavailableError(
       `environment variable${missing.length > 1 ? 's' : ''} ${missing.join(', ')} not set in this process`,
@@ -129,87 +81,63 @@ export function envReferences(target: TargetConfig): { field: string; name: stri
     if (typeof value !== 'string') refs.push({ field, name: value.env });
     return value;
   };
-  mapSecrets<Secret, Secret, Secret, Secret>(target, note, note);
+  mapSecrets(target, note, note);
   return refs;
 }
 
 /** The secret values of a resolved target, for scrubbing them out of error text. */
 export function secretValues(target: ResolvedTarget): string[] {
   const values: string[] = [];
-  const note = (value: string) => {
+  mapSecrets(target, (value: string) => {
     values.push(value);
     return value;
-  };
-  mapSecrets<string, string, string, string>(target, note, (v) => v);
+  });
   return values;
-}
-
-/**
- * Replaces every occurrence of a secret (4 characters or more: shorter ones would garble the
- * text and protect nothing) in an error that is about to be logged and stored in `last_error`.
- * A server that echoes request headers into its error body must not put them into the database.
- */
-export function scrubSecrets(text: string, secrets: readonly string[]): string {
-  let out = text;
-  for (const s of secrets) if (s.length >= 4) out = out.split(s).join('[redacted]');
-  return out;
-}
-
-function redactSecret(value: Secret): EnvRef | Redacted {
-  return typeof value === 'string' ? { redacted: true } : { env: value.env };
 }
 
 function hasPlaceholder(target: StoredTarget): boolean {
   let found = false;
-  const note = (value: EnvRef | Redacted) => {
+  mapSecrets(target, (value: EnvRef | Redacted) => {
     if ('redacted' in value) found = true;
     return value;
-  };
-  mapSecrets(target, note, (v) => v);
+  });
   return found;
 }
 
-/** Applies `secret` to each secret field (with its name) and `identity` to usernames and client ids. */
-function mapSecrets<S, S2, I, I2>(
-  target: TargetWith<S, I>,
-  secret: (value: S, field: string) => S2,
-  identity: (value: I, field: string) => I2,
-): TargetWith<S2, I2> {
-  const opt = <A, B>(value: A | undefined, field: string, f: (v: A, field: string) => B) =>
-    value === undefined ? {} : { [field]: f(value, field) };
-  switch (target.type) {
-    case 'queue':
-      return target;
-    case 'webhook':
-      return {
-        ...target,
-        headers: Object.fromEntries(
-          Object.entries(target.headers).map(([name, value]) => [name, secret(value, `headers.${name}`)]),
-        ),
-      };
-    case 'dagster': {
-      const { token, headers, ...rest } = target;
-      return {
-        ...rest,
-        headers: Object.fromEntries(
-          Object.entries(headers).map(([name, value]) => [name, secret(value, `headers.${name}`)]),
-        ),
-        ...opt(token, 'token', secret),
-      };
-    }
-    case 'airflow':
-    case 'airflow_asset': {
-      const { token, username, password, client_id, client_secret, ...rest } = target;
-      return {
-        ...rest,
-        ...opt(token, 'token', secret),
-        ...opt(username, 'username', identity),
-        ...opt(password, 'password', secret),
-        ...opt(client_id, 'client_id', identity),
-        ...opt(client_secret, 'client_secret', secret),
-      };
-    }
+/**
+ * A copy of the target with `secret` applied to each secret (with its field's name, `headers.X`
+ * for a map's entry) and `identity` to each identity (default: kept). The type's declared fields
+ * keep their place, or go last in their declared order where the type says so (`secrets.last`):
+ * a stored target's key order is part of its rollup's definition hash.
+ */
+function mapSecrets<A, B>(
+  target: { readonly type: string },
+  secret: (value: A, field: string) => B,
+  identity: (value: A, field: string) => unknown = (value) => value,
+): Record<string, unknown> {
+  const declared = targetType(target.type)?.secrets ?? { fields: [], last: false };
+  const source = target as Readonly<Record<string, unknown>>;
+  const out: Record<string, unknown> = { ...source };
+  if (declared.last) for (const [field] of declared.fields) delete out[field];
+  for (const [field, kind] of declared.fields) {
+    const value = source[field];
+    if (value !== undefined) out[field] = mapped(kind, value, field, secret, identity);
   }
+  return out;
+}
+
+function mapped<A, B>(
+  kind: SecretKind,
+  value: unknown,
+  field: string,
+  secret: (value: A, field: string) => B,
+  identity: (value: A, field: string) => unknown,
+): unknown {
+  if (kind === 'secret') return secret(value as A, field);
+  if (kind === 'identity') return identity(value as A, field);
+  return Object.fromEntries(
+    Object.entries(value as Record<string, A>).map(([name, v]) => [name, secret(v, `${field}.${name}`)]),
+  );
 }
 
 /** JSON with sorted keys: jsonb reorders keys, so stored and freshly redacted targets compare this way. */
@@ -219,27 +147,4 @@ function canonical(value: unknown): string {
       ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
       : v,
   );
-}
-
-/**
- * Fails start-up of a scheduling instance when a target refers to an unset environment variable:
- * it could deliver nothing to that target until restarted with it. Instances that do not schedule
- * (and CLI commands) need no target secrets. Deliveries check again, for decisions made for a
- * target of an earlier config.
- */
-export function checkSecretEnv(config: Config, env: NodeJS.ProcessEnv): void {
-  const missing = config.rollups.flatMap((spec) =>
-    [
-      ...envReferences(spec.target).map((ref) => ({ ...ref, at: 'target' })),
-      ...(spec.repair
-        ? envReferences(spec.repair.target).map((ref) => ({ ...ref, at: 'repair.target' }))
-        : []),
-    ]
-      .filter(({ name }) => env[name] === undefined || env[name] === '')
-      .map(
-        ({ at, field, name }) =>
-          `  rollups[${spec.id}].${at}.${field}: environment variable ${name} is not set`,
-      ),
-  );
-  if (missing.length > 0) throw new ConfigError(`invalid configuration:\n${missing.join('\n')}`);
 }

@@ -1,5 +1,16 @@
-import type { RunReport } from '../core/runs.js';
-import type { RunIdentity, TriggerPayload } from '../core/trigger.js';
+/**
+ * What the daemon asks of a target type. Each type is one module (queue.ts, webhook.ts,
+ * airflow/dag-runs.ts, airflow/asset.ts, dagster/dagster.ts) that exports one TargetType, and
+ * registry.ts lists them: config validation, delivery, run following, repair delivery, the
+ * metrics' `target` label and the API's schemas all read that list, so a new type is a new module
+ * and one line there (docs/architecture.md, "Adding a target type").
+ */
+import type { Queue, QueueEvents } from 'bullmq';
+import type { z } from 'zod';
+import type { RepairPayload } from '../core/repairs/repair-payload.js';
+import type { RunReport } from '../core/runs/runs.js';
+import type { RunIdentity, TriggerPayload } from '../core/runs/trigger.js';
+import type { EnvRef } from '../support/fields.js';
 
 export type DeliveryResult =
   | { readonly ok: true }
@@ -18,98 +29,122 @@ export interface ObservedRun {
  */
 export type Observation = ReadonlyMap<string, RunReport | null>;
 
+/** A type's target for one configuration, built once: it delivers decisions and may be asked about runs. */
 export interface Target {
   deliver(payload: TriggerPayload): Promise<DeliveryResult>;
-  /** Asks about up to 100 runs in a bounded number of requests; absent for targets that report (webhook). */
+  /** Asks about up to 100 runs in a bounded number of requests; present exactly when the type has `follow` rules. */
   observe?(runs: readonly ObservedRun[]): Promise<Observation | { readonly error: string }>;
   close(): Promise<void>;
 }
 
-/**
- * 2xx delivered; 408, 429 and 5xx worth retrying, and so are 401 and 403: refused credentials
- * are fixed in the config or on the target, and the decision must still be delivered then. Any
- * other status is final.
- */
-export function resultOfStatus(status: number, body: string): DeliveryResult {
-  if (status >= 200 && status < 300) return { ok: true };
-  const error = `HTTP ${status}: ${body.slice(0, 300)}`;
-  const retry = status >= 500 || [401, 403, 408, 429].includes(status);
-  return { ok: false, retry, error };
+/** A type's target for one configuration as a repair target: it delivers request attempts. */
+export interface RepairTarget {
+  /** At least once per attempt: a redelivery finds the attempt's earlier delivery and adds nothing. */
+  deliver(payload: RepairPayload): Promise<DeliveryResult>;
+  close(): Promise<void>;
 }
 
-export function postJson(
-  url: string,
-  body: unknown,
-  headers: Record<string, string>,
-  timeoutMs: number,
-): Promise<{ status: number; text: string } | { error: string }> {
-  return request(url, timeoutMs, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', ...headers },
-    body: JSON.stringify(body),
-  });
+/** How the runs of a type whose target can be asked about them are followed (scheduler/follow-runs.ts). */
+export interface FollowRules<Source extends string = string> {
+  /** Recorded as the `source` of the reports its answers make (a run's history, `GET .../runs`). */
+  readonly source: Source;
+  /** How soon after a delivery the target is first asked about the run. */
+  readonly firstCheckMs: number;
+  /**
+   * Its outcomes also arrive through an event stream (the queue's): checks of a run open for long
+   * thin out to a tenth of its age (at most a minute), a safety net for what the stream missed.
+   */
+  readonly thinOut: boolean;
+  /** A finished run can be cleared and run again on the target: it is watched for run.timeout after it finished. */
+  readonly watchFinished: boolean;
 }
 
-export function getJson(
-  url: string,
-  headers: Record<string, string>,
-  timeoutMs: number,
-): Promise<{ status: number; text: string } | { error: string }> {
-  return request(url, timeoutMs, { method: 'GET', headers: { accept: 'application/json', ...headers } });
+/** A BullMQ queue connection, as much of it as a queue target uses (queue/backend.ts has the whole). */
+export interface JobQueues {
+  readonly backend: 'redis' | 'postgres';
+  queue(name: string, prefix: string): Pick<Queue, 'add' | 'getJobState' | 'getJob' | 'close'>;
+  queueEvents(
+    name: string,
+    prefix: string,
+    options?: { lastEventId?: string },
+  ): Pick<QueueEvents, 'on' | 'close'>;
 }
 
-async function request(
-  url: string,
-  timeoutMs: number,
-  init: RequestInit,
-): Promise<{ status: number; text: string } | { error: string }> {
-  try {
-    const response = await fetch(url, { ...init, signal: AbortSignal.timeout(timeoutMs) });
-    return { status: response.status, text: await response.text() };
-  } catch (error) {
-    const cause = (error as { cause?: { code?: string } }).cause?.code;
-    return { error: `${(error as Error).name}: ${(error as Error).message}${cause ? ` (${cause})` : ''}` };
-  }
+/** What the daemon hands a type's builders; each takes what it needs. */
+export interface TargetDeps {
+  readonly queues: JobQueues;
+  /** The queue prefix of a queue target that names none: the daemon's `queue.prefix`. */
+  readonly defaultPrefix: string;
+  /** Told the id of a queue job that finished: a wake-up, not the record (queue.ts). */
+  readonly onFinished?: ((runId: string) => void) | undefined;
 }
 
-/**
- * `work`'s answer, or a rejection with `message` after `timeoutMs`: a Redis cut off without a reset
- * never answers (ioredis waits with no deadline), and the scheduler must not wait with it. `work`
- * may still settle later; that is harmless.
- */
-export async function withinTime<T>(work: Promise<T>, timeoutMs: number, message: string): Promise<T> {
-  work.catch(() => {});
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(message)), timeoutMs);
-  });
-  try {
-    return await Promise.race([work, late]);
-  } finally {
-    clearTimeout(timer);
-  }
+/** A config field of a type that holds a credential: its value, an identity (user name) or a map of values (headers). */
+export type SecretKind = 'secret' | 'identity' | 'secret map';
+
+/** What a type says is wrong with a configuration in its place (a field under `target`, and why). */
+export interface Problem {
+  readonly field: string;
+  readonly message: string;
 }
 
-/**
- * The target for `config` from `cache`, built once; or why it cannot be built (BullMQ refuses a
- * queue name with `:` when the queue is made). That fails the deliveries to it alone, with the
- * reason, where a throw would fail every scheduler pass, and keep failing them while the stored
- * decision or request stays. Shared by trigger and repair targets.
- */
-export function cachedTarget<T>(
-  cache: Map<string, T>,
-  config: { readonly type: string },
-  build: () => T,
-): T | { unusable: string } {
-  const key = JSON.stringify(config);
-  let target = cache.get(key);
-  if (target === undefined) {
-    try {
-      target = build();
-    } catch (error) {
-      return { unusable: `this ${config.type} target cannot be used: ${(error as Error).message}` };
-    }
-    cache.set(key, target);
-  }
-  return target;
+/** A target's config with every `{env: NAME}` in it replaced by `R` (never: read from the environment). */
+export type WithSecrets<T, R> = T extends EnvRef
+  ? R
+  : T extends readonly unknown[]
+    ? T
+    : T extends object
+      ? { readonly [K in keyof T]: WithSecrets<T[K], R> }
+      : T;
+
+/** A type's config schema: a zod object whose `type` is the type's name. */
+export type TargetSchema = z.ZodType<{ readonly type: string }> & z.core.$ZodTypeDiscriminable;
+
+/** A type's configuration ready to deliver: every secret a value. Lives in memory only. */
+export type ResolvedConfig<S extends TargetSchema> = WithSecrets<z.output<S>, never>;
+
+/** One target type: everything the daemon asks of it. */
+export interface TargetType<S extends TargetSchema = TargetSchema, Source extends string = string> {
+  /** The config's `type`, the `target` label of every metric, the name in logs and listings. */
+  readonly type: z.output<S>['type'];
+  /** Its user documentation: the page, and the section where the page has others. */
+  readonly docs: string;
+  /** Its entry under `target:` (of a rollup, or of its `repair:`): fields, defaults, checks. */
+  readonly schema: S;
+  /**
+   * Its credential fields, in order, and where the stored form puts them: literal secrets are
+   * replaced by placeholders before anything is stored, `{env: NAME}` references are kept, and both
+   * are resolved at each delivery (secrets.ts). `last`: the stored form lists them after the other
+   * fields, in this order; that key order is part of each rollup's stored definition hash, so it
+   * stays as it was first written.
+   */
+  readonly secrets: {
+    readonly fields: ReadonlyArray<readonly [field: keyof z.output<S> & string, kind: SecretKind]>;
+    readonly last: boolean;
+  };
+  /**
+   * How its runs are followed, or null when the target cannot be asked about a run: then the run's
+   * outcome comes from the downstream job itself (`POST /v1/runs`, open to runs of any type), and a
+   * run nobody reports times out at `run.timeout`.
+   */
+  readonly follow: FollowRules<Source> | null;
+  /** Its target for one resolved configuration (secrets filled in), for triggers. */
+  trigger(config: ResolvedConfig<S>, deps: TargetDeps): Target;
+  /** Its target for one resolved configuration, for repair request attempts. */
+  repair(config: ResolvedConfig<S>, deps: TargetDeps): RepairTarget;
+  /** Where a delivery goes, as an operator would look for it (the queue, DAG or asset by name). */
+  describe(config: z.output<S>): string;
+  /** Why this target cannot serve a rollup of this domain, if it cannot. */
+  rollupProblem?(config: z.output<S>, domain: 'time' | 'integer'): Problem | undefined;
+  /** What a `repair.target` of this type may not set. */
+  repairProblems?(config: z.output<S>): Problem[];
+  /** Defaults taken from the rollup (its time zone). */
+  withRollupDefaults?(config: z.output<S>, rollup: { readonly timezone: string }): z.output<S>;
+}
+
+/** Declares a type, keeping its schema's and its report source's exact types for the registry. */
+export function defineTarget<S extends TargetSchema, Source extends string = never>(
+  type: TargetType<S, Source>,
+): TargetType<S, Source> {
+  return type;
 }

@@ -2,7 +2,7 @@ import { Queue } from 'bullmq';
 import type { Cluster } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config/index.js';
-import { groupOf } from '../../src/core/routing.js';
+import { groupOf } from '../../src/core/events/routing.js';
 import { type QueueGroup, queueGroups } from '../../src/queue/groups.js';
 import { redisConnection } from '../../src/queue/redis.js';
 import { connect } from '../../src/store/pg/db.js';

@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { normalizeEvent } from '../../src/core/events.js';
+import { normalizeEvent } from '../../src/core/events/events.js';
 import { commitEvents } from '../../src/store/assets/commit.js';
 import { connect, connectOnce } from '../../src/store/pg/db.js';
 import { createTestDatabase } from '../helpers/db.js';

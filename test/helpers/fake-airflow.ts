@@ -1,7 +1,7 @@
 import { createHmac, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { parseTimeBound } from '../../src/core/bounds.js';
+import { parseTimeBound } from '../../src/core/intervals/bounds.js';
 
 /**
  * A stand-in for Airflow 3's API server, strict where the real one is:

@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import type { TriggerPayload } from '../../src/core/trigger.js';
-import { type AirflowAssetConfig, airflowAssetTarget } from '../../src/targets/airflow-asset.js';
+import type { TriggerPayload } from '../../src/core/runs/trigger.js';
+import { type AirflowAssetConfig, airflowAssetTarget } from '../../src/targets/airflow/asset.js';
 import type { Target } from '../../src/targets/target.js';
 import { startFakeAirflow } from '../helpers/fake-airflow.js';
 

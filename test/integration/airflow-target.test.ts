@@ -1,7 +1,7 @@
 import { afterAll, beforeEach, describe, expect, it } from 'vitest';
-import type { TriggerPayload } from '../../src/core/trigger.js';
-import { type AirflowConfig, airflowTarget, triggerBody } from '../../src/targets/airflow.js';
-import { renewalTime } from '../../src/targets/airflow-token.js';
+import type { TriggerPayload } from '../../src/core/runs/trigger.js';
+import { type AirflowConfig, airflowTarget, triggerBody } from '../../src/targets/airflow/dag-runs.js';
+import { renewalTime } from '../../src/targets/airflow/token.js';
 import { startFakeAirflow, TRIGGER_FIELDS } from '../helpers/fake-airflow.js';
 
 // The Airflow target against the fake Airflow 3 API server, both on one hand-driven clock, so

@@ -27,7 +27,7 @@
  */
 import postgres from 'postgres';
 import { afterAll, describe, expect, it } from 'vitest';
-import { type CalendarUnit, createCalendar, type Period } from '../../src/core/calendar.js';
+import { type CalendarUnit, createCalendar, type Period } from '../../src/core/periods/calendar.js';
 
 const sql = postgres(process.env.TEST_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres', {
   max: 1,

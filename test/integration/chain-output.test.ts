@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { defineRollups } from '../../src/config/rollups.js';
-import type { RunReport } from '../../src/core/runs.js';
+import type { RunReport } from '../../src/core/runs/runs.js';
 import { reportRun } from '../../src/store/runs/report.js';
 import { startTestDaemon, testConfig, testProducer } from '../helpers/daemon.js';
 import { createTestDatabase } from '../helpers/db.js';

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CONFIG_ENV_VARS } from '../../src/config/index.js';
-import { normalizeEvent } from '../../src/core/events.js';
+import { normalizeEvent } from '../../src/core/events/events.js';
 import { commitEvents } from '../../src/store/assets/commit.js';
 import { testProducer } from '../helpers/daemon.js';
 import { createEmptyDatabase, createTestDatabase, type TestDatabase } from '../helpers/db.js';

@@ -3,9 +3,9 @@
  * against a whole daemon and its own database.
  */
 import { beforeAll, describe, expect, it } from 'vitest';
-import { projectCoverage } from '../../src/core/coverage.js';
-import { type ListOrders, toCoverageAnswer } from '../../src/core/coverage-answer.js';
-import { normalizeEvent } from '../../src/core/events.js';
+import { normalizeEvent } from '../../src/core/events/events.js';
+import { projectCoverage } from '../../src/core/intervals/coverage.js';
+import { type ListOrders, toCoverageAnswer } from '../../src/core/intervals/coverage-answer.js';
 import type { Interval } from '../../src/core/types.js';
 import type { Daemon } from '../../src/daemon/daemon.js';
 import { findAsset } from '../../src/store/assets/assets.js';

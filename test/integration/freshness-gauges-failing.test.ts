@@ -5,7 +5,7 @@
  * level (its table renamed away), as in period-gauges-failing.test.ts.
  */
 import { afterAll, describe, expect, it } from 'vitest';
-import { normalizeEvent } from '../../src/core/events.js';
+import { normalizeEvent } from '../../src/core/events/events.js';
 import { freshnessGauges } from '../../src/metrics/freshness-gauges.js';
 import { createMetrics } from '../../src/metrics/registry.js';
 import { commitEvents } from '../../src/store/assets/commit.js';

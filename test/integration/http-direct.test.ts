@@ -5,7 +5,7 @@
  * answers the queue path gives to the same requests.
  */
 import { describe, expect, it } from 'vitest';
-import { normalizeEvent } from '../../src/core/events.js';
+import { normalizeEvent } from '../../src/core/events/events.js';
 import { commitDirectly } from '../../src/ingest/direct.js';
 import { commitEvents, EventsRefused } from '../../src/store/assets/commit.js';
 import { connect } from '../../src/store/pg/db.js';

@@ -4,7 +4,7 @@
  */
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { Config } from '../../src/config/index.js';
-import { applyChanges } from '../../src/core/segments.js';
+import { applyChanges } from '../../src/core/intervals/segments.js';
 import type { Change } from '../../src/core/types.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 import { createTestPrefix } from '../helpers/redis.js';

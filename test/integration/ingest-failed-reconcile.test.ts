@@ -7,7 +7,7 @@
 import { Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { normalizeEvent } from '../../src/core/events.js';
+import { normalizeEvent } from '../../src/core/events/events.js';
 import { normalizeOptions } from '../../src/ingest/worker.js';
 import { commitEvents } from '../../src/store/assets/commit.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';

@@ -6,7 +6,7 @@
  */
 import type { Job } from 'bullmq';
 import { afterAll, describe, expect, it } from 'vitest';
-import { normalizeEvent } from '../../src/core/events.js';
+import { normalizeEvent } from '../../src/core/events/events.js';
 import { connectIngest, normalizeOptions, startIngestWorker } from '../../src/ingest/worker.js';
 import { createMetrics } from '../../src/metrics/registry.js';
 import { commitEvents } from '../../src/store/assets/commit.js';

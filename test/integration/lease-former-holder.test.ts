@@ -1,5 +1,6 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { endFormerHolderSessions } from '../../src/lease/former-holder.js';
+import { postgresLeaseStore } from '../../src/lease/store.js';
 import { connect, type Sql } from '../../src/store/pg/db.js';
 import { createTestDatabase } from '../helpers/db.js';
 import { uniqueName } from '../helpers/env.js';
@@ -48,7 +49,7 @@ describe('ending the former lease holder sessions', () => {
     pools.push(free);
     const [{ pid: idle } = { pid: 0 }] = await free<{ pid: number }[]>`select pg_backend_pid() as pid`;
     // Not yet stuck for 60 s: nothing ended.
-    expect(await endFormerHolderSessions(db.sql, 'f0f0f0f0', 60_000, 5000)).toEqual({
+    expect(await endFormerHolderSessions(postgresLeaseStore(db.sql), 'f0f0f0f0', 60_000, 5000)).toEqual({
       ended: [],
       refused: [],
       hidden: 0,
@@ -62,7 +63,7 @@ describe('ending the former lease holder sessions', () => {
       },
       { what: 'the stuck session idle for 200 ms' },
     );
-    const result = await endFormerHolderSessions(db.sql, 'f0f0f0f0', 200, 5000);
+    const result = await endFormerHolderSessions(postgresLeaseStore(db.sql), 'f0f0f0f0', 200, 5000);
     expect(result.refused).toEqual([]);
     expect(result.ended).toEqual([
       expect.objectContaining({
@@ -88,7 +89,7 @@ describe('ending the former lease holder sessions', () => {
       const superuser = await idleInTransaction('e1e1e1e1'); // the test's role: a superuser
       const own = await idleInTransaction('e1e1e1e1', restrictedUrl.toString()); // the role's own
       await new Promise((resolve) => setTimeout(resolve, 10));
-      const result = await endFormerHolderSessions(restricted, 'e1e1e1e1', 0, 5000);
+      const result = await endFormerHolderSessions(postgresLeaseStore(restricted), 'e1e1e1e1', 0, 5000);
       expect(result.refused.map((s) => s.pid)).toEqual([superuser]);
       expect(result.ended.map((s) => s.pid)).toEqual([own]);
       expect(result.hidden).toBe(0);
@@ -96,7 +97,7 @@ describe('ending the former lease holder sessions', () => {
       await db.sql`revoke pg_read_all_stats from ${db.sql(role)}`;
       const blind = connect(restrictedUrl.toString(), { max: 1, applicationName: 'lease-test' });
       pools.push(blind);
-      expect(await endFormerHolderSessions(blind, 'e1e1e1e1', 0, 5000)).toEqual({
+      expect(await endFormerHolderSessions(postgresLeaseStore(blind), 'e1e1e1e1', 0, 5000)).toEqual({
         ended: [],
         refused: [],
         hidden: 1,

@@ -2,6 +2,7 @@ import { performance } from 'node:perf_hooks';
 import { afterEach, describe, expect, it } from 'vitest';
 import { LeaseLostError } from '../../src/lease/fence.js';
 import { SchedulerLease } from '../../src/lease/lease.js';
+import { postgresLeaseStore } from '../../src/lease/store.js';
 import type { SchedulerLeaseOptions } from '../../src/lease/types.js';
 import { connect } from '../../src/store/pg/db.js';
 import { createLogger } from '../../src/support/log.js';
@@ -20,7 +21,7 @@ afterEach(async () => {
 function makeLease(name: string, app: string, options: Partial<SchedulerLeaseOptions> = {}) {
   const sql = connect(db.url, { max: 2, applicationName: app });
   const lease = new SchedulerLease({
-    sql,
+    store: postgresLeaseStore(sql),
     name,
     ttlMs: 1000,
     renewEveryMs: 300,

@@ -5,7 +5,7 @@
  */
 import { Writable } from 'node:stream';
 import { afterAll, describe, expect, it } from 'vitest';
-import { normalizeEvent } from '../../src/core/events.js';
+import { normalizeEvent } from '../../src/core/events/events.js';
 import { startDaemon } from '../../src/daemon/daemon.js';
 import { commitEvents } from '../../src/store/assets/commit.js';
 import { autovacuumState, tablesNeedingWork } from '../../src/store/upkeep/maintenance.js';

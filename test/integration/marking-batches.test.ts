@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config/index.js';
 import { defineRollups } from '../../src/config/rollups.js';
-import { normalizeEvent } from '../../src/core/events.js';
+import { normalizeEvent } from '../../src/core/events/events.js';
 import { markTouchedPeriods } from '../../src/scheduler/touch.js';
 import { commitEvents } from '../../src/store/assets/commit.js';
 import { syncRollup } from '../../src/store/rollups.js';

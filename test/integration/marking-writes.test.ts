@@ -7,7 +7,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config/index.js';
 import { defineRollups } from '../../src/config/rollups.js';
-import { normalizeEvent } from '../../src/core/events.js';
+import { normalizeEvent } from '../../src/core/events/events.js';
 import { markTouchedPeriods } from '../../src/scheduler/touch.js';
 import { commitEvents } from '../../src/store/assets/commit.js';
 import { connect } from '../../src/store/pg/db.js';

@@ -8,6 +8,10 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config/index.js';
 import type { EventJob, JobOutcome } from '../../src/ingest/event-job.js';
 import { pgBatchConsumer } from '../../src/ingest/pg-batch-consumer.js';
+import { createMetrics } from '../../src/metrics/registry.js';
+import { queueConnection } from '../../src/queue/backend.js';
+import { queueSchema } from '../../src/queue/schema.js';
+import { connect } from '../../src/store/pg/db.js';
 import {
   claimJobs,
   completeJobs,
@@ -15,11 +19,7 @@ import {
   giveBackJobs,
   type JobQueue,
   reclaimStalled,
-} from '../../src/ingest/pg-jobs.js';
-import { createMetrics } from '../../src/metrics/registry.js';
-import { queueConnection } from '../../src/queue/backend.js';
-import { queueSchema } from '../../src/queue/schema.js';
-import { connect } from '../../src/store/pg/db.js';
+} from '../../src/store/queue/jobs.js';
 import { createLogger } from '../../src/support/log.js';
 import { createTestDatabase } from '../helpers/db.js';
 import { createTestPrefix } from '../helpers/redis.js';

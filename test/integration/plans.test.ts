@@ -9,7 +9,7 @@
  * (what postgres.js' prepared statements may switch to after five).
  */
 import { afterAll, describe, expect, it } from 'vitest';
-import { normalizeEvent } from '../../src/core/events.js';
+import { normalizeEvent } from '../../src/core/events/events.js';
 import { commitEvents } from '../../src/store/assets/commit.js';
 import { connectOnce } from '../../src/store/pg/db.js';
 import { BlackholeProxy } from '../helpers/blackhole-proxy.js';

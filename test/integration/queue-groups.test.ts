@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { groupOf } from '../../src/core/routing.js';
+import { groupOf } from '../../src/core/events/routing.js';
 import { queueConnection } from '../../src/queue/backend.js';
 import { EventQueues } from '../../src/queue/event-queues.js';
 import { queueGroups } from '../../src/queue/groups.js';

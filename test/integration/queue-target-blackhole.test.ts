@@ -7,7 +7,7 @@
  */
 
 import { afterAll, describe, expect, it } from 'vitest';
-import type { TriggerPayload } from '../../src/core/trigger.js';
+import type { TriggerPayload } from '../../src/core/runs/trigger.js';
 import { redisQueues } from '../../src/queue/backend.js';
 import { redisConnection } from '../../src/queue/redis.js';
 import { queueTarget } from '../../src/targets/queue.js';

@@ -10,7 +10,7 @@ import { Queue } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { runEmit } from '../../src/cli/commands/emit.js';
 import type { Config } from '../../src/config/index.js';
-import { groupOf } from '../../src/core/routing.js';
+import { groupOf } from '../../src/core/events/routing.js';
 import type { Daemon } from '../../src/daemon/daemon.js';
 import { startDaemon } from '../../src/daemon/daemon.js';
 import { queueGroups } from '../../src/queue/groups.js';

@@ -3,7 +3,7 @@
  * missing"): an older attempt still failing to reach its target is no longer due beside it.
  */
 import { beforeAll, expect, it } from 'vitest';
-import type { RepairPayload } from '../../src/core/repair-payload.js';
+import type { RepairPayload } from '../../src/core/repairs/repair-payload.js';
 import { dueAttempts, insertAttempts } from '../../src/store/repairs/attempts.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 

@@ -9,7 +9,7 @@
 import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config/index.js';
 import { defineRollups } from '../../src/config/rollups.js';
-import { normalizeEvent } from '../../src/core/events.js';
+import { normalizeEvent } from '../../src/core/events/events.js';
 import type { Fence } from '../../src/lease/fence.js';
 import { RepairScan } from '../../src/scheduler/repair-scan.js';
 import { commitEvents } from '../../src/store/assets/commit.js';
@@ -86,7 +86,7 @@ describe('the repair scan of a settled rollup', () => {
     expect(await scan.scan(1, new Date(later + 10 * MINUTE))).toEqual({ made: 0, busy: false, scanned: 0 });
 
     // A notification (or one naming no assets): everything again, scanMs after the last scan.
-    scan.note(JSON.stringify(['st.a']));
+    scan.note(['st.a']);
     expect(scan.wakeAt()).toBe(later + 15_000);
     expect(await scan.scan(1, new Date(later + 10 * MINUTE + 1000))).toEqual({
       made: 0,

@@ -5,11 +5,11 @@
  * the attempt's key where each target dedupes, and a redelivery that creates nothing new.
  */
 import { afterAll, describe, expect, it } from 'vitest';
-import { repairPayload } from '../../src/core/repair-payload.js';
+import { repairPayload } from '../../src/core/repairs/repair-payload.js';
 import { queueConnection } from '../../src/queue/backend.js';
-import { Targets } from '../../src/targets/index.js';
-import { REPAIR_JOB_NAME, RepairTargets } from '../../src/targets/repair-targets.js';
+import { REPAIR_JOB_NAME } from '../../src/targets/queue.js';
 import { redactTarget } from '../../src/targets/secrets.js';
+import { Targets } from '../../src/targets/targets.js';
 import { testQueue } from '../helpers/daemon.js';
 import { REDIS_URL } from '../helpers/env.js';
 import { startFakeAirflow } from '../helpers/fake-airflow.js';
@@ -59,7 +59,7 @@ const asset = {
   partition_key_format: '%Y-%m-%dT%H:%M:%S',
 };
 const queue = { type: 'queue' as const, queue: 'repair-deliveries' };
-const targets = new RepairTargets(queues, prefix, [webhook, dag, asset, queue]);
+const targets = new Targets(queues, prefix, [webhook, dag, asset, queue]);
 const received = testQueue('repair-deliveries', prefix);
 afterAll(async () => {
   await targets.close();
@@ -70,13 +70,13 @@ afterAll(async () => {
 
 describe('repair request targets', () => {
   it('webhook: POSTs the payload with the attempt key as Idempotency-Key', async () => {
-    expect(await targets.deliver(redactTarget(webhook), payload)).toEqual({ ok: true });
+    expect(await targets.deliverRepair(redactTarget(webhook), payload)).toEqual({ ok: true });
     expect(sink.calls).toEqual([{ key: 'repair-9~a2', body: payload, at: expect.any(Number) }]);
   });
 
   it('queue: one job per attempt, named repair, under the key, however often it is delivered', async () => {
-    expect(await targets.deliver(redactTarget(queue), payload)).toEqual({ ok: true });
-    expect(await targets.deliver(redactTarget(queue), payload)).toEqual({ ok: true });
+    expect(await targets.deliverRepair(redactTarget(queue), payload)).toEqual({ ok: true });
+    expect(await targets.deliverRepair(redactTarget(queue), payload)).toEqual({ ok: true });
     const jobs = await received.getJobs(['waiting']);
     expect(jobs.map((j) => [j.id, j.name])).toEqual([['repair-9~a2', REPAIR_JOB_NAME]]);
     expect(jobs[0]!.data).toEqual(payload);
@@ -84,8 +84,8 @@ describe('repair request targets', () => {
 
   it('airflow: a dag run of the backfill DAG with the request in conf and no logical date; a redelivery is the same run', async () => {
     // The password is a literal in the config: resolved from the live config, never stored.
-    expect(await targets.deliver(redactTarget(dag), payload)).toEqual({ ok: true });
-    expect(await targets.deliver(redactTarget(dag), payload)).toEqual({ ok: true });
+    expect(await targets.deliverRepair(redactTarget(dag), payload)).toEqual({ ok: true });
+    expect(await targets.deliverRepair(redactTarget(dag), payload)).toEqual({ ok: true });
     const runs = airflow.runs.get('orders_backfill') ?? [];
     expect(runs).toHaveLength(1);
     expect(runs[0]).toMatchObject({
@@ -97,21 +97,21 @@ describe('repair request targets', () => {
   });
 
   it('airflow_asset: an asset event with the request in extra and no partition key; a redelivery finds it and posts none', async () => {
-    expect(await targets.deliver(redactTarget(asset), payload)).toEqual({ ok: true });
-    expect(await targets.deliver(redactTarget(asset), payload)).toEqual({ ok: true });
+    expect(await targets.deliverRepair(redactTarget(asset), payload)).toEqual({ ok: true });
+    expect(await targets.deliverRepair(redactTarget(asset), payload)).toEqual({ ok: true });
     expect(airflow.events).toHaveLength(1);
     expect(airflow.events[0]!.asset_id).toBe(1);
     expect(airflow.events[0]!.partition_key ?? null).toBeNull();
     expect(airflow.events[0]!.extra).toEqual({ ...payload, from_rest_api: true });
     // The next attempt is an event of its own.
     const next = { ...payload, attempt: 3, idempotency_key: 'repair-9~a3' };
-    expect(await targets.deliver(redactTarget(asset), next)).toEqual({ ok: true });
+    expect(await targets.deliverRepair(redactTarget(asset), next)).toEqual({ ok: true });
     expect(airflow.events.map((e) => e.extra?.idempotency_key)).toEqual(['repair-9~a2', 'repair-9~a3']);
   });
 
   it('a target that cannot be made (a queue name with a colon, stored before the config refused it) fails its own deliveries, not the caller', async () => {
     const colon = { type: 'queue' as const, queue: 'repair:deliveries' };
-    const result = await targets.deliver(colon, payload);
+    const result = await targets.deliverRepair(colon, payload);
     expect(result).toMatchObject({ ok: false, retry: false });
     expect(JSON.stringify(result)).toContain('cannot be used');
     const triggers = new Targets(queues, prefix, []);
@@ -129,7 +129,7 @@ describe('repair request targets', () => {
   it('a refused delivery is final and its error never carries a secret', async () => {
     airflow.failures.orders_backfill = [422];
     const other = { ...payload, idempotency_key: 'repair-10~a1' };
-    const result = await targets.deliver(redactTarget(dag), other);
+    const result = await targets.deliverRepair(redactTarget(dag), other);
     expect(result).toMatchObject({ ok: false, retry: false });
     expect(JSON.stringify(result)).not.toContain('pw-0123456789');
   });

@@ -15,7 +15,7 @@ import { createServer, type IncomingHttpHeaders, type ServerResponse } from 'nod
 import type { AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config/index.js';
-import { formatTime } from '../../src/core/bounds.js';
+import { formatTime } from '../../src/core/intervals/bounds.js';
 import { testProducer } from '../helpers/daemon.js';
 import { createTestDatabase } from '../helpers/db.js';
 import { REDIS_URL, withTestBackend } from '../helpers/env.js';

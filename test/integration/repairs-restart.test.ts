@@ -6,7 +6,7 @@
  * is requested as `replay_required` at its version, and a completion at that version repairs it.
  */
 import { afterAll, describe, expect, it } from 'vitest';
-import { formatTime } from '../../src/core/bounds.js';
+import { formatTime } from '../../src/core/intervals/bounds.js';
 import { type Daemon, startDaemon } from '../../src/daemon/daemon.js';
 import { createLogger } from '../../src/support/log.js';
 import { testConfig, testProducer, testQueue } from '../helpers/daemon.js';

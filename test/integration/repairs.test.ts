@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import type { Job } from 'bullmq';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { CONFIG_ENV_VARS } from '../../src/config/index.js';
-import { formatTime } from '../../src/core/bounds.js';
+import { formatTime } from '../../src/core/intervals/bounds.js';
 import { requestsToFollow } from '../../src/store/repairs/follow.js';
 import { packageRoot } from '../../src/support/paths.js';
 import { startTestDaemon, TEST_TOKEN, testConfig, testProducer, testQueue } from '../helpers/daemon.js';

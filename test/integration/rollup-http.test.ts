@@ -1,5 +1,5 @@
 import { describe, expect, it, onTestFinished } from 'vitest';
-import type { TriggerPayload } from '../../src/core/trigger.js';
+import type { TriggerPayload } from '../../src/core/runs/trigger.js';
 import { queueConnection } from '../../src/queue/backend.js';
 import { queueTarget } from '../../src/targets/queue.js';
 import { startTestDaemon, TEST_TOKEN, testConfig, testProducer, testQueue } from '../helpers/daemon.js';

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { CONFIG_ENV_VARS } from '../../src/config/index.js';
-import { dagRunId } from '../../src/targets/airflow.js';
+import { dagRunId } from '../../src/targets/airflow/dag-runs.js';
 import { startTestDaemon, TEST_TOKEN, testConfig, testProducer } from '../helpers/daemon.js';
 import { createTestDatabase } from '../helpers/db.js';
 import { REDIS_URL } from '../helpers/env.js';

@@ -5,8 +5,8 @@
  * escaped. Requests are made through the scheduler's own verb (store/repairs/requests.ts makeRequests).
  */
 import { describe, expect, it } from 'vitest';
-import type { RepairRange } from '../../src/core/repair.js';
-import { attemptPayload } from '../../src/core/repair-payload.js';
+import type { RepairRange } from '../../src/core/repairs/repair.js';
+import { attemptPayload } from '../../src/core/repairs/repair-payload.js';
 import { type MadeRequest, makeRequests } from '../../src/store/repairs/requests.js';
 import { startTestDaemon, testConfig } from '../helpers/daemon.js';
 import { createTestDatabase } from '../helpers/db.js';

@@ -5,7 +5,7 @@
  * outcome path (queue, Airflow, callback, timeout) goes through.
  */
 import { describe, expect, it } from 'vitest';
-import type { RunReport } from '../../src/core/runs.js';
+import type { RunReport } from '../../src/core/runs/runs.js';
 import { type RunRef, reportRun } from '../../src/store/runs/report.js';
 import { startTestDaemon, testConfig, testProducer } from '../helpers/daemon.js';
 import { createTestDatabase } from '../helpers/db.js';

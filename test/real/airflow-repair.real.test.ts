@@ -11,10 +11,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config/index.js';
-import type { RepairPayload } from '../../src/core/repair-payload.js';
+import type { RepairPayload } from '../../src/core/repairs/repair-payload.js';
 import { packageRoot } from '../../src/support/paths.js';
-import { RepairTargets } from '../../src/targets/repair-targets.js';
 import { redactTarget } from '../../src/targets/secrets.js';
+import { Targets } from '../../src/targets/targets.js';
 import { TEST_TOKEN } from '../helpers/daemon.js';
 import { createTestDatabase } from '../helpers/db.js';
 import { REDIS_URL, withTestBackend } from '../helpers/env.js';
@@ -211,18 +211,20 @@ describe('repair requests against Airflow 3.3', () => {
     const live = config.rollups.map((r) => r.repair!.target);
     // As the daemon does: the stored (redacted) target, its password taken from the live config.
     // No queue target here, so no queue connection.
-    const targets = new RepairTargets(undefined as never, 'bull', live);
+    const targets = new Targets(undefined as never, 'bull', live);
     const stored = (id: string) => redactTarget(config.rollups.find((r) => r.id === id)!.repair!.target);
     const [event] = (await repairEvents()).filter((e) => e.extra?.type === 'repair');
     const before = (await repairEvents()).length;
-    expect(await targets.deliver(stored('orders_daily'), event!.extra as RepairPayload)).toEqual({
+    expect(await targets.deliverRepair(stored('orders_daily'), event!.extra as RepairPayload)).toEqual({
       ok: true,
     });
     expect(await repairEvents()).toHaveLength(before);
 
     const [run] = (await backfillRuns()).filter((r) => r.run_type === 'manual');
     const runsBefore = (await backfillRuns()).length;
-    expect(await targets.deliver(stored('clicks_daily'), run!.conf as RepairPayload)).toEqual({ ok: true });
+    expect(await targets.deliverRepair(stored('clicks_daily'), run!.conf as RepairPayload)).toEqual({
+      ok: true,
+    });
     expect(await backfillRuns()).toHaveLength(runsBefore);
     await targets.close();
   }, 120_000);

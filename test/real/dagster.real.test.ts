@@ -4,11 +4,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config/index.js';
-import { repairPayload } from '../../src/core/repair-payload.js';
-import { attemptPayload, type TriggerPayload } from '../../src/core/trigger.js';
-import { Targets } from '../../src/targets/index.js';
-import { RepairTargets } from '../../src/targets/repair-targets.js';
+import { repairPayload } from '../../src/core/repairs/repair-payload.js';
+import { attemptPayload, type TriggerPayload } from '../../src/core/runs/trigger.js';
 import { redactTarget, type StoredTarget } from '../../src/targets/secrets.js';
+import { Targets } from '../../src/targets/targets.js';
 import { testProducer } from '../helpers/daemon.js';
 import { createTestDatabase } from '../helpers/db.js';
 import { REDIS_URL } from '../helpers/env.js';
@@ -237,7 +236,7 @@ describe('the dagster target against dagster-webserver 1.13', () => {
       headers: {},
       timeout: 10_000,
     };
-    const targets = new RepairTargets(undefined as never, 'bull', [target]);
+    const targets = new Targets(undefined as never, 'bull', [target]);
     const attempt = (n: number, rollup: string | null = 'dg_hourly') =>
       repairPayload({
         id: rollup === null ? 4 : 3,
@@ -279,8 +278,8 @@ describe('the dagster target against dagster-webserver 1.13', () => {
     };
     const first = attempt(1);
     try {
-      expect(await targets.deliver(redactTarget(target), first)).toEqual({ ok: true });
-      expect(await targets.deliver(redactTarget(target), first)).toEqual({ ok: true });
+      expect(await targets.deliverRepair(redactTarget(target), first)).toEqual({ ok: true });
+      expect(await targets.deliverRepair(redactTarget(target), first)).toEqual({ ok: true });
       const once = await observations();
       expect(once).toHaveLength(1);
       const meta = Object.fromEntries(once[0]!.metadataEntries.map((e) => [e.label, e]));
@@ -289,10 +288,10 @@ describe('the dagster target against dagster-webserver 1.13', () => {
       expect(meta.attempt?.intValue).toBe(1);
       expect(JSON.parse(meta.ranges!.jsonString!)).toEqual(first.ranges);
       expect(once[0]!.tags.some((t) => t.key === 'dagster/data_version')).toBe(false);
-      expect(await targets.deliver(redactTarget(target), attempt(2))).toEqual({ ok: true });
+      expect(await targets.deliverRepair(redactTarget(target), attempt(2))).toEqual({ ok: true });
       expect(await observations()).toHaveLength(2);
       // A request made by hand: its null rollup and period arrive as null entries.
-      expect(await targets.deliver(redactTarget(target), attempt(1, null))).toEqual({ ok: true });
+      expect(await targets.deliverRepair(redactTarget(target), attempt(1, null))).toEqual({ ok: true });
       const all = await observations();
       expect(all).toHaveLength(3);
       const hand = all.find((o) => o.metadataEntries.some((e) => e.text === 'repair-4~a1'))!;
@@ -300,10 +299,10 @@ describe('the dagster target against dagster-webserver 1.13', () => {
       expect(nulls.map((e) => e.__typename)).toEqual(['NullMetadataEntry', 'NullMetadataEntry']);
       // An asset key Dagster has never heard of (not in defs.py): the first post makes it, once.
       const unknown = { ...target, asset_key: ['warehouse', 'undeclared_repairs'] };
-      const other = new RepairTargets(undefined as never, 'bull', [unknown]);
+      const other = new Targets(undefined as never, 'bull', [unknown]);
       try {
-        expect(await other.deliver(redactTarget(unknown), first)).toEqual({ ok: true });
-        expect(await other.deliver(redactTarget(unknown), first)).toEqual({ ok: true });
+        expect(await other.deliverRepair(redactTarget(unknown), first)).toEqual({ ok: true });
+        expect(await other.deliverRepair(redactTarget(unknown), first)).toEqual({ ok: true });
       } finally {
         await other.close();
       }

@@ -1,7 +1,7 @@
 import { userInfo } from 'node:os';
 import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config/index.js';
-import { groupOf } from '../../src/core/routing.js';
+import { groupOf } from '../../src/core/events/routing.js';
 import { queueConnection } from '../../src/queue/backend.js';
 import { queueGroups } from '../../src/queue/groups.js';
 import { queueSchema } from '../../src/queue/schema.js';

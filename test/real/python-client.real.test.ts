@@ -10,7 +10,7 @@ import { userInfo } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config/index.js';
-import { groupOf } from '../../src/core/routing.js';
+import { groupOf } from '../../src/core/events/routing.js';
 import { queueGroups } from '../../src/queue/groups.js';
 import { queueSchema } from '../../src/queue/schema.js';
 import { packageRoot } from '../../src/support/paths.js';

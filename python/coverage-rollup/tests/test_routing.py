@@ -1,4 +1,4 @@
-"""The routing rule against vectors printed by the daemon's own code (src/core/routing.ts,
+"""The routing rule against vectors printed by the daemon's own code (src/core/events/routing.ts,
 src/queue/schema.ts): a producer that disagreed would put an asset on a queue no one reads."""
 
 import pytest

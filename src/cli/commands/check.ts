@@ -1,14 +1,14 @@
 import { Duration } from 'luxon';
 import { maxLags } from '../../config/index.js';
-import { domainOf, parseBound } from '../../core/bounds.js';
+import { BadInputError } from '../../core/errors.js';
+import { domainOf, parseBound } from '../../core/intervals/bounds.js';
 import {
   type CoverageAnswer,
   DEFAULT_LIMIT,
   type ListOrders,
   MAX_LIMIT,
   toCoverageAnswer,
-} from '../../core/coverage-answer.js';
-import { BadInputError } from '../../core/errors.js';
+} from '../../core/intervals/coverage-answer.js';
 import type { Domain, Interval } from '../../core/types.js';
 import { formatLength } from '../../http/status/draw/format.js';
 import { findAsset } from '../../store/assets/assets.js';

@@ -1,15 +1,15 @@
 import { userInfo } from 'node:os';
 import { join } from 'node:path';
 import { type Config, loadConfig } from '../../config/index.js';
-import { toCoverageAnswer } from '../../core/coverage-answer.js';
-import type { TriggerPayload } from '../../core/trigger.js';
+import { toCoverageAnswer } from '../../core/intervals/coverage-answer.js';
+import type { TriggerPayload } from '../../core/runs/trigger.js';
 import { startDaemon } from '../../daemon/daemon.js';
 import { resolveDatabase } from '../../embedded/resolve.js';
 import { queueConnection } from '../../queue/backend.js';
 import { deleteKeysWithPrefix, redisConnection } from '../../queue/redis.js';
 import { findAsset } from '../../store/assets/assets.js';
 import { queryCoverage } from '../../store/assets/coverage-query.js';
-import { connectOnce } from '../../store/pg/db.js';
+import { dropDatabase } from '../../store/pg/db.js';
 import { createLogger } from '../../support/log.js';
 import { packageRoot } from '../../support/paths.js';
 import { chainDemoConfig, runChainDemo } from '../demo/chain.js';
@@ -253,12 +253,7 @@ function onDatabase(databaseUrl: string, name: string): string {
  * PostgreSQL backend) and, on Redis, its queue keys deleted.
  */
 async function resetDemoState(config: Config, database: string): Promise<void> {
-  const admin = connectOnce(onDatabase(config.database_url, 'postgres'));
-  try {
-    await admin`drop database if exists ${admin(database)} with (force)`;
-  } finally {
-    await admin.end();
-  }
+  await dropDatabase(onDatabase(config.database_url, 'postgres'), database);
   if (config.queue.backend !== 'redis') return;
   const redis = redisConnection(config.redis_url);
   try {

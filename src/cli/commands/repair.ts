@@ -5,18 +5,18 @@
  * the lease holder; the target is --target, else the repair target of a rollup reading ASSET.
  */
 import { parse as parseYaml } from 'yaml';
-import type { TargetConfig } from '../../config/index.js';
 import { repairSchema } from '../../config/repair-schema.js';
 import { defineRollups } from '../../config/rollups.js';
-import { formatPoint, parseBound } from '../../core/bounds.js';
-import { piecesOf } from '../../core/coverage.js';
-import { DEFAULT_REPAIR_POLICY, manualRequest, rangesOfPieces } from '../../core/repair.js';
-import { attemptPayload, repairKey } from '../../core/repair-payload.js';
+import { formatPoint, parseBound } from '../../core/intervals/bounds.js';
+import { piecesOf } from '../../core/intervals/coverage.js';
+import { DEFAULT_REPAIR_POLICY, manualRequest, rangesOfPieces } from '../../core/repairs/repair.js';
+import { attemptPayload, repairKey } from '../../core/repairs/repair-payload.js';
 import type { Domain } from '../../core/types.js';
 import { findAsset } from '../../store/assets/assets.js';
-import { EVENTS_CHANNEL } from '../../store/assets/commit.js';
+import { wakeScheduler } from '../../store/assets/commit.js';
 import { assetSegmentsIn } from '../../store/assets/segments-sql.js';
-import { heldRequests, lockRepairAssets, makeRequests, wakeScheduler } from '../../store/repairs/requests.js';
+import { heldRequests, lockRepairAssets, makeRequests } from '../../store/repairs/requests.js';
+import { describeTarget } from '../../targets/registry.js';
 import { redactTarget } from '../../targets/secrets.js';
 import { commandConfig, type GlobalOptions, withSql } from './shared.js';
 
@@ -141,7 +141,8 @@ export async function runRepair(args: readonly string[], values: RepairOptions):
         leaseToken: null,
       };
       const [id] = await makeRequests(tx, [request], now, (m, id) => attemptPayload(m, id, 1, m.ranges, now));
-      await wakeScheduler(tx, EVENTS_CHANNEL);
+      // The lease holder delivers it at once.
+      await wakeScheduler(tx);
       return { kind: 'made' as const, id: id!, ...made };
     });
     const point = (p: number) => formatPoint(domain, p);
@@ -181,7 +182,7 @@ export async function runRepair(args: readonly string[], values: RepairOptions):
       );
     else {
       process.stdout.write(
-        `${asset}: repair ${result.id} requested (${repairKey(result.id, 1)}), ${result.ranges.length} of ${result.rangesTotal} range${result.rangesTotal === 1 ? '' : 's'}, sent to ${targetName(repair.target)}:\n`,
+        `${asset}: repair ${result.id} requested (${repairKey(result.id, 1)}), ${result.ranges.length} of ${result.rangesTotal} range${result.rangesTotal === 1 ? '' : 's'}, sent to ${describeTarget(repair.target)}:\n`,
       );
       for (const r of result.ranges)
         process.stdout.write(
@@ -190,13 +191,4 @@ export async function runRepair(args: readonly string[], values: RepairOptions):
     }
     return 0;
   });
-}
-
-/** Where a request went, as an operator would look for it: the queue, DAG or asset by name. */
-function targetName(target: TargetConfig): string {
-  if (target.type === 'queue') return `queue ${target.queue}`;
-  if (target.type === 'airflow') return `airflow DAG ${target.dag_id}`;
-  if (target.type === 'airflow_asset') return `airflow asset ${target.asset ?? target.asset_uri}`;
-  if (target.type === 'dagster') return `dagster asset ${target.asset_key.join('/')}`;
-  return target.type;
 }

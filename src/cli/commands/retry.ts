@@ -4,8 +4,8 @@
  * lost. Each is a new attempt of the period's generation, delivered by the lease holder at once.
  */
 import { defineRollups } from '../../config/rollups.js';
-import { parseBound } from '../../core/bounds.js';
-import { periodOfKey } from '../../core/periods.js';
+import { parseBound } from '../../core/intervals/bounds.js';
+import { periodOfKey } from '../../core/periods/periods.js';
 import { retryablePeriods } from '../../store/runs/periods-by-run-state.js';
 import { retryPeriodRun } from '../../store/runs/retry.js';
 import { plural } from '../format.js';

@@ -1,10 +1,11 @@
 import { maxLags } from '../../config/index.js';
 import { defineRollups } from '../../config/rollups.js';
-import { compareWorstFirst, failedRunCount } from '../../core/rollup-rank.js';
+import { compareWorstFirst, failedRunCount } from '../../core/rollups/rollup-rank.js';
 import { formatLength } from '../../http/status/draw/format.js';
 import { assetJson } from '../../store/assets/asset-json.js';
 import { pageAssets } from '../../store/assets/assets.js';
 import { freshnessFacts } from '../../store/assets/freshness.js';
+import { leaseStates } from '../../store/lease.js';
 import { rollupCounts } from '../../store/periods/reads.js';
 import { runCountsOf } from '../../store/runs/periods-by-run-state.js';
 import { outboxSummary } from '../../store/triggers.js';
@@ -49,11 +50,7 @@ export async function runStatus(values: StatusOptions): Promise<number> {
       last_trigger: outboxOf.get(id)?.last_trigger ?? null,
       undelivered: outboxOf.get(id)?.undelivered ?? 0,
     }));
-    const leases = await sql<
-      { name: string; holder: string | null; token: number; expires_in_s: number | null }[]
-    >`
-      select name, holder, token, extract(epoch from expires_at - clock_timestamp())::float8 as expires_in_s
-      from scheduler_leases order by name`;
+    const leases = await leaseStates(sql);
     if (values.json) {
       process.stdout.write(`${JSON.stringify({ assets, rollups, leases })}\n`);
       return 0;

@@ -6,7 +6,7 @@
  * --serve the status page (and its /graph) stays up.
  */
 import type { Config } from '../../config/index.js';
-import type { TriggerPayload } from '../../core/trigger.js';
+import type { TriggerPayload } from '../../core/runs/trigger.js';
 import type { Daemon } from '../../daemon/daemon.js';
 import { queueConnection } from '../../queue/backend.js';
 import { decidedAtGeneration, succeededRuns } from '../../store/runs/progress.js';

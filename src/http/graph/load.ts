@@ -1,14 +1,14 @@
 /**
  * The answer of `GET /v1/graph` and what the graph page draws: the configured rollups, the assets
- * they read and write and the declared assets, laid out by depth (core/graph.ts), each with its
+ * they read and write and the declared assets, laid out by depth (core/rollups/graph.ts), each with its
  * state. A few statements whatever the history: period counts per rollup (kept by triggers),
  * freshness probes for the graph's assets only, failed-run counts per rollup.
  */
 import type { z } from 'zod';
 import { maxLags } from '../../config/index.js';
 import type { RollupRuntime } from '../../config/rollups.js';
-import { freshnessOf } from '../../core/freshness.js';
-import { buildGraph } from '../../core/graph.js';
+import { freshnessOf } from '../../core/intervals/freshness.js';
+import { buildGraph } from '../../core/rollups/graph.js';
 import { freshnessFacts } from '../../store/assets/freshness.js';
 import { rollupCounts } from '../../store/periods/reads.js';
 import type { Sql } from '../../store/pg/db.js';

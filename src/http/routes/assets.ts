@@ -1,9 +1,9 @@
 import type { FastifyInstance } from 'fastify';
 import { maxLags } from '../../config/index.js';
-import { parseBound } from '../../core/bounds.js';
-import { DEFAULT_ORDERS, toCoverageAnswer } from '../../core/coverage-answer.js';
 import { BadInputError } from '../../core/errors.js';
-import { parseWait } from '../../core/wait.js';
+import { parseBound } from '../../core/intervals/bounds.js';
+import { DEFAULT_ORDERS, toCoverageAnswer } from '../../core/intervals/coverage-answer.js';
+import { parseWait } from '../../core/intervals/wait.js';
 import { assetJson } from '../../store/assets/asset-json.js';
 import { assetsByName, countAssets, findAsset } from '../../store/assets/assets.js';
 import { type AssetFacts, queryCoverage } from '../../store/assets/coverage-query.js';

@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { freshnessGauges } from '../../metrics/freshness-gauges.js';
+import { ping } from '../../store/pg/db.js';
 import { appliedVersion, latestVersion } from '../../store/upkeep/migrate.js';
 import type { HttpContext } from '../context.js';
 import { route } from '../route.js';
@@ -28,7 +29,7 @@ export function registerHealthRoutes(app: FastifyInstance, ctx: HttpContext): vo
     let ready = true;
     try {
       const version = await answerWithin(
-        ctx.sql`select 1`.then(() => appliedVersion(ctx.sql)),
+        ping(ctx.sql).then(() => appliedVersion(ctx.sql)),
         'PostgreSQL',
       );
       checks.postgres = 'ok';

@@ -4,7 +4,7 @@
  */
 import type { FastifyInstance } from 'fastify';
 import type { RollupRuntime } from '../../config/rollups.js';
-import { noPeriodMessage, periodOfKey } from '../../core/periods.js';
+import { noPeriodMessage, periodOfKey } from '../../core/periods/periods.js';
 import { repairsOfPeriod } from '../../store/repairs/listings.js';
 import type { HttpContext } from '../context.js';
 import { HttpError } from '../errors.js';

@@ -1,8 +1,8 @@
 /** The `start`/`end` of a period listing as the periods they select: both period boundaries. */
-import { parseBound } from '../../core/bounds.js';
-import { CalendarError } from '../../core/calendar.js';
-import { periodRange, periodsEnd } from '../../core/periods.js';
-import type { Rollup } from '../../core/rollup.js';
+import { parseBound } from '../../core/intervals/bounds.js';
+import { CalendarError } from '../../core/periods/calendar.js';
+import { periodRange, periodsEnd } from '../../core/periods/periods.js';
+import type { Rollup } from '../../core/rollups/rollup.js';
 import { HttpError } from '../errors.js';
 import { badRequest } from './assets.js';
 

@@ -1,7 +1,7 @@
 /** `GET /v1/repairs`: repair requests, newest first, paged by id. */
 import type { FastifyInstance } from 'fastify';
-import { formatPoint } from '../../core/bounds.js';
-import { repairKey } from '../../core/repair-payload.js';
+import { formatPoint } from '../../core/intervals/bounds.js';
+import { repairKey } from '../../core/repairs/repair-payload.js';
 import { countRepairs, listRepairs, type RepairRow } from '../../store/repairs/listings.js';
 import type { HttpContext } from '../context.js';
 import { route } from '../route.js';

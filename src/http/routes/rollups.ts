@@ -1,8 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import type { RollupRuntime } from '../../config/rollups.js';
-import { parseBound } from '../../core/bounds.js';
 import { BadInputError } from '../../core/errors.js';
-import { type PeriodView, periodOfKey, type Run } from '../../core/periods.js';
+import { parseBound } from '../../core/intervals/bounds.js';
+import { type PeriodView, periodOfKey, type Run } from '../../core/periods/periods.js';
 import { countPeriods, listPeriods, summarizePeriods } from '../../store/periods/listing.js';
 import { coveredHiOf, rollupCounts } from '../../store/periods/reads.js';
 import { requestManualRun } from '../../store/periods/writes.js';

@@ -4,9 +4,9 @@
  */
 import type { FastifyInstance } from 'fastify';
 import type { RollupRuntime } from '../../config/rollups.js';
-import { noPeriodMessage, periodOfKey } from '../../core/periods.js';
-import { DEFAULT_RUN_POLICY, parseRunId, type RunReport } from '../../core/runs.js';
-import { EVENTS_CHANNEL } from '../../store/assets/commit.js';
+import { noPeriodMessage, periodOfKey } from '../../core/periods/periods.js';
+import { DEFAULT_RUN_POLICY, parseRunId, type RunReport } from '../../core/runs/runs.js';
+import { wakeScheduler } from '../../store/assets/commit.js';
 import { currentRuns, runAt, runByKey } from '../../store/runs/history.js';
 import { reportRun } from '../../store/runs/report.js';
 import { retryPeriodRun } from '../../store/runs/retry.js';
@@ -46,7 +46,7 @@ export function registerRunRoutes(rollups: readonly RollupRuntime[]) {
           rollup: byId.get(ref.rollupId)?.rollup ?? null,
         });
         // A retry now owed: wake the lease holder, whose timer does not know of it yet.
-        if (moved?.after.nextRetryAt) await tx`select pg_notify(${EVENTS_CHANNEL}, '')`;
+        if (moved?.after.nextRetryAt) await wakeScheduler(tx);
         return moved;
       });
       if (!result) throw new HttpError(404, 'unknown_run', `run ${body.idempotency_key} is gone`);

@@ -8,7 +8,7 @@
 import type { FastifyReply } from 'fastify';
 import type { RollupRuntime } from '../../config/rollups.js';
 import { BadInputError } from '../../core/errors.js';
-import { noPeriodMessage } from '../../core/periods.js';
+import { noPeriodMessage } from '../../core/periods/periods.js';
 import { loadGraph } from '../graph/load.js';
 import { explainPeriod } from '../period-explain.js';
 import type { RouteRegistrar } from '../server.js';

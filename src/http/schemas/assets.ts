@@ -1,7 +1,7 @@
 /** `GET /v1/assets` and `GET /v1/assets/{asset}/coverage`. */
 import { z } from 'zod';
-import { DEFAULT_LIMIT, MAX_LIMIT } from '../../core/coverage-answer.js';
-import { WAIT_PATTERN } from '../../core/wait.js';
+import { DEFAULT_LIMIT, MAX_LIMIT } from '../../core/intervals/coverage-answer.js';
+import { WAIT_PATTERN } from '../../core/intervals/wait.js';
 import { defineOperation } from '../operation.js';
 import {
   BOUND_TEXT_PATTERN,

@@ -1,7 +1,7 @@
 /** Shapes several answers share, and the helpers query schemas are built from. */
 import { z } from 'zod';
-import { DECIMAL, ISO_TIME } from '../../core/bounds.js';
-import { PERIOD_STATES } from '../../core/policy.js';
+import { DECIMAL, ISO_TIME } from '../../core/intervals/bounds.js';
+import { PERIOD_STATES } from '../../core/periods/policy.js';
 
 /** What String.prototype.trim() removes (ECMAScript WhiteSpace and LineTerminator), spelt out. */
 export const TRIMMED =

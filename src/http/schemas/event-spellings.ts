@@ -1,10 +1,10 @@
 /**
  * The events the queue accepts (docs/events.md), as JSON Schema for the OpenAPI document: the
- * language of the worker's normaliser (src/core/events.ts), written out rule by rule, so that a
+ * language of the worker's normaliser (src/core/events/events.ts), written out rule by rule, so that a
  * request the document allows is refused only for what a schema cannot say (a bound's grammar and
  * order, its asset's domain, the size of the whole event) and one it forbids is never accepted.
  * Requests are still checked by the normaliser, which names a reason per refused item;
- * test/unit/openapi.test.ts feeds the normaliser each example, and test/unit/openapi-events.test.ts
+ * test/unit/http/openapi.test.ts feeds the normaliser each example, and test/unit/http/schemas/event-spellings.test.ts
  * generated events on both sides of each rule.
  *
  * The normaliser reads some fields only when others are absent (the asset from `asset`, else
@@ -12,7 +12,7 @@
  * else `interval`, ...). A field that is not read may hold anything, so its type is stated in the
  * branch that reads it, not for the whole event.
  */
-import { MAX_ASSET_LENGTH, MAX_TEXT_LENGTH } from '../../core/events.js';
+import { MAX_ASSET_LENGTH, MAX_TEXT_LENGTH } from '../../core/events/events.js';
 import { BOUND_TEXT_PATTERN, INTERVAL_TEXT_PATTERN, TIMESTAMP_TEXT_PATTERN, TRIMMED } from './common.js';
 
 type Json = Record<string, unknown>;

@@ -8,7 +8,7 @@ import { EVENT_SCHEMA, REPLAY_BODY_SCHEMA } from './event-spellings.js';
 export const MAX_EVENTS_PER_REQUEST = 1000;
 
 /**
- * An event is checked by the normaliser the queue worker uses (src/core/events.ts), which takes
+ * An event is checked by the normaliser the queue worker uses (src/core/events/events.ts), which takes
  * many spellings and names each refusal's reason, so the request schema lets any JSON through and
  * the item is refused per index, as the worker would refuse it. The document describes the
  * language the normaliser accepts (./event-spellings.ts), so generated clients can send every

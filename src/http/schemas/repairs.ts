@@ -1,6 +1,6 @@
 /** Repair requests: `GET /v1/repairs` and the requests in the period detail. */
 import { z } from 'zod';
-import { REPAIR_STATES } from '../../core/repair.js';
+import { REPAIR_STATES } from '../../core/repairs/repair.js';
 import { defineOperation } from '../operation.js';
 import { Bound, coded, pageCursor, pageLimit, Timestamp } from './common.js';
 

@@ -1,7 +1,7 @@
 /** The rollup listings, the period detail and the manual trigger. */
 import { z } from 'zod';
-import { PERIOD_STATES } from '../../core/policy.js';
-import { COUNTED_RUN_STATES, RUN_STATES } from '../../core/runs.js';
+import { PERIOD_STATES } from '../../core/periods/policy.js';
+import { COUNTED_RUN_STATES, RUN_STATES } from '../../core/runs/runs.js';
 import { defineOperation } from '../operation.js';
 import {
   BOUND_TEXT_PATTERN,

@@ -1,6 +1,7 @@
 /** Runs: the run on a period, its history, the callback `POST /v1/runs` and the manual retry. */
 import { z } from 'zod';
-import { RUN_STATES } from '../../core/runs.js';
+import { RUN_STATES } from '../../core/runs/runs.js';
+import { TARGET_REPORT_SOURCES } from '../../targets/registry.js';
 import { defineOperation } from '../operation.js';
 import { Bound, coded, Timestamp, text } from './common.js';
 
@@ -24,7 +25,7 @@ export const RunJson = z.object({
 /** One report about a run, as recorded (every report is, whatever it changed). */
 export const RunReportJson = z.object({
   at: Timestamp,
-  source: z.enum(['scheduler', 'queue', 'airflow', 'dagster', 'callback', 'manual']),
+  source: z.enum(['scheduler', ...TARGET_REPORT_SOURCES, 'callback', 'manual']),
   state: z.string(),
   effect: z.enum(['applied', 'unchanged', 'stale', 'refused']).meta({
     description:

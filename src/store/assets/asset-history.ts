@@ -2,7 +2,7 @@
  * Facts about an asset's whole history that no window changes, for the status page's headlines:
  * its freshness facts and how many holes and replay_required ranges it has since its first event.
  */
-import type { FreshnessFacts } from '../../core/freshness.js';
+import type { FreshnessFacts } from '../../core/intervals/freshness.js';
 import type { Domain } from '../../core/types.js';
 import type { Db } from '../pg/db.js';
 import { coveredUntil, lastEventAt } from './coverage-query.js';

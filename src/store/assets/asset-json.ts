@@ -1,5 +1,5 @@
-import { formatPoint } from '../../core/bounds.js';
-import { type FreshnessFacts, freshnessOf } from '../../core/freshness.js';
+import { formatPoint } from '../../core/intervals/bounds.js';
+import { type FreshnessFacts, freshnessOf } from '../../core/intervals/freshness.js';
 import type { AssetRow } from './assets.js';
 
 /** One asset as `/v1/assets` and `status --json` both show it: one shape, one set of names. */

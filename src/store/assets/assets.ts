@@ -164,3 +164,12 @@ export async function lastSeqs(db: Db, names: readonly string[]): Promise<Map<st
     select name, last_seq from assets where name = any(${[...names]}::text[])`;
   return new Map(rows.map((r) => [r.name, r.last_seq]));
 }
+
+/** Each named asset that has a row: its id and last_seq, where a rollup's marking reads on from. */
+export async function assetPositions(
+  db: Db,
+  names: readonly string[],
+): Promise<{ name: string; id: number; last_seq: number }[]> {
+  return db<{ name: string; id: number; last_seq: number }[]>`
+    select name, id, last_seq from assets where name = any(${[...names]}::text[])`;
+}

@@ -1,13 +1,13 @@
-import { type CommitOutcome, planAppend, planFold, touchedRanges } from '../../core/commit-plan.js';
 import type { BadInputError } from '../../core/errors.js';
-import type { NormalizedEvent } from '../../core/events.js';
-import type { Sql, Tx } from '../pg/db.js';
+import { type CommitOutcome, planAppend, planFold, touchedRanges } from '../../core/events/commit-plan.js';
+import type { NormalizedEvent } from '../../core/events/events.js';
+import type { Db, Sql, Tx } from '../pg/db.js';
 import { lockAssets } from './assets.js';
 import { insertEvents } from './event-append.js';
 import { createCurrentPartition, createCurrentPartitionIn } from './partitions.js';
 import { insertSegments, removeSegments, segmentsTouchingMany } from './segments-sql.js';
 
-export type { CommitOutcome } from '../../core/commit-plan.js';
+export type { CommitOutcome } from '../../core/events/commit-plan.js';
 
 /**
  * Wakes the scheduler when a batch with new events commits (delivered only on commit). The payload
@@ -23,16 +23,17 @@ export function eventsPayload(assets: readonly string[]): string {
   return Buffer.byteLength(text, 'utf8') <= MAX_PAYLOAD_BYTES ? text : '';
 }
 
-/** Whether a notification on EVENTS_CHANNEL may concern a rollup reading `upstreams`. */
-export function concernsAny(payload: string, upstreams: ReadonlySet<string>): boolean {
-  let assets: unknown;
-  try {
-    assets = JSON.parse(payload);
-  } catch {
-    return true; // '' or not ours to read: wake rather than miss something
-  }
-  if (!Array.isArray(assets)) return true;
-  return assets.some((a) => typeof a !== 'string' || upstreams.has(a));
+/**
+ * Whether a notification naming `assets` (commit-listen.ts committedAssets; 'any' when it names
+ * none) may concern a rollup reading `upstreams`.
+ */
+export function concernsAny(assets: readonly string[] | 'any', upstreams: ReadonlySet<string>): boolean {
+  return assets === 'any' || assets.some((a) => upstreams.has(a));
+}
+
+/** Wakes the lease holder for anything (a manual request, a retry owed now): delivered on commit. */
+export async function wakeScheduler(db: Db): Promise<void> {
+  await db`select pg_notify(${EVENTS_CHANNEL}, '')`;
 }
 
 /**
@@ -110,7 +111,7 @@ function isNoPartition(error: unknown): boolean {
 }
 
 /**
- * The statements of a commit, around the pure plan of src/core/commit-plan.ts: lock the assets,
+ * The statements of a commit, around the pure plan of src/core/events/commit-plan.ts: lock the assets,
  * [append the plan's rows + read the segments they touch], [rewrite segments + update assets +
  * notify].
  */

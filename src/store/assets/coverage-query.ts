@@ -7,7 +7,7 @@ import {
   type Order,
   scanOfAll,
   type WindowScan,
-} from '../../core/coverage-answer.js';
+} from '../../core/intervals/coverage-answer.js';
 import type { Interval, Segment } from '../../core/types.js';
 import type { Db } from '../pg/db.js';
 import type { AssetRow } from './assets.js';

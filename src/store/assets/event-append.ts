@@ -1,5 +1,5 @@
-import type { AssetAppend } from '../../core/commit-plan.js';
-import { isHexId, producedAtDigits, textUnlessCanonical } from '../../core/event-row.js';
+import type { AssetAppend } from '../../core/events/commit-plan.js';
+import { isHexId, producedAtDigits, textUnlessCanonical } from '../../core/events/event-row.js';
 import type { Db } from '../pg/db.js';
 import type { AssetRow } from './assets.js';
 

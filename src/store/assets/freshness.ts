@@ -1,4 +1,4 @@
-import type { FreshnessFacts } from '../../core/freshness.js';
+import type { FreshnessFacts } from '../../core/intervals/freshness.js';
 import type { Domain } from '../../core/types.js';
 import type { Sql, Tx } from '../pg/db.js';
 import { coveredUntil, lastEventAt } from './coverage-query.js';

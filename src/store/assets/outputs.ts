@@ -3,11 +3,11 @@
  * owe a rerun, and its completion when a run succeeds, each committed inside the transaction that
  * changes the period or the run, through the same path as every producer's events.
  */
-import type { NormalizedEvent } from '../../core/events.js';
-import { condemnation, outputCompletion } from '../../core/outputs.js';
-import type { Rollup } from '../../core/rollup.js';
-import { runId } from '../../core/runs.js';
-import { idempotencyKey } from '../../core/trigger.js';
+import type { NormalizedEvent } from '../../core/events/events.js';
+import { condemnation, outputCompletion } from '../../core/rollups/outputs.js';
+import type { Rollup } from '../../core/rollups/rollup.js';
+import { runId } from '../../core/runs/runs.js';
+import { idempotencyKey } from '../../core/runs/trigger.js';
 import type { Interval } from '../../core/types.js';
 import type { Tx } from '../pg/db.js';
 import { type CommitOutcome, commitEventsIn } from './commit.js';

@@ -1,4 +1,8 @@
-import { type PartitionBounds, parsePartitionName, partitionsToCreate } from '../../core/partitions.js';
+import {
+  type PartitionBounds,
+  parsePartitionName,
+  partitionsToCreate,
+} from '../../core/events/partitions.js';
 import type { Db, Sql, Tx } from '../pg/db.js';
 
 export interface EventPartition extends PartitionBounds {

@@ -1,4 +1,4 @@
-import { normalize } from '../../core/intervals.js';
+import { normalize } from '../../core/intervals/intervals.js';
 import type { Interval, Segment, SegmentState } from '../../core/types.js';
 import type { Db } from '../pg/db.js';
 
@@ -147,4 +147,12 @@ export async function assetSegmentsIn(
     version: r.version,
     requiredVersion: r.rv,
   }));
+}
+
+/** The spans of an asset's segments from `from` on, in no order: where a rollup new to it starts. */
+export async function segmentSpansFrom(db: Db, assetId: number, from: number): Promise<Interval[]> {
+  const rows = await db<{ lo: number; hi: number }[]>`
+    select lower(span) as lo, upper(span) as hi from segments
+    where asset_id = ${assetId} and span && int8range(${from}, null)`;
+  return rows.map((r) => ({ start: r.lo, end: r.hi }));
 }

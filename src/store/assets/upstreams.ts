@@ -1,12 +1,12 @@
 /**
  * What the upstreams of a rollup hold for some periods: each upstream's newest seq, extent and
- * segments, read in one statement (the facts per period are core/upstream-facts.ts). Shared by
+ * segments, read in one statement (the facts per period are core/periods/upstream-facts.ts). Shared by
  * the evaluation and the period detail.
  */
-import { normalize } from '../../core/intervals.js';
-import type { Rollup } from '../../core/rollup.js';
+import { normalize } from '../../core/intervals/intervals.js';
+import type { Upstream } from '../../core/periods/upstream-facts.js';
+import type { Rollup } from '../../core/rollups/rollup.js';
 import type { Domain, Interval, SegmentState } from '../../core/types.js';
-import type { Upstream } from '../../core/upstream-facts.js';
 import type { Db } from '../pg/db.js';
 
 interface UpstreamRow {

@@ -4,7 +4,7 @@
  * they account for, so a crash neither loses nor repeats a mark. Retention reads them to know
  * which events every rollup has seen (src/store/upkeep/retention.ts).
  */
-import type { Rollup } from '../../core/rollup.js';
+import type { Rollup } from '../../core/rollups/rollup.js';
 import type { Sql, Tx } from '../pg/db.js';
 
 /**

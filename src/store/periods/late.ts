@@ -3,9 +3,9 @@
  * triggers or misses a period), for `coverage_rollup_periods_past_deadline`. A lease holder making
  * passes keeps this at 0 but for a catch-up backlog; it grows while no one acts on deadlines.
  */
-import { countStarts } from '../../core/period-count.js';
-import { missedBefore, passedBefore } from '../../core/periods.js';
-import type { Rollup } from '../../core/rollup.js';
+import { countStarts } from '../../core/periods/period-count.js';
+import { missedBefore, passedBefore } from '../../core/periods/periods.js';
+import type { Rollup } from '../../core/rollups/rollup.js';
 import type { Db } from '../pg/db.js';
 
 /**

@@ -3,7 +3,7 @@
  * costs its own periods plus the stored rows in its range; counts and the summary cost the stored
  * rows of the window, never the length of the calendar.
  */
-import type { Period } from '../../core/calendar.js';
+import type { Period } from '../../core/periods/calendar.js';
 import {
   combineCounts,
   missedBefore,
@@ -12,9 +12,9 @@ import {
   type StateCounts,
   summaryRuns,
   viewPeriods,
-} from '../../core/periods.js';
-import type { PeriodState } from '../../core/policy.js';
-import type { Rollup } from '../../core/rollup.js';
+} from '../../core/periods/periods.js';
+import type { PeriodState } from '../../core/periods/policy.js';
+import type { Rollup } from '../../core/rollups/rollup.js';
 import type { Db } from '../pg/db.js';
 import { type StoredPeriod, storedCountsIn, storedPeriod, storedPeriods, storedStates } from './reads.js';
 

@@ -1,6 +1,6 @@
 /**
  * Reads of stored periods for the listings, the period detail, the status page, the gauges and the
- * scheduler. Stored rows are only the periods something happened to; src/core/periods.ts
+ * scheduler. Stored rows are only the periods something happened to; src/core/periods/periods.ts
  * derives the others. Every read here is an index range on (rollup_id, lo) or the small
  * period_counts table (kept by a database trigger, migrations/), except the scheduler's wake-up
  * read (`schedulerWake`), which reads through the partial indexes on due and marked periods.
@@ -14,9 +14,9 @@ import {
   periodsEnd,
   type StateCounts,
   type StoredState,
-} from '../../core/periods.js';
-import { PERIOD_STATES, type PeriodState, type Rerun } from '../../core/policy.js';
-import type { Rollup } from '../../core/rollup.js';
+} from '../../core/periods/periods.js';
+import { PERIOD_STATES, type PeriodState, type Rerun } from '../../core/periods/policy.js';
+import type { Rollup } from '../../core/rollups/rollup.js';
 import type { Db, Sql, Tx } from '../pg/db.js';
 import { nextRunWorkSql } from '../runs/work.js';
 

@@ -1,14 +1,15 @@
 /**
  * Every write to `periods`, one named verb per transition, each saying why its statement has its
  * shape: where a period's stored state changes. Only the lease holder's scheduler calls these,
- * except `requestManualRun` (the HTTP API). The rules they apply are pure, in core/policy.ts
+ * except `requestManualRun` (the HTTP API). The rules they apply are pure, in core/periods/policy.ts
  * (`decide`, `rerunOwed`, `stateAfterMark`); the outbox rows that go with a trigger are
  * src/store/triggers.ts.
  */
-import type { Period } from '../../core/calendar.js';
-import type { StoredFacts } from '../../core/periods.js';
-import { PERIOD_STATES, type PeriodState, type Rerun, stateAfterMark } from '../../core/policy.js';
-import { EVENTS_CHANNEL } from '../assets/commit.js';
+import type { Period } from '../../core/periods/calendar.js';
+import type { PeriodDecision } from '../../core/periods/decisions.js';
+import type { StoredFacts } from '../../core/periods/periods.js';
+import { PERIOD_STATES, type PeriodState, type Rerun, stateAfterMark } from '../../core/periods/policy.js';
+import { wakeScheduler } from '../assets/commit.js';
 import type { Sql, Tx } from '../pg/db.js';
 
 /** A period claimed for evaluation, locked until its transaction ends. */
@@ -56,19 +57,6 @@ const claimedColumns = (tx: Tx) => tx`
   rollup_id as "rollupId", lo, hi, key, state, generation, satisfied_since as "satisfiedSince",
   last_change_at as "lastChangeAt", rerun, manual_requested as "manualRequested"`;
 
-export interface PeriodUpdate {
-  lo: number;
-  oldGeneration: number;
-  generation: number;
-  state: PeriodState;
-  reason: string | null;
-  ratio: number;
-  ratios: Record<string, number>;
-  satisfiedSince: number | null;
-  dueAt: number | null;
-  seqs: Record<string, number> | null;
-}
-
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
 
 /**
@@ -80,7 +68,7 @@ const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOStrin
 export async function writeUpdates(
   tx: Tx,
   rollupId: string,
-  updates: readonly PeriodUpdate[],
+  updates: readonly PeriodDecision[],
   now: Date,
 ): Promise<void> {
   const written = await tx`
@@ -202,7 +190,7 @@ export async function requestManualRun(sql: Sql, rollupId: string, period: Perio
       insert into periods (rollup_id, lo, hi, key) values (${rollupId}, ${period.start}, ${period.end}, ${period.key})
       on conflict do nothing`;
     await tx`update periods set manual_requested = true, dirty = true where rollup_id = ${rollupId} and lo = ${period.start}`;
-    await tx`select pg_notify(${EVENTS_CHANNEL}, '')`;
+    await wakeScheduler(tx);
   });
 }
 

@@ -194,3 +194,18 @@ export async function databaseNow(db: Db): Promise<Date> {
   const [clock] = await db<{ now: Date }[]>`select clock_timestamp() as now`;
   return clock!.now;
 }
+
+/** Resolves once the server answers a trivial statement (readiness checks, probes). */
+export async function ping(db: Db): Promise<void> {
+  await db`select 1`;
+}
+
+/** Drops database `name` of the server `adminUrl` points at, ending its sessions (the demo's reset). */
+export async function dropDatabase(adminUrl: string, name: string): Promise<void> {
+  const admin = connectOnce(adminUrl);
+  try {
+    await admin`drop database if exists ${admin(name)} with (force)`;
+  } finally {
+    await admin.end();
+  }
+}

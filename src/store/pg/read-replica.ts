@@ -1,11 +1,11 @@
-import { formatIsoDuration } from '../../core/freshness.js';
 import {
   parseLsn,
   type ReplicaState,
   readState,
   recordBoundary,
   WalHistory,
-} from '../../core/replica-lag.js';
+} from '../../core/connections/replica-lag.js';
+import { formatIsoDuration } from '../../core/intervals/freshness.js';
 import type { Logger } from '../../support/log.js';
 import { appliedVersion, latestVersion } from '../upkeep/migrate.js';
 import type { Sql } from './db.js';
@@ -37,7 +37,7 @@ const HISTORY_MS = 10 * 60_000;
 /**
  * Routes reads to a streaming replica while it is healthy and at most `maxLagMs` behind, and to
  * the primary otherwise (docs/operations.md "A read replica"). A probe every `probeEveryMs` samples
- * the primary's WAL position and the replica's replay position (core/replica-lag.ts). The replica
+ * the primary's WAL position and the replica's replay position (core/connections/replica-lag.ts). The replica
  * pool is only ever read: migrations, writes, the lease and the scheduler use the primary's pools.
  */
 export class ReadReplica {

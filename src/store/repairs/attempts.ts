@@ -1,6 +1,7 @@
 /** Repair attempts: stored with their payload, then delivered and recorded. */
 
-import type { RepairPayload } from '../../core/repair-payload.js';
+import type { RepairPayload } from '../../core/repairs/repair-payload.js';
+import type { StoredTarget } from '../../targets/secrets.js';
 import type { Db, Tx } from '../pg/db.js';
 
 /** Stores new attempts, due at once, and stops delivering the older attempts they supersede. */
@@ -36,13 +37,19 @@ export interface DueAttempt {
   readonly requestId: number;
   readonly attempt: number;
   readonly payload: RepairPayload;
-  readonly target: unknown;
+  readonly target: StoredTarget;
   readonly deliveries: number;
 }
 
 export async function dueAttempts(db: Db, now: Date, limit: number): Promise<DueAttempt[]> {
   const rows = await db<
-    { request_id: number; attempt: number; payload: RepairPayload; target: unknown; deliveries: number }[]
+    {
+      request_id: number;
+      attempt: number;
+      payload: RepairPayload;
+      target: StoredTarget;
+      deliveries: number;
+    }[]
   >`
     select a.request_id, a.attempt, a.payload, r.target, a.deliveries
     from repair_attempts a join repair_requests r on r.id = a.request_id

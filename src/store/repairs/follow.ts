@@ -1,10 +1,10 @@
 /**
  * Following repair requests: which active requests need a look, and the changes a
- * look decided (core/repair.ts `followRequest`), applied in the caller's fenced transaction.
+ * look decided (core/repairs/repair.ts `followRequest`), applied in the caller's fenced transaction.
  */
 
-import type { RepairRange, RepairState } from '../../core/repair.js';
-import type { RepairPayload } from '../../core/repair-payload.js';
+import type { RepairRange, RepairState } from '../../core/repairs/repair.js';
+import type { RepairPayload } from '../../core/repairs/repair-payload.js';
 import type { Segment, SegmentState } from '../../core/types.js';
 import type { Db, Tx } from '../pg/db.js';
 import { insertAttempts } from './attempts.js';

@@ -3,7 +3,7 @@
  * coverage_rollup_repairs): no writes. The scheduler's verbs are in requests.ts, attempts.ts and follow.ts.
  */
 
-import type { RepairRange, RepairState } from '../../core/repair.js';
+import type { RepairRange, RepairState } from '../../core/repairs/repair.js';
 import type { Domain } from '../../core/types.js';
 import type { Db } from '../pg/db.js';
 import { fromStored, type StoredRange } from './ranges.js';

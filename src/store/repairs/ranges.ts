@@ -1,6 +1,6 @@
 /** Repair ranges as `repair_requests.ranges` stores them (jsonb), and spans as multirange literals. */
 
-import type { RepairKind, RepairRange } from '../../core/repair.js';
+import type { RepairKind, RepairRange } from '../../core/repairs/repair.js';
 import type { Interval } from '../../core/types.js';
 
 /** Ranges as stored in `ranges` (jsonb). */

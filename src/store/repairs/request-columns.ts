@@ -3,8 +3,8 @@
  * listings (listings.ts) read, as the rows come and as the code names them: one mapping for both.
  */
 
-import type { RepairRange, RepairState } from '../../core/repair.js';
-import type { RepairPayload } from '../../core/repair-payload.js';
+import type { RepairRange, RepairState } from '../../core/repairs/repair.js';
+import type { RepairPayload } from '../../core/repairs/repair-payload.js';
 import type { Domain } from '../../core/types.js';
 import { fromStored, type StoredRange } from './ranges.js';
 

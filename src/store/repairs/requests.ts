@@ -2,11 +2,11 @@
  * Making repair requests: the lock that serialises them per asset, the requests already
  * held, new requests with their first attempts and waiters, and the wake-up of the lease holder.
  * Writes run in the caller's transaction, which the scheduler fences by its lease token; the
- * rules are core/repair.ts.
+ * rules are core/repairs/repair.ts.
  */
 
-import type { RepairRange, RepairState } from '../../core/repair.js';
-import type { RepairPayload } from '../../core/repair-payload.js';
+import type { RepairRange, RepairState } from '../../core/repairs/repair.js';
+import type { RepairPayload } from '../../core/repairs/repair-payload.js';
 import type { Domain, Interval } from '../../core/types.js';
 import type { Db, Tx } from '../pg/db.js';
 import { insertAttempts } from './attempts.js';
@@ -131,9 +131,4 @@ export async function addWaiters(
     select * from unnest(${waiters.map((w) => w.id)}::int8[], ${waiters.map((w) => w.rollupId)}::text[],
       ${waiters.map((w) => w.lo)}::int8[], ${waiters.map((w) => w.key)}::text[])
     on conflict do nothing`;
-}
-
-/** Wakes the lease holder (a request made by hand is delivered by it at once). */
-export async function wakeScheduler(db: Db, channel: string): Promise<void> {
-  await db`select pg_notify(${channel}, '')`;
 }

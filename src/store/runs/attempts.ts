@@ -3,7 +3,7 @@
  * attempt N + 1 when attempt N finished without success (an automatic or a manual retry).
  */
 
-import { manualRetryRefusal, type RunState, runId } from '../../core/runs.js';
+import { manualRetryRefusal, type RunState, runId } from '../../core/runs/runs.js';
 import type { Tx } from '../pg/db.js';
 import { insertReport, isCurrent, type RunRef } from './report.js';
 

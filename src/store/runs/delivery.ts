@@ -3,7 +3,7 @@
  * or a transient failure that leaves it pending, with the trigger's delivery columns for attempt 1.
  */
 
-import type { RunPolicy, RunReport } from '../../core/runs.js';
+import type { RunPolicy, RunReport } from '../../core/runs/runs.js';
 import type { Sql, Tx } from '../pg/db.js';
 import { compareRefs, type ReportResult, type RunRef, reportRun } from './report.js';
 

@@ -3,7 +3,7 @@
  * top of the status page. Read-only (runs.ts and its run-* neighbours write runs; run-history.ts
  * has the other reads), bounded and index-driven whatever the number of rollups and failures.
  */
-import { type RunState, UNSUCCESSFUL_STATES } from '../../core/runs.js';
+import { type RunState, UNSUCCESSFUL_STATES } from '../../core/runs/runs.js';
 import type { Db } from '../pg/db.js';
 
 /** A period whose current run ended without success. */

@@ -2,7 +2,7 @@
  * Runs as the API shows them: a period's current run, its history with reports, one run
  * by its key, and the run a callback names.
  */
-import type { ReportEffect, RunState } from '../../core/runs.js';
+import type { ReportEffect, RunState } from '../../core/runs/runs.js';
 import type { Db } from '../pg/db.js';
 import { type RefRow, type ReportSource, type RunRef, refOf } from './report.js';
 

@@ -35,7 +35,7 @@ export async function setNextChecks(
  * Ask about these runs now: a wake-up (a job finished) makes their next check immediate. A run
  * recorded as lost is asked about once more too: a check can find a job removed on completion
  * gone before the reader of the queue's events has seen its completion, and that event, now
- * remembered by the target, turns lost into succeeded (core/runs.ts). Its check after that stops.
+ * remembered by the target, turns lost into succeeded (core/runs/runs.ts). Its check after that stops.
  */
 export async function checkSoon(db: Db, runIds: readonly string[]): Promise<void> {
   if (runIds.length === 0) return;

@@ -3,7 +3,7 @@
  * statements whose conditions are exactly the predicates of the partial indexes runs_pending and
  * runs_check, so they read the open rows only, never the history of finished runs.
  */
-import type { RunState } from '../../core/runs.js';
+import type { RunState } from '../../core/runs/runs.js';
 import type { Db } from '../pg/db.js';
 
 export interface OpenRunCount {

@@ -1,13 +1,13 @@
 /**
  * How a run moves: reportRun applies one report to one run and records it in
  * run_reports, with the run columns of `periods` (its current attempt and state). The moves
- * themselves are decided by src/core/runs.ts; here they are loaded and stored. Attempts are made
+ * themselves are decided by src/core/runs/runs.ts; here they are loaded and stored. Attempts are made
  * in run-attempts.ts, deliveries recorded in run-delivery.ts, the next target checks set in
  * run-next-checks.ts.
  */
 
-import type { NormalizedEvent } from '../../core/events.js';
-import type { Rollup } from '../../core/rollup.js';
+import type { NormalizedEvent } from '../../core/events/events.js';
+import type { Rollup } from '../../core/rollups/rollup.js';
 import {
   applyReport,
   type ReportEffect,
@@ -15,7 +15,8 @@ import {
   type RunPolicy,
   type RunReport,
   type RunState,
-} from '../../core/runs.js';
+} from '../../core/runs/runs.js';
+import type { TargetReportSource } from '../../targets/registry.js';
 import { outputOf, recordOutputs } from '../assets/outputs.js';
 import type { Tx } from '../pg/db.js';
 
@@ -27,7 +28,8 @@ export interface RunRef {
   readonly attempt: number;
 }
 
-export type ReportSource = 'scheduler' | 'queue' | 'airflow' | 'dagster' | 'callback' | 'manual';
+/** Who made a report: the scheduler (delivery, timeout), a followed target type, the callback or a person. */
+export type ReportSource = 'scheduler' | TargetReportSource | 'callback' | 'manual';
 
 /** A run's key as statements return it. */
 export interface RefRow {

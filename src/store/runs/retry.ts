@@ -4,14 +4,14 @@
  * wakes the lease holder to deliver it at once. Any instance may do it: the run's key makes a
  * second attempt N + 1 impossible, and the period lock orders it with the scheduler.
  */
-import { EVENTS_CHANNEL } from '../assets/commit.js';
+import { wakeScheduler } from '../assets/commit.js';
 import type { Sql } from '../pg/db.js';
 import { type RetryResult, startRetry } from './attempts.js';
 
 export async function retryPeriodRun(sql: Sql, rollupId: string, lo: number): Promise<RetryResult> {
   return sql.begin(async (tx) => {
     const result = await startRetry(tx, rollupId, lo, 'manual', null);
-    if (result.ok) await tx`select pg_notify(${EVENTS_CHANNEL}, '')`;
+    if (result.ok) await wakeScheduler(tx);
     return result;
   });
 }

@@ -2,22 +2,18 @@
  * The scheduler's run work lists: pending runs to deliver, runs to ask their target
  * about, timeouts and due retries, each read through a partial index that holds only open rows.
  */
-import type { RunState } from '../../core/runs.js';
-import type { RunIdentity, TriggerPayload } from '../../core/trigger.js';
+import type { RunState } from '../../core/runs/runs.js';
+import type { RunIdentity, TriggerPayload } from '../../core/runs/trigger.js';
+import type { StoredTarget } from '../../targets/secrets.js';
 import type { Sql } from '../pg/db.js';
 import { type RefRow, type RunRef, refOf } from './report.js';
-
-/** A target as the decision stored it (targets/secrets.ts TargetJson). */
-export interface TargetJson {
-  readonly type: string;
-}
 
 export interface DueRun {
   readonly run: RunRef;
   readonly runId: string;
   readonly deliveries: number;
   readonly leaseToken: number;
-  readonly target: TargetJson;
+  readonly target: StoredTarget;
   /** The decision's payload (attempt 1's); see attemptPayload for attempt N. */
   readonly payload: TriggerPayload;
 }
@@ -32,7 +28,7 @@ export async function dueRuns(sql: Sql, limit: number): Promise<DueRun[]> {
       run_id: string;
       deliveries: number;
       lease_token: number;
-      target: TargetJson;
+      target: StoredTarget;
       payload: TriggerPayload;
     })[]
   >`
@@ -58,7 +54,7 @@ export interface FollowedRun {
   readonly state: RunState;
   readonly startedAt: Date | null;
   readonly finishedAt: Date | null;
-  readonly target: TargetJson;
+  readonly target: StoredTarget;
   /** The decision's payload without its coverage figures (upstreams): a check needs only the ids. */
   readonly payload: RunIdentity;
   /** The run's check_at as this read saw it (µs since the epoch): see setNextChecks. */
@@ -93,7 +89,7 @@ export async function runsToCheck(sql: Sql, limit: number, aheadMs = 0): Promise
       state: RunState;
       started_at: Date | null;
       finished_at: Date | null;
-      target: TargetJson;
+      target: StoredTarget;
       payload: RunIdentity;
       check_seen: string;
     })[]

@@ -1,4 +1,4 @@
-import { pastRetention } from '../../core/partitions.js';
+import { pastRetention } from '../../core/events/partitions.js';
 import {
   createPartitionsAhead,
   dropPartition,

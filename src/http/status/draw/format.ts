@@ -1,5 +1,5 @@
 /** Text for the status page: points, durations, ratios and axis ticks. Pure; times in UTC. */
-import { formatTime } from '../../../core/bounds.js';
+import { formatTime } from '../../../core/intervals/bounds.js';
 import type { Domain, Interval } from '../../../core/types.js';
 
 const SECOND = 1_000_000;

@@ -3,7 +3,7 @@
  * scripts: the pages reload themselves with a meta refresh, keeping their query (focus, window).
  */
 
-import type { Rollup } from '../../../core/rollup.js';
+import type { Rollup } from '../../../core/rollups/rollup.js';
 import type { GraphJson, PageView, PeriodExplanation } from '../load/model.js';
 import { renderAssetCard, renderRollupCard, renderUnseenCard } from './cards.js';
 import { GRAPH_CSS, graphLegend, renderGraph } from './graph-page.js';

@@ -4,7 +4,7 @@
  * rollups. Names link to the focused pages, which draw the timelines.
  */
 
-import { PERIOD_STATES } from '../../../core/policy.js';
+import { PERIOD_STATES } from '../../../core/periods/policy.js';
 import type { OverviewAsset, OverviewRollup } from '../load/model.js';
 import { formatLength, formatPointText } from './format.js';
 import { html, pageHref, type SafeHtml } from './html.js';

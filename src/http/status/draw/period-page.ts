@@ -2,8 +2,8 @@
  * The period page: why one period of a rollup is in its state, in sentences and tables, from the
  * same explanation `GET /v1/rollups/{id}/periods/{key}` answers (explainPeriod).
  */
-import { periodOfKey } from '../../../core/periods.js';
-import type { Rollup } from '../../../core/rollup.js';
+import { periodOfKey } from '../../../core/periods/periods.js';
+import type { Rollup } from '../../../core/rollups/rollup.js';
 import type { PeriodExplanation, UpstreamExplanation } from '../load/model.js';
 import { formatLength, formatPointText, formatRatio, formatWhen as when } from './format.js';
 import { html, pageHref, type SafeHtml } from './html.js';

@@ -1,4 +1,4 @@
-import { PERIOD_STATES } from '../../../core/policy.js';
+import { PERIOD_STATES } from '../../../core/periods/policy.js';
 
 /**
  * The strip's drawing state of a triggered period whose current run failed, timed out or was lost:

@@ -1,5 +1,5 @@
 /** A rollup's wait policy in a few words, for its card and its period pages. */
-import type { Rollup } from '../../../core/rollup.js';
+import type { Rollup } from '../../../core/rollups/rollup.js';
 import { formatLength } from './format.js';
 
 export function describePolicy(rollup: Rollup): string {

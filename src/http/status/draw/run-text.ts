@@ -2,7 +2,7 @@
  * How the status page names and colours run states. Keyed by RunState, so a new state
  * is a compile error here until it has a label, a colour and a tone.
  */
-import type { RunState } from '../../../core/runs.js';
+import type { RunState } from '../../../core/runs/runs.js';
 import { html, type SafeHtml } from './html.js';
 
 export const RUN_STATE_TEXT: Record<RunState, string> = {

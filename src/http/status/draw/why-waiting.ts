@@ -3,7 +3,7 @@
  * upstreams no event has named yet, which have nothing complete, and which end behind the
  * rollup's newest ended period (time) or behind its furthest upstream (integer). Pure.
  */
-import type { Rollup } from '../../../core/rollup.js';
+import type { Rollup } from '../../../core/rollups/rollup.js';
 import type { Domain } from '../../../core/types.js';
 import { formatLength } from './format.js';
 import { html, pageHref, type SafeHtml } from './html.js';

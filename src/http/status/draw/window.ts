@@ -1,5 +1,5 @@
 /** The status page's window: presets, explicit bounds, zooming and panning. Pure. */
-import { domainOf, formatTime, parseBound } from '../../../core/bounds.js';
+import { domainOf, formatTime, parseBound } from '../../../core/intervals/bounds.js';
 import type { Domain, Interval } from '../../../core/types.js';
 
 const SECOND = 1_000_000;

@@ -1,6 +1,6 @@
 /** An asset's card: coverage of its merged segments over the window. */
-import { piecesOf, projectCoverage } from '../../../core/coverage.js';
-import { freshnessOf } from '../../../core/freshness.js';
+import { piecesOf, projectCoverage } from '../../../core/intervals/coverage.js';
+import { freshnessOf } from '../../../core/intervals/freshness.js';
 import type { Interval, Piece } from '../../../core/types.js';
 import type { AssetHistory } from '../../../store/assets/asset-history.js';
 import type { AssetRow } from '../../../store/assets/assets.js';

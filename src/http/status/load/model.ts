@@ -4,9 +4,9 @@
  * stored row's shape, the period explanation, the graph, the bounds of what was read) is named
  * here too, so draw/ needs nothing from store/ or the loaders.
  */
-import type { FreshnessJson } from '../../../core/freshness.js';
-import type { PeriodState } from '../../../core/policy.js';
-import type { RunState } from '../../../core/runs.js';
+import type { FreshnessJson } from '../../../core/intervals/freshness.js';
+import type { PeriodState } from '../../../core/periods/policy.js';
+import type { RunState } from '../../../core/runs/runs.js';
 import type { Domain, Interval } from '../../../core/types.js';
 import type { AssetRow } from '../../../store/assets/assets.js';
 import type { OpenRepairsOfAsset } from '../../../store/repairs/listings.js';
@@ -28,7 +28,7 @@ export const COVERAGE_STATES = ['complete', 'outside', 'behind', 'replay_require
 export type CoverageDrawState = (typeof COVERAGE_STATES)[number];
 
 /** Period states, least severe first: a pixel holding several periods shows the most severe. */
-export { PERIOD_STATES, type PeriodState } from '../../../core/policy.js';
+export { PERIOD_STATES, type PeriodState } from '../../../core/periods/policy.js';
 
 export interface PieceDetail {
   readonly version: string | null;

@@ -7,8 +7,8 @@
 
 import { maxLags as configuredMaxLags } from '../../../config/index.js';
 import type { RollupRuntime } from '../../../config/rollups.js';
-import { freshnessOf } from '../../../core/freshness.js';
-import { compareWorstFirst, failedRunCount, NATURAL } from '../../../core/rollup-rank.js';
+import { freshnessOf } from '../../../core/intervals/freshness.js';
+import { compareWorstFirst, failedRunCount, NATURAL } from '../../../core/rollups/rollup-rank.js';
 import { assetHistories } from '../../../store/assets/asset-history.js';
 import { type AssetRow, countAssets, domainsOf, pageAssets } from '../../../store/assets/assets.js';
 import { freshnessFacts } from '../../../store/assets/freshness.js';
@@ -182,7 +182,7 @@ export async function loadPage(
   return { page, found: !missing };
 }
 
-/** Worst first (src/core/rollup-rank.ts), with the counts each rollup was ranked by. */
+/** Worst first (src/core/rollups/rollup-rank.ts), with the counts each rollup was ranked by. */
 async function worstFirst(sql: Sql, rollups: readonly RollupRuntime[], nowMs: number) {
   const ids = rollups.map((r) => r.rollup.id);
   const [counts, runCounts] = await Promise.all([

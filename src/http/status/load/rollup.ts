@@ -5,11 +5,11 @@
  */
 
 import type { RollupRuntime } from '../../../config/rollups.js';
-import type { Period } from '../../../core/calendar.js';
-import { countStarts } from '../../../core/period-count.js';
-import { type PeriodView, periodRange, periodsEnd } from '../../../core/periods.js';
-import type { PeriodState } from '../../../core/policy.js';
-import { UNSUCCESSFUL_STATES } from '../../../core/runs.js';
+import type { Period } from '../../../core/periods/calendar.js';
+import { countStarts } from '../../../core/periods/period-count.js';
+import { type PeriodView, periodRange, periodsEnd } from '../../../core/periods/periods.js';
+import type { PeriodState } from '../../../core/periods/policy.js';
+import { UNSUCCESSFUL_STATES } from '../../../core/runs/runs.js';
 import type { AssetRow } from '../../../store/assets/assets.js';
 import { countPeriods, listPeriods, periodAt, summarizePeriods } from '../../../store/periods/listing.js';
 import type { Db } from '../../../store/pg/db.js';
