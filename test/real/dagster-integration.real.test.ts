@@ -19,7 +19,7 @@ import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RepairPayload } from '../../src/core/repair-payload.js';
+import type { RepairPayload } from '../../src/core/repairs/repair-payload.js';
 import { packageRoot } from '../../src/support/paths.js';
 import { TEST_TOKEN } from '../helpers/daemon.js';
 import { createTestDatabase } from '../helpers/db.js';
