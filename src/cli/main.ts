@@ -1,19 +1,15 @@
 #!/usr/bin/env node
+/**
+ * The `coverage-rollup` command. Only what parsing and help need is imported up front; each
+ * command's module (and with it fastify, bullmq, postgres.js, zod, ...) is imported when that
+ * command runs, so `--version` and `--help` answer in a few tens of milliseconds.
+ */
 import { parseArgs } from 'node:util';
-import { ConfigError } from '../config/index.js';
+import { ConfigError } from '../config/errors.js';
 import { nearest } from '../core/nearest.js';
-import { runCheck } from './commands/check.js';
-import { runDemo } from './commands/demo.js';
-import { runEmit } from './commands/emit.js';
-import { runMigrate } from './commands/migrate.js';
-import { runPrune } from './commands/prune.js';
-import { runRepair } from './commands/repair.js';
-import { runRetry } from './commands/retry.js';
-import { releaseEmbedded } from './commands/shared.js';
-import { runStart } from './commands/start.js';
-import { runStatus } from './commands/status.js';
 import { COMMAND_HELP, HELP, version } from './help.js';
 import { COMMAND_OPTIONS, commandOf, misplacedOptions, OPTIONS, unknownOption } from './options.js';
+import { releaseAll } from './releases.js';
 
 /** Exit codes: 0 ok (or covered), 1 not covered, 2 usage or runtime error. */
 async function main(argv: string[]): Promise<number> {
@@ -62,28 +58,29 @@ async function main(argv: string[]): Promise<number> {
   }
   switch (command) {
     case 'start':
-      return runStart(values);
+      return (await import('./commands/start.js')).runStart(values);
     case 'migrate':
-      return runMigrate(values);
+      return (await import('./commands/migrate.js')).runMigrate(values);
     case 'check':
-      return runCheck(rest, values);
+      return (await import('./commands/check.js')).runCheck(rest, values);
     case 'emit':
-      return runEmit(rest, values);
+      return (await import('./commands/emit.js')).runEmit(rest, values);
     case 'status':
-      return runStatus(values);
+      return (await import('./commands/status.js')).runStatus(values);
     case 'demo':
-      return runDemo(values);
+      return (await import('./commands/demo.js')).runDemo(values);
     case 'prune':
-      return runPrune(values);
+      return (await import('./commands/prune.js')).runPrune(values);
     case 'retry':
-      return runRetry(rest, values);
+      return (await import('./commands/retry.js')).runRetry(rest, values);
     case 'repair':
-      return runRepair(rest, values);
+      return (await import('./commands/repair.js')).runRepair(rest, values);
     default: {
       const near = nearest(command ?? '', Object.keys(COMMAND_HELP));
       const hint = near === undefined ? '' : ` (did you mean ${near}?)`;
       process.stderr.write(
-        `coverage-rollup: unknown command "${command}"${hint}; see coverage-rollup --help\n`,
+        `coverage-rollup: unknown command "${command}"${hint}; see coverage-rollup --help
+`,
       );
       return 2;
     }
@@ -95,7 +92,7 @@ async function mainReleasing(argv: string[]): Promise<number> {
   try {
     return await main(argv);
   } finally {
-    await releaseEmbedded();
+    await releaseAll();
   }
 }
 

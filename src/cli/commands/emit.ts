@@ -2,10 +2,7 @@ import { readFileSync } from 'node:fs';
 import type { Config } from '../../config/index.js';
 import type { Domain } from '../../core/types.js';
 import { commitChecked, commitsDirectly } from '../../ingest/direct.js';
-import { checkEvents, precheckEvents, type Refusal } from '../../ingest/precheck.js';
-import { normalizeOptions } from '../../ingest/worker.js';
-import { queueConnection } from '../../queue/backend.js';
-import { EventQueues } from '../../queue/event-queues.js';
+import { checkEvents, normalizeOptions, precheckEvents, type Refusal } from '../../ingest/precheck.js';
 import { domainsOf } from '../../store/assets/assets.js';
 import { commandConfig, type GlobalOptions, withSql } from './shared.js';
 
@@ -53,6 +50,9 @@ export async function runEmit(args: string[], values: EmitOptions): Promise<numb
     recordedDomains(config, names),
   );
   if (refusals.length > 0) return refused(refusals, 'nothing enqueued');
+  // Only here: the embedded default commits above without loading BullMQ.
+  const { queueConnection } = await import('../../queue/backend.js');
+  const { EventQueues } = await import('../../queue/event-queues.js');
   const connection = queueConnection(config, { oneShot: true });
   const queue = new EventQueues(connection, config.queue);
   queue.on('error', () => {}); // reported below, through the failed addBulk
