@@ -7,7 +7,17 @@
 import { parseArgs } from 'node:util';
 import { ConfigError } from '../config/errors.js';
 import { nearest } from '../core/nearest.js';
+import {
+  BadUrlError,
+  type LinkFinder,
+  type LinkOptions,
+  NoDaemonError,
+  noDaemonMessage,
+  type Where,
+  whereTo,
+} from './daemon-link.js';
 import { COMMAND_HELP, HELP, version } from './help.js';
+import { ApiError, apiErrorText, DaemonUnreachableError } from './http-client.js';
 import { COMMAND_OPTIONS, commandOf, misplacedOptions, OPTIONS, unknownOption } from './options.js';
 import { releaseAll } from './releases.js';
 
@@ -62,19 +72,44 @@ async function main(argv: string[]): Promise<number> {
     case 'migrate':
       return (await import('./commands/migrate.js')).runMigrate(values);
     case 'check':
-      return (await import('./commands/check.js')).runCheck(rest, values);
+      return onDaemonOrDatabase(
+        'check',
+        values,
+        async (link) => (await import('./remote/check.js')).checkOverHttp(rest, values, link),
+        async () => (await import('./commands/check.js')).runCheck(rest, values),
+      );
     case 'emit':
-      return (await import('./commands/emit.js')).runEmit(rest, values);
+      return onDaemonOrDatabase(
+        'emit',
+        values,
+        async (link) => (await import('./remote/emit.js')).emitOverHttp(rest, values, link),
+        async () => (await import('./commands/emit.js')).runEmit(rest, values),
+      );
     case 'status':
-      return (await import('./commands/status.js')).runStatus(values);
+      return onDaemonOrDatabase(
+        'status',
+        values,
+        async (link) => (await import('./remote/status.js')).statusOverHttp(values, link),
+        async () => (await import('./commands/status.js')).runStatus(values),
+      );
     case 'demo':
       return (await import('./commands/demo.js')).runDemo(values);
     case 'prune':
       return (await import('./commands/prune.js')).runPrune(values);
     case 'retry':
-      return (await import('./commands/retry.js')).runRetry(rest, values);
+      return onDaemonOrDatabase(
+        'retry',
+        values,
+        async (link) => (await import('./remote/retry.js')).retryOverHttp(rest, values, link),
+        async () => (await import('./commands/retry.js')).runRetry(rest, values),
+      );
     case 'repair':
-      return (await import('./commands/repair.js')).runRepair(rest, values);
+      return onDaemonOrDatabase(
+        'repair',
+        values,
+        async (link) => (await import('./remote/repair.js')).repairOverHttp(rest, values, link),
+        async () => (await import('./commands/repair.js')).runRepair(rest, values),
+      );
     default: {
       const near = nearest(command ?? '', Object.keys(COMMAND_HELP));
       const hint = near === undefined ? '' : ` (did you mean ${near}?)`;
@@ -84,6 +119,44 @@ async function main(argv: string[]): Promise<number> {
       );
       return 2;
     }
+  }
+}
+
+/**
+ * A command that acts on a daemon: over its API when one is found (--url, or the record in the
+ * data directory), on a database directly when one is named (--config, DATABASE_URL, the embedded
+ * data of a stopped daemon), else a message saying how to point it (daemon-link.ts).
+ */
+async function onDaemonOrDatabase(
+  command: string,
+  values: LinkOptions,
+  overHttp: (link: LinkFinder) => Promise<number>,
+  direct: () => Promise<number>,
+): Promise<number> {
+  let where: Where;
+  try {
+    where = whereTo(values);
+  } catch (error) {
+    if (!(error instanceof BadUrlError)) throw error;
+    process.stderr.write(`coverage-rollup ${command}: ${error.message}\n`);
+    return 2;
+  }
+  if (where.kind === 'database') return direct();
+  // Asked for only once the command's arguments are checked: a usage error comes first.
+  const link = () => {
+    if (where.kind === 'none') throw new NoDaemonError(noDaemonMessage(command, where.why));
+    return where.link;
+  };
+  try {
+    return await overHttp(link);
+  } catch (error) {
+    if (error instanceof NoDaemonError) process.stderr.write(`${error.message}\n`);
+    else if (error instanceof ApiError)
+      process.stderr.write(`coverage-rollup ${command}: ${apiErrorText(error, link())}\n`);
+    else if (error instanceof DaemonUnreachableError)
+      process.stderr.write(`coverage-rollup ${command}: ${error.message}\n`);
+    else throw error;
+    return 2;
   }
 }
 

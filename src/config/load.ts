@@ -30,6 +30,7 @@ const ENV_FIELDS: Record<string, string> = {
   log_level: 'LOG_LEVEL',
   api_tokens: 'API_TOKENS',
   'http.port': 'PORT',
+  'http.host': 'HTTP_HOST',
 };
 
 /** Every environment variable the daemon reads its configuration from (SPEC §9). */
@@ -147,5 +148,6 @@ function applyEnv(raw: unknown, env: NodeJS.ProcessEnv): unknown {
     const port = /^-?\d+$/.test(env.PORT.trim()) ? Number(env.PORT) : env.PORT;
     out.http = { ...((out.http as object | undefined) ?? {}), port };
   }
+  if (env.HTTP_HOST) out.http = { ...((out.http as object | undefined) ?? {}), host: env.HTTP_HOST.trim() };
   return out;
 }

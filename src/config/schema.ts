@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { graphProblems } from '../core/graph.js';
 import { hasHashTag } from '../core/hash-tag.js';
 import { isClusterUrl, redisUrls } from '../core/redis-url.js';
+import { DEFAULT_DATA_DIR } from '../support/daemon-record.js';
 import { isoDuration, nonEmpty, postgresUrl, queueName, type secret, zone } from './fields.js';
 import { rollupSchema } from './rollup-schema.js';
 
@@ -26,19 +27,30 @@ export type QueueBackendKind = (typeof QUEUE_BACKENDS)[number];
 
 /**
  * The defaults that depend on what else is set: with neither URL, the embedded database; with no
- * `queue.backend`, Redis when a Redis URL is set, else PostgreSQL (SPEC §12).
+ * `queue.backend`, Redis when a Redis URL is set, else PostgreSQL (SPEC §12); with the embedded
+ * database and no `http.host`, this machine only (127.0.0.1): a daemon someone tries out is not
+ * reachable from the network until they say so. A deployment (a database URL given) keeps
+ * 0.0.0.0, which a container's published port needs.
  */
 function defaultsFromPresence(raw: unknown): unknown {
-  if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) return raw;
-  const out: Record<string, unknown> = { ...(raw as Record<string, unknown>) };
+  if (!isObject(raw)) return raw;
+  const out: Record<string, unknown> = { ...raw };
   const redisGiven = out.redis_url !== undefined;
   out.database_url ??= redisGiven ? LOCAL_DATABASE_URL : EMBEDDED_DATABASE;
   const queue = out.queue;
-  if (queue === undefined || (queue !== null && typeof queue === 'object' && !Array.isArray(queue))) {
-    const q = (queue ?? {}) as Record<string, unknown>;
-    out.queue = { ...q, backend: q.backend ?? (redisGiven ? 'redis' : 'postgres') };
+  if (queue === undefined || isObject(queue)) {
+    out.queue = { ...queue, backend: queue?.backend ?? (redisGiven ? 'redis' : 'postgres') };
   }
+  const http = out.http;
+  if (out.database_url === EMBEDDED_DATABASE && (http === undefined || isObject(http)))
+    out.http = { ...http, host: http?.host ?? LOOPBACK };
   return out;
+}
+
+const LOOPBACK = '127.0.0.1';
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === 'object' && !Array.isArray(value);
 }
 
 const DAY_MS = 86_400_000;
@@ -62,7 +74,7 @@ const configObject = z
     database_url: z.union([postgresUrl, z.literal(EMBEDDED_DATABASE)]),
     // Where the embedded PostgreSQL keeps its cluster (and its queues), relative to the working
     // directory; used only when database_url is the embedded one.
-    data_dir: nonEmpty.default('./.coverage-rollup'),
+    data_dir: nonEmpty.default(DEFAULT_DATA_DIR),
     // A streaming replica of database_url that serves coverage answers, listings and the status
     // page (README "A read replica"); unset, every read goes to database_url.
     database_read_url: postgresUrl.optional(),
