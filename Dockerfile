@@ -6,6 +6,8 @@ FROM node:20-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 COPY patches ./patches
+# npm ci's prepare (tools/build-if-stale.mjs) finds no src/ in this layer and builds nothing;
+# the build runs once the sources are copied in.
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
