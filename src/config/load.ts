@@ -28,6 +28,7 @@ const ENV_FIELDS: Record<string, string> = {
   'queue.backend': 'QUEUE_BACKEND',
   data_dir: 'COVERAGE_ROLLUP_DATA_DIR',
   log_level: 'LOG_LEVEL',
+  log_format: 'LOG_FORMAT',
   api_tokens: 'API_TOKENS',
   'http.port': 'PORT',
   'http.host': 'HTTP_HOST',
@@ -139,6 +140,7 @@ function applyEnv(raw: unknown, env: NodeJS.ProcessEnv): unknown {
     };
   }
   if (env.LOG_LEVEL) out.log_level = env.LOG_LEVEL;
+  if (env.LOG_FORMAT) out.log_format = env.LOG_FORMAT.trim().toLowerCase();
   if (env.API_TOKENS) {
     out.api_tokens = env.API_TOKENS.split(',')
       .map((t) => t.trim())

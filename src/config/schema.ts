@@ -3,13 +3,14 @@ import { graphProblems } from '../core/graph.js';
 import { hasHashTag } from '../core/hash-tag.js';
 import { isClusterUrl, redisUrls } from '../core/redis-url.js';
 import { DEFAULT_DATA_DIR } from '../support/daemon-record.js';
+import { LOG_FORMATS } from '../support/log.js';
 import { isoDuration, nonEmpty, postgresUrl, queueName, type secret, zone } from './fields.js';
 import { rollupSchema } from './rollup-schema.js';
 
 /**
  * One schema, one defaults object. Precedence (lowest first): defaults, the YAML file
  * (--config or COVERAGE_ROLLUP_CONFIG), environment overrides (DATABASE_URL, DATABASE_READ_URL,
- * REDIS_URL, QUEUE_BACKEND, COVERAGE_ROLLUP_DATA_DIR, PORT, LOG_LEVEL, API_TOKENS). A bad value is
+ * REDIS_URL, QUEUE_BACKEND, COVERAGE_ROLLUP_DATA_DIR, PORT, HTTP_HOST, LOG_LEVEL, LOG_FORMAT, API_TOKENS). A bad value is
  * an error naming the field, never a silent fallback.
  */
 
@@ -96,6 +97,8 @@ const configObject = z
         z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),
       )
       .default('info'),
+    // json or pretty; unset: pretty at a terminal, JSON otherwise (support/log.ts).
+    log_format: z.enum(LOG_FORMATS).optional(),
     http: z
       .strictObject({
         host: nonEmpty.default('0.0.0.0'),

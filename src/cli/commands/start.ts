@@ -11,7 +11,7 @@ import {
   removeRecord,
   writeRecord,
 } from '../../support/daemon-record.js';
-import { createLogger, daemonStdout, type Logger, redactUrl } from '../../support/log.js';
+import { createLogger, daemonDestination, type Logger, redactUrl } from '../../support/log.js';
 import { boundHeapGrowth } from '../heap-growth.js';
 import { closeHungUpTerminalAtExit } from '../terminal-hangup.js';
 import { configFrom, type GlobalOptions } from './shared.js';
@@ -45,7 +45,7 @@ export async function runStart(values: GlobalOptions): Promise<number> {
   // Built now, as the schema is checked, so a bad rollup fails before an embedded server starts
   // or a line is logged, naming the file; the daemon takes them as they are.
   const rollups = defineRollups(loaded, configPath(values) ?? 'defaults');
-  const log = createLogger(loaded.log_level, daemonStdout());
+  const log = createLogger(loaded.log_level, daemonDestination(loaded.log_format));
   closeHungUpTerminalAtExit();
   let forceStopServer = () => {};
   let forgetRecord = () => {};
@@ -219,9 +219,9 @@ function announceReady(resolved: ResolvedConfig, daemon: Daemon, recorded: boole
   const host = resolved.config.http.host;
   const loopback = host === '127.0.0.1' || host === '::1' || host === 'localhost';
   const reach = loopback
-    ? `listening on ${host} only (this machine); set http.host (HTTP_HOST) to open it to the network`
-    : `listening on ${host}:${resolved.config.http.port}`;
-  log.info({ url, status_page: `${url}/`, host }, `ready: status page ${url}/ (${reach})`);
+    ? `listening on ${host} only, this machine: set http.host (HTTP_HOST) to listen on the network`
+    : `listening on ${host}`;
+  log.info({ url, host }, `ready: status page ${url}/ ; ${reach}`);
   if (recorded) {
     const record = recordPath(resolved.config.data_dir);
     log.info(
