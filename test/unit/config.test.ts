@@ -13,6 +13,18 @@ describe('configuration', () => {
     expect(config.rollups).toEqual([]);
   });
 
+  it('listens on this machine only with the embedded database, on every interface with a URL, as http.host says otherwise', () => {
+    expect(loadConfig({ env: {} }).http.host).toBe('127.0.0.1');
+    expect(loadConfig({ env: { DATABASE_URL: 'postgres://db/x' } }).http.host).toBe('0.0.0.0');
+    expect(loadConfig({ env: { REDIS_URL: 'redis://r:1' } }).http.host).toBe('0.0.0.0');
+    expect(parseConfig({ http: { host: '0.0.0.0' } }).http.host).toBe('0.0.0.0');
+    expect(parseConfig({ http: { port: 9 } }).http).toMatchObject({ host: '127.0.0.1', port: 9 });
+    expect(loadConfig({ env: { HTTP_HOST: '0.0.0.0' } }).http.host).toBe('0.0.0.0');
+    expect(loadConfig({ env: { HTTP_HOST: '10.0.0.7', DATABASE_URL: 'postgres://db/x' } }).http.host).toBe(
+      '10.0.0.7',
+    );
+  });
+
   it('takes environment overrides over the file', () => {
     const config = loadConfig({
       path: 'config/example.yaml',
@@ -22,9 +34,11 @@ describe('configuration', () => {
         REDIS_URL: 'redis://r:1',
         PORT: '9999',
         LOG_LEVEL: 'warn',
+        LOG_FORMAT: 'Pretty',
         API_TOKENS: 'aaaaaaaaaaaaaaaa, bbbbbbbbbbbbbbbb',
       },
     });
+    expect(config.log_format).toBe('pretty');
     expect(config.database_url).toBe('postgres://db/x');
     expect(config.database_read_url).toBe('postgres://replica/x');
     expect(config.redis_url).toBe('redis://r:1');
