@@ -1,7 +1,10 @@
 /** Where the config comes from: the YAML file, then environment overrides (SPEC §9). */
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { ConfigError, describeIssues } from './errors.js';
+import { RollupDefinitionError } from '../core/rollup.js';
+import { ConfigError, describeIssues, fieldName } from './errors.js';
+import { rollupSchema } from './rollup-schema.js';
+import { buildRollup, definitionLine } from './rollups.js';
 import { type Config, configSchema } from './schema.js';
 
 export { ConfigError } from './errors.js';
@@ -44,8 +47,30 @@ export function parseConfig(
 ): Config {
   const result = configSchema.safeParse(raw);
   if (result.success) return result.data;
-  const lines = describeIssues(result.error.issues, raw, configSchema, fromEnv);
+  const lines = [
+    ...describeIssues(result.error.issues, raw, configSchema, fromEnv),
+    ...definitionProblems(raw),
+  ];
   throw new ConfigError(`invalid configuration (${origin}):\n${lines.join('\n')}`);
+}
+
+/**
+ * What defineRollups would refuse in the rollups that are valid on their own (a begin its calendar
+ * cannot read, a deadline on integer periods), so a file with an error elsewhere reports these too
+ * rather than one error per attempt. With a valid file, defineRollups reports them.
+ */
+function definitionProblems(raw: unknown): string[] {
+  const rollups =
+    raw !== null && typeof raw === 'object' ? (raw as { rollups?: unknown }).rollups : undefined;
+  if (!Array.isArray(rollups)) return [];
+  return rollups.flatMap((entry, i) => {
+    const parsed = rollupSchema.safeParse(entry);
+    if (!parsed.success) return [];
+    const built = buildRollup(parsed.data);
+    return built instanceof RollupDefinitionError
+      ? [definitionLine(fieldName(['rollups', i], raw), built)]
+      : [];
+  });
 }
 
 function readYaml(file: string): unknown {

@@ -182,6 +182,8 @@ const configObject = z
     shutdown_timeout: isoDuration.default(30_000),
     rollups: z.array(rollupSchema).default([]),
   })
+  // The checks across fields run even where another part of the file failed, as long as the parts
+  // each reads are valid, so one run reports every error (zod skips them on any issue otherwise).
   .superRefine((config, ctx) => {
     const { ttl, renew_every } = config.lease;
     if (renew_every * 2 > ttl) {
@@ -191,24 +193,49 @@ const configObject = z
         message: 'must be at most half of lease.ttl',
       });
     }
-    const seen = new Set<string>();
-    config.rollups.forEach((r, i) => {
-      if (seen.has(r.id))
-        ctx.addIssue({ code: 'custom', path: ['rollups', i, 'id'], message: `duplicate id ${r.id}` });
-      seen.add(r.id);
-    });
+  }, readsOnly('lease'))
+  // Written for a value that may hold invalid parts, so it runs whatever else failed.
+  .superRefine(
+    (config, ctx) => {
+      duplicates(config.rollups, 'id').forEach((i) => {
+        const id = (config.rollups[i] as { id: string }).id;
+        ctx.addIssue({ code: 'custom', path: ['rollups', i, 'id'], message: `duplicate id ${id}` });
+      });
+      duplicates(config.assets, 'name').forEach((i) => {
+        const name = (config.assets[i] as { name: string }).name;
+        ctx.addIssue({ code: 'custom', path: ['assets', i, 'name'], message: `duplicate ${name}` });
+      });
+    },
+    { when: () => true },
+  )
+  .superRefine((config, ctx) => {
     for (const p of graphProblems(config.rollups))
       ctx.addIssue({ code: 'custom', path: ['rollups', p.index, p.field], message: p.message });
-    checkQueueGroups(config, ctx);
-    const names = new Set<string>();
-    config.assets.forEach((a, i) => {
-      if (names.has(a.name))
-        ctx.addIssue({ code: 'custom', path: ['assets', i, 'name'], message: `duplicate ${a.name}` });
-      names.add(a.name);
-    });
-  });
+  }, readsOnly('rollups'))
+  .superRefine((config, ctx) => checkQueueGroups(config, ctx), readsOnly('queue', 'redis_url', 'rollups'));
 
 export const configSchema = z.preprocess(defaultsFromPresence, configObject);
+
+type Payload = z.core.ParsePayload;
+
+/** A check that runs unless one of these top-level fields failed (it reads only them). */
+function readsOnly(...fields: string[]): { when: (payload: Payload) => boolean } {
+  return { when: (payload) => !payload.issues.some((issue) => fields.includes(String(issue.path?.[0]))) };
+}
+
+/** Indices of the entries whose `key` (a string) repeats an earlier entry's; anything else is skipped. */
+function duplicates(entries: unknown, key: string): number[] {
+  if (!Array.isArray(entries)) return [];
+  const seen = new Set<string>();
+  return entries.flatMap((entry, i) => {
+    const value =
+      entry !== null && typeof entry === 'object' ? (entry as Record<string, unknown>)[key] : undefined;
+    if (typeof value !== 'string') return [];
+    if (seen.has(value)) return [i];
+    seen.add(value);
+    return [];
+  });
+}
 
 export type Config = z.output<typeof configObject>;
 
