@@ -39,7 +39,9 @@ if (!existsSync('src')) {
   say('no src/ here yet: nothing to build');
   process.exit(0);
 }
-const built = existsSync(OUTPUT) ? (statSync(STAMP, { throwIfNoEntry: false }) ?? statSync(OUTPUT)).mtimeMs : 0;
+const built = existsSync(OUTPUT)
+  ? (statSync(STAMP, { throwIfNoEntry: false }) ?? statSync(OUTPUT)).mtimeMs
+  : 0;
 const sources = Math.max(...INPUTS.map(newest));
 if (built >= sources) {
   if (!install) say('dist/ is up to date with src/; not compiling');
@@ -51,14 +53,20 @@ if (!existsSync(TSC)) {
     say('src/ is newer than dist/, but TypeScript is not installed (--omit=dev): running dist/ as it is');
     process.exit(0);
   }
-  say('there is no build (dist/) and TypeScript is not installed (--omit=dev): run npm ci with the dev dependencies, then npm run build');
+  say(
+    'there is no build (dist/) and TypeScript is not installed (--omit=dev): run npm ci with the dev dependencies, then npm run build',
+  );
   process.exit(install ? 0 : 1);
 }
-say(built === 0 ? 'no build yet: compiling (about 10 s, once)' : 'src/ changed since the last build: compiling');
+say(
+  built === 0 ? 'no build yet: compiling (about 10 s, once)' : 'src/ changed since the last build: compiling',
+);
 const startedAt = new Date();
 const result = spawnSync(process.execPath, [TSC, '-p', 'tsconfig.build.json'], { stdio: 'inherit' });
 if (result.status !== 0) {
-  say(`tsc failed (exit ${result.status ?? result.signal}); fix the errors above, or run npm run build to see them again`);
+  say(
+    `tsc failed (exit ${result.status ?? result.signal}); fix the errors above, or run npm run build to see them again`,
+  );
   process.exit(result.status ?? 1);
 }
 writeFileSync(STAMP, '');
