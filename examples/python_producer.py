@@ -1,21 +1,25 @@
 """Publish asset events to coverage-rollup from Python with BullMQ for Python (3.x).
 
+    python3 -m venv .venv && . .venv/bin/activate
     pip install 'bullmq[postgres]==3.4.4'        # the extra only for the PostgreSQL backend
-    python examples/python_producer.py --asset warehouse.orders --start 2025-06-01T10:00:00Z
-    QUEUE_BACKEND=postgres DATABASE_URL=postgres://127.0.0.1:5432/coverage \\
-        python examples/python_producer.py --asset warehouse.orders --start 2025-06-01T10:00:00Z
+    python3 examples/python_producer.py --asset warehouse.orders --start 2025-06-01T10:00:00Z
 
-Each job's data is the canonical event of SPEC §3 / README "Events"; a stable `id` per slice makes
-a redelivery harmless. The queue settings must match the daemon's config; each option defaults to
-the environment variable the daemon reads (QUEUE_BACKEND, REDIS_URL, DATABASE_URL) or to the
-daemon's default (`asset-events`, prefix `bull`, 1 group):
+Run beside a daemon (in the directory it was started in, or with COVERAGE_ROLLUP_DATA_DIR set to
+its data directory) it finds it through the record the daemon keeps there, daemon.json
+(docs/operations.md, "The daemon's record"): its queue backend, queue name, prefix, groups and,
+for the embedded default, its database. Anything the environment or the options say wins:
+QUEUE_BACKEND, REDIS_URL, DATABASE_URL (an empty one is refused, never read as libpq's defaults),
+QUEUE_NAME, QUEUE_PREFIX, QUEUE_GROUPS, or --backend, --redis-url, --database-url, ... With neither
+a daemon nor a URL it says so and exits 2.
+
+Each job's data is the canonical event of the daemon's events queue; a stable `id` per slice makes a
+redelivery harmless. The queue settings must match the daemon's config:
 
 - Redis (`queue.backend: redis`): the queue `asset-events` under the BullMQ prefix.
 - PostgreSQL (`queue.backend: postgres`, the embedded default): BullMQ's PostgreSQL backend in the
-  daemon's database, in the schema its prefix names (README "Which queue backend"). The embedded
-  server's address is in the daemon's start log and in <data_dir>/server.json.
+  daemon's database, in the schema its prefix names.
 - `queue.groups: N` > 1: an asset's events go to the queue of group fnv1a32(asset) mod N, under the
-  prefix "{<prefix>-<group>}" (README "Queue groups and Redis Cluster").
+  prefix "{<prefix>-<group>}".
 
 It prints one JSON line: how many events went to which queue.
 """
@@ -25,6 +29,7 @@ import asyncio
 import json
 import os
 import re
+import sys
 from datetime import datetime, timedelta, timezone
 
 from bullmq import Queue
@@ -104,22 +109,56 @@ async def produce(args: argparse.Namespace) -> dict:
     return {"backend": args.backend, "queue": args.queue, "sent": sent}
 
 
+def daemon_record() -> dict | None:
+    """The record of the daemon running beside us (docs/operations.md), or None.
+
+    It is <data dir>/daemon.json, the data directory being COVERAGE_ROLLUP_DATA_DIR or
+    ./.coverage-rollup; a record whose pid is gone was left by a daemon that was killed.
+    """
+    path = os.path.join(os.environ.get("COVERAGE_ROLLUP_DATA_DIR") or ".coverage-rollup", "daemon.json")
+    try:
+        with open(path, encoding="utf-8") as f:
+            record = json.load(f)
+        os.kill(record["pid"], 0)
+    except PermissionError:
+        pass  # alive, another user's
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return record
+
+
+def refuse(why: str) -> None:
+    print(f"python_producer.py: {why}", file=sys.stderr)
+    sys.exit(2)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     env = os.environ.get
-    parser.add_argument("--backend", choices=["redis", "postgres"],
-                        default=env("QUEUE_BACKEND") or ("redis" if env("REDIS_URL") else "postgres"))
-    parser.add_argument("--redis-url", default=env("REDIS_URL", "redis://127.0.0.1:6379"))
-    parser.add_argument("--database-url", default=env("DATABASE_URL", "postgres://127.0.0.1:5432/coverage"))
-    parser.add_argument("--queue", default=env("QUEUE_NAME", "asset-events"), help="queue.name")
-    parser.add_argument("--prefix", default=env("QUEUE_PREFIX", "bull"), help="queue.prefix")
-    parser.add_argument("--groups", type=int, default=int(env("QUEUE_GROUPS", "1")), help="queue.groups")
+    record = daemon_record() or {}
+    queue = record.get("queue", {})
+    backend = env("QUEUE_BACKEND") or ("redis" if env("REDIS_URL") else queue.get("backend", "postgres"))
+    parser.add_argument("--backend", choices=["redis", "postgres"], default=backend)
+    parser.add_argument("--redis-url", default=env("REDIS_URL", record.get("redis_url") or "redis://127.0.0.1:6379"))
+    parser.add_argument("--database-url", default=env("DATABASE_URL", record.get("database_url")))
+    parser.add_argument("--queue", default=env("QUEUE_NAME", queue.get("name", "asset-events")), help="queue.name")
+    parser.add_argument("--prefix", default=env("QUEUE_PREFIX", queue.get("prefix", "bull")), help="queue.prefix")
+    parser.add_argument("--groups", type=int, default=int(env("QUEUE_GROUPS", queue.get("groups", 1))),
+                        help="queue.groups")
     parser.add_argument("--asset", action="append", required=True, help="repeat for several assets")
     parser.add_argument("--start", required=True, help="first slice start, ISO 8601 (UTC)")
     parser.add_argument("--slices", type=int, default=12, help="consecutive slices per asset")
     parser.add_argument("--minutes", type=int, default=5, help="width of one slice")
     parser.add_argument("--version", default="v1")
     args = parser.parse_args()
+    if args.backend == "postgres" and not args.database_url:
+        # psycopg reads an empty URL as libpq's defaults: the local server, the user's database.
+        where = "DATABASE_URL is empty" if args.database_url == "" else "no daemon is recorded here"
+        refuse(f"{where}: run it in the directory the daemon was started in (or set "
+               "COVERAGE_ROLLUP_DATA_DIR to its data directory), or give the daemon's database as "
+               "DATABASE_URL or --database-url")
+    if args.backend == "redis" and not args.redis_url:
+        refuse("REDIS_URL is empty: give the daemon's Redis URL, or unset it")
     print(json.dumps(asyncio.run(produce(args))), flush=True)
 
 
