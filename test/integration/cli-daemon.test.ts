@@ -350,6 +350,13 @@ describe('coverage-rollup start records itself in its data directory', () => {
     const status = await cli(['status'], elsewhere, { COVERAGE_ROLLUP_DATA_DIR: dataDir });
     expect(status.code, status.stderr).toBe(0);
     expect(status.stdout).toContain(`daemon: ${p.url}`);
+    // prune works on a database: the recorded daemon's config names it (no embedded server made).
+    const prune = await cli(['prune', '--dry-run', '--json'], elsewhere, {
+      COVERAGE_ROLLUP_DATA_DIR: dataDir,
+    });
+    expect(prune.code, prune.stderr).toBeLessThanOrEqual(1);
+    expect(JSON.parse(prune.stdout)).toMatchObject({ dryRun: true, ran: true });
+    expect(existsSync(join(dataDir, 'server.json'))).toBe(false);
     expect((await p.stop()).code).toBe(0);
     expect(existsSync(path)).toBe(false);
   });

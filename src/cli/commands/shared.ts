@@ -1,6 +1,7 @@
 import { type Config, loadConfig } from '../../config/index.js';
 import { resolveDatabase } from '../../embedded/resolve.js';
 import { type ConnectOptions, connect, type Sql } from '../../store/pg/db.js';
+import { dataDirOf, lookUpRecord } from '../../support/daemon-record.js';
 import { createLogger, redactUrl } from '../../support/log.js';
 import { onRelease } from '../releases.js';
 
@@ -20,12 +21,22 @@ let embeddedDir: string | undefined;
  * server of data_dir (started for this command when no daemon runs it; stopped by main when the command ends).
  */
 export async function commandConfig(values: GlobalOptions): Promise<Config> {
-  const config = configFrom(values);
+  const config = configFrom({ config: values.config ?? recordedConfig() });
   // Quiet: a command's output is its answer; the server's start is reported only when it fails.
   const resolved = await resolveDatabase(config, createLogger('warn'), 'command');
   onRelease(resolved.release);
   embeddedDir = resolved.embedded?.dataDir;
   return resolved.config;
+}
+
+/**
+ * The config file of the daemon recorded in the data directory, for a command given none (`prune`
+ * and `migrate` in the daemon's directory act with its retention and database settings).
+ */
+function recordedConfig(): string | undefined {
+  if (process.env.COVERAGE_ROLLUP_CONFIG) return undefined;
+  const found = lookUpRecord(dataDirOf());
+  return found.kind === 'live' ? (found.record.config ?? undefined) : undefined;
 }
 
 /** Runs `fn` with a short-lived connection, for one-shot commands. */
