@@ -73,7 +73,7 @@ async function timed(
   const [code] = (await once(child, 'exit')) as [number | null];
   const ms = Number(process.hrtime.bigint() - started) / 1e6;
   if (!ok.includes(code ?? -1)) throw new Error(`${args.join(' ')} exited ${code}: ${stderr}`);
-  (cpu[current] ??= []).push(childCpuMs() - cpuBefore);
+  cpu[current] = [...(cpu[current] ?? []), childCpuMs() - cpuBefore];
   return ms;
 }
 
