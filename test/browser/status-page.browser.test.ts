@@ -429,17 +429,17 @@ describe.skipIf(!available)(
       }
       // Every column's contents line up with its header: right edges for numbers, left for text.
       // The page's first two overview tables (assets, rollups), each in a box of its own.
-      for (const table of ['table.overview >> nth=0', 'table.overview >> nth=1']) {
-        const index = Number(table.slice(-1));
+      for (const index of [0, 1]) {
+        const table = `overview table ${index + 1}`;
         const columns = await page.evaluate((n) => {
           const d = (globalThis as unknown as InTable).document;
           const selector = `[data-overview-index="${n}"]`;
-          [...d.querySelectorAll('table.overview')].forEach((t, i) =>
+          let i = 0;
+          for (const t of d.querySelectorAll('table.overview'))
             (t as unknown as { setAttribute(k: string, v: string): void }).setAttribute(
               'data-overview-index',
-              String(i),
-            ),
-          );
+              String(i++),
+            );
           const box = (node: { textContent: string }): Box => {
             const range = d.createRange();
             range.selectNodeContents(node);
