@@ -217,6 +217,8 @@ describe.each(modes)('the CLI $name', ({ cwd, flags, env }) => {
     expect(status.stdout).toMatch(/rollups \(1\):\n {2}hook {2}/);
     const json = JSON.parse((await run(['status', '--json'])).stdout);
     expect(json.rollups.map((r: { id: string }) => r.id)).toEqual(['hook']);
+    // The database path's shape: the lease held by this daemon (it leads: the only instance).
+    expect(json.leases).toEqual([expect.objectContaining({ name: 'scheduler', token: expect.any(Number) })]);
   });
 
   it("retries a failed run of the daemon's rollup, by key and by window", async () => {

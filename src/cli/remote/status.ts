@@ -55,9 +55,20 @@ export async function statusOverHttp(
     }));
   const scheduler = ready.scheduler;
   if (values.json) {
-    process.stdout.write(
-      `${JSON.stringify({ daemon: link.url, assets, rollups, scheduler: scheduler ?? null })}\n`,
-    );
+    // The database path's shape (assets, rollups, leases), the lease as this daemon knows it.
+    const leases =
+      scheduler?.role === 'leader'
+        ? [
+            {
+              name: scheduler.name,
+              holder: scheduler.instance,
+              token: scheduler.token,
+              expires_in_s: (scheduler.expiresInMs ?? 0) / 1000,
+            },
+          ]
+        : [];
+    const body = { daemon: link.url, assets, rollups, leases, scheduler: scheduler ?? null };
+    process.stdout.write(`${JSON.stringify(body)}\n`);
     return 0;
   }
   process.stdout.write(
