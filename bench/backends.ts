@@ -1,5 +1,5 @@
 /**
- * bench:backends (SPEC §12): the same events ingested through each queue backend in one run, and
+ * bench:backends: the same events ingested through each queue backend in one run, and
  * the embedded default's start times. Rounds alternate Redis, PostgreSQL (the local server, the
  * queue in the index's own database) and the embedded PostgreSQL, so load from elsewhere on the
  * machine hits all alike; each round fills its queue first, then times our ingest worker from its

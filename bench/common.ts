@@ -18,7 +18,7 @@ export const REDIS_URL =
   process.env.BENCH_REDIS_URL ?? process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 
 /**
- * The daemon reaches PostgreSQL through its Unix socket when it is on this machine, as the README
+ * The daemon reaches PostgreSQL through its Unix socket when it is on this machine, as docs/operations.md
  * recommends for a co-located database; BENCH_PG_SOCKET_DIR='' measures over TCP instead.
  */
 const SOCKET_DIR = process.env.BENCH_PG_SOCKET_DIR ?? '/var/run/postgresql';

@@ -3,7 +3,7 @@
  * other minute (50,000 holes over 70 days), asked over HTTP for a one-year window. Prints latency
  * (p50, p99) and answer size for the default limit, for order=newest and for limit=1000.
  * Goal: default limit ≤ 50 ms and ≤ 100 KB, on a database never analyzed (autovacuum off, the
- * daemon's own maintenance held off by holding its lock) and again after ANALYZE (SPEC §13). The
+ * daemon's own maintenance held off by holding its lock) and again after ANALYZE. The
  * daemon runs in its own process. Prints JSON.
  *
  *   npm run bench:holes-query

@@ -1,5 +1,5 @@
 /**
- * bench:repairs: repair requests (SPEC §15) at platform scale, with the daemon in its own process
+ * bench:repairs: repair requests at platform scale, with the daemon in its own process
  * (bench/common.ts, as bench:scheduler). 1,000 hourly rollups since 2023-01-01, each over 10 of
  * 10,000 assets, with `repair:` sent to a queue target. Every asset is covered over the last 100
  * hours except a one-hour hole in 1 % of them (one hole each; the window is BENCH_HOLE_HOURS),

@@ -1,6 +1,6 @@
 /**
  * bench:runs: how fast a downstream outcome becomes visible, and what open runs cost the scheduler
- * (SPEC §11, issue 26), with 1,000 hourly rollups on one queue target and the daemon in its own
+ * (issue 26), with 1,000 hourly rollups on one queue target and the daemon in its own
  * process.
  *
  * 1. Daemon A idles with no run open: its idle scheduler pass p50 is the baseline.
@@ -99,7 +99,7 @@ async function main(): Promise<void> {
       await sleep(100);
     }
   };
-  /** The period's run, from the period detail (SPEC §11: `run` on the period). */
+  /** The period's run, from the period detail (`run` on the period). */
   const runOf = async (rollup: string, key: string): Promise<RunView | null> => {
     const body = await api<{ run?: RunView | null; period?: { run?: RunView | null } }>(
       `/v1/rollups/${rollup}/periods/${encodeURIComponent(key)}`,

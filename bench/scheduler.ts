@@ -1,5 +1,5 @@
 /**
- * bench:scheduler: the platform-scale setup of SPEC §10 from a fresh database, with the daemon in
+ * bench:scheduler: the platform-scale setup from a fresh database, with the daemon in
  * its own process. 1,000 hourly rollups since 2023-01-01, each over two of 10,000 declared assets
  * (a tenth of them with a 2-hour deadline that triggers, a tenth with one that misses), a daily
  * rollup over 100 upstreams and a minute rollup over the last 90 days.

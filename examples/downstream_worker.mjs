@@ -2,7 +2,7 @@
 //   node examples/downstream_worker.mjs      (from the project folder, after npm ci)
 //   env: REDIS_URL, QUEUE (default downstream-runs), PREFIX (default bull), FAIL_ATTEMPTS (see below)
 //
-// The daemon follows each job it added (README, "Runs"): when the processor returns, the run is
+// The daemon follows each job it added (docs/targets/queue.md): when the processor returns, the run is
 // `succeeded`; when it throws, BullMQ retries the job as its own `attempts` option says, and the run
 // is `failed` (with the error message) only once the job fails for good. Nothing else to report: no
 // callback, no status table. The daemon's own retry policy (`run: {retries, backoff}`) then adds a

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Publish asset events to coverage-rollup over HTTP: POST /v1/events.
+# Publish asset events to coverage-rollup over HTTP: POST /v1/events (docs/events.md "HTTP").
 #
 #   sh examples/http_producer.sh warehouse.orders 2025-06-01T10:00:00Z 2025-06-01T11:00:00Z v1
 #

@@ -6,12 +6,14 @@
  *   npm install bullmq pg               # BullMQ's PostgreSQL backend (the embedded default)
  *   node examples/node_producer.mjs --asset warehouse.orders --start 2025-06-01T10:00:00Z
  *
- * The same options as examples/python_producer.py. Run beside a daemon (in the directory it was
- * started in, or with COVERAGE_ROLLUP_DATA_DIR set to its data directory) it finds it through the
- * record the daemon keeps there, daemon.json (docs/operations.md, "The daemon's record"): its queue
- * backend, name, prefix, groups and, for the embedded default, its database. The environment
- * (QUEUE_BACKEND, REDIS_URL, DATABASE_URL, QUEUE_NAME, QUEUE_PREFIX, QUEUE_GROUPS) and the options
- * win over it; an empty URL is refused. Prints one JSON line: how many events went where.
+ * The same options as examples/python_producer.py (docs/events.md "Producers"). Run beside a
+ * daemon (in the directory it was started in, or with COVERAGE_ROLLUP_DATA_DIR set to its data
+ * directory) it finds it through the record the daemon keeps there, daemon.json
+ * (docs/operations.md "The daemon's record"): its queue backend, name, prefix, groups and, for the
+ * embedded default, its database. The environment (QUEUE_BACKEND, REDIS_URL, DATABASE_URL,
+ * QUEUE_NAME, QUEUE_PREFIX, QUEUE_GROUPS; an empty one counts as unset, as the daemon reads it) and
+ * the options win over it; with no URL from any of them it says so and exits 2, never falling back
+ * on node-postgres's local defaults. Prints one JSON line: how many events went where.
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -30,7 +32,8 @@ function daemonRecord() {
   }
 }
 
-const env = process.env;
+// An empty variable counts as unset, as the daemon reads it (a compose file's `X=${X}` leaves one).
+const env = Object.fromEntries(Object.entries(process.env).filter(([, v]) => v !== ''));
 const record = daemonRecord();
 const recorded = record.queue ?? {};
 const { values } = parseArgs({
@@ -39,7 +42,7 @@ const { values } = parseArgs({
       type: 'string',
       default: env.QUEUE_BACKEND || (env.REDIS_URL ? 'redis' : (recorded.backend ?? 'postgres')),
     },
-    'redis-url': { type: 'string', default: env.REDIS_URL ?? record.redis_url ?? 'redis://127.0.0.1:6379' },
+    'redis-url': { type: 'string', default: env.REDIS_URL ?? record.redis_url ?? '' },
     'database-url': { type: 'string', default: env.DATABASE_URL ?? record.database_url ?? '' },
     queue: { type: 'string', default: env.QUEUE_NAME ?? recorded.name ?? 'asset-events' },
     prefix: { type: 'string', default: env.QUEUE_PREFIX ?? recorded.prefix ?? 'bull' },
@@ -57,16 +60,14 @@ if (!values.asset?.length || !values.start) {
   );
   process.exit(2);
 }
-if (values.backend === 'postgres' && !values['database-url']) {
-  // node-postgres reads an empty connection string as its defaults: the local server, the OS user.
-  const where = env.DATABASE_URL === '' ? 'DATABASE_URL is empty' : 'no daemon is recorded here';
+// node-postgres reads an empty connection string as its defaults (the local server, the OS user)
+// and ioredis as 127.0.0.1:6379: with no URL from anywhere, say so instead.
+const [url, name] =
+  values.backend === 'redis' ? [values['redis-url'], 'REDIS_URL'] : [values['database-url'], 'DATABASE_URL'];
+if (!url) {
   console.error(
-    `node_producer.mjs: ${where}: run it in the directory the daemon was started in (or set COVERAGE_ROLLUP_DATA_DIR to its data directory), or give the daemon's database as DATABASE_URL or --database-url`,
+    `node_producer.mjs: no ${name} and no daemon recorded here: run it in the directory the daemon was started in (or set COVERAGE_ROLLUP_DATA_DIR to its data directory), or give the daemon's ${values.backend === 'redis' ? 'Redis' : 'database'} as ${name} or --${name.toLowerCase().replace('_', '-')}`,
   );
-  process.exit(2);
-}
-if (values.backend === 'redis' && !values['redis-url']) {
-  console.error("node_producer.mjs: REDIS_URL is empty: give the daemon's Redis URL, or unset it");
   process.exit(2);
 }
 const groups = Number(values.groups);
@@ -78,11 +79,11 @@ function fnv1a32(text) {
   return hash >>> 0;
 }
 
-/** The prefix of the queue group that carries `asset` (README "Queue groups and Redis Cluster"). */
+/** The prefix of the queue group that carries `asset` (docs/scaling.md "Queue groups and Redis Cluster"). */
 const groupPrefix = (asset) =>
   groups === 1 ? values.prefix : `{${values.prefix}-${fnv1a32(asset.trim()) % groups}}`;
 
-/** The PostgreSQL schema a prefix names (README "Which queue backend"). */
+/** The PostgreSQL schema a prefix names (docs/operations.md "Which queue backend"). */
 function queueSchema(prefix) {
   if (/^[A-Za-z_][A-Za-z0-9_]{0,62}$/.test(prefix)) return prefix;
   const spelled = prefix.replace(/[^A-Za-z0-9_]/g, '_').replace(/^(?=[0-9])/, '_');

@@ -1,4 +1,4 @@
-// A producer's backfill worker for repair requests sent to a `queue` target (README, "Repair requests").
+// A producer's backfill worker for repair requests sent to a `queue` target (docs/repairs.md).
 //   node examples/repair_worker.mjs      (from the project folder, after npm ci)
 //   env: REDIS_URL, REPAIR_QUEUE (default repairs), EVENTS_QUEUE (default asset-events),
 //        PREFIX (default bull), VERSION (default backfill), PARTIAL_ATTEMPTS (see below)
@@ -13,7 +13,7 @@
 // repair-<id>~a<N>), with only what is still missing.
 //
 // A `replay_required` range names the version to rebuild at (`required_version`): announce the
-// rebuilt slices at that version (any newer completion ends the requirement, SPEC §2).
+// rebuilt slices at that version (any newer completion ends the requirement).
 import { Queue, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 

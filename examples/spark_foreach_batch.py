@@ -26,7 +26,7 @@ says about it:
   runs again after a restart announces the same events, which the daemon ingests once. The
   announced end and the batch are kept in <checkpoint>/coverage-rollup.json across restarts.
 
-The queue settings must match the daemon's (README "Producers"); with queue.groups > 1 the asset's
+The queue settings must match the daemon's (docs/events.md "Producers"); with queue.groups > 1 the asset's
 events go to its group's queue, under "{<prefix>-<group>}".
 """
 
@@ -48,7 +48,7 @@ MINUTE = 60
 
 
 def fnv1a32(text: str) -> int:
-    """FNV-1a, 32 bits, over the UTF-8 bytes (the daemon's routing rule, README "Queue groups")."""
+    """FNV-1a, 32 bits, over the UTF-8 bytes (the daemon's routing rule, docs/scaling.md "Queue groups")."""
     h = 0x811C9DC5
     for byte in text.encode("utf-8"):
         h = ((h ^ byte) * 0x01000193) & 0xFFFFFFFF

@@ -1,5 +1,5 @@
 // A webhook consumer: answers the trigger at once, runs the job, then reports its outcome to
-// coverage-rollup's callback `POST /v1/runs` (README, "Runs"). Node 20+, no dependencies.
+// coverage-rollup's callback `POST /v1/runs` (docs/targets/webhook.md). Node 20+, no dependencies.
 //   API_TOKEN=... node examples/webhook_consumer.mjs
 //   env: PORT (default 8090), COVERAGE_ROLLUP_URL (default http://127.0.0.1:8080), API_TOKEN (a
 //   write token of the daemon), JOB_VERSION (reported as the output's version), WORK_MS (simulated

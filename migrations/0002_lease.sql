@@ -1,4 +1,4 @@
--- The scheduler lease (SPEC §7): one row per scheduler name. All times are database time.
+-- The scheduler lease: one row per scheduler name. All times are database time.
 CREATE TABLE scheduler_leases (
   name text PRIMARY KEY,
   -- host:pid:random of the process that acquired it.

@@ -1,4 +1,4 @@
--- Sparse periods (SPEC §10): a period has a row only once something happened to it (an event
+-- Sparse periods: a period has a row only once something happened to it (an event
 -- touched it, a decision, a pending timer or a manual request). Every other period since `begin`
 -- is derived from the calendar and the policy (src/core/periods.ts), so nothing is materialised.
 

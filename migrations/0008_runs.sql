@@ -1,4 +1,4 @@
--- Runs (SPEC §11): a trigger is the start of a downstream run, followed to its outcome. One row per
+-- Runs: a trigger is the start of a downstream run, followed to its outcome. One row per
 -- attempt of a trigger (rollup, period, generation); attempt 1 keeps the trigger's idempotency key
 -- as its run id, attempt N > 1 gets `<key>~aN`. The delivery outbox moves here: a pending run is
 -- what gets delivered; `triggers` stays the decision record (see docs/decisions.md "Runs").
@@ -46,7 +46,7 @@ CREATE INDEX runs_retry ON runs (next_retry_at) WHERE next_retry_at IS NOT NULL;
 
 -- Every report about a run (target polls, callbacks, the scheduler's own transitions), whether it
 -- changed anything or not: a report for an older attempt or generation is recorded here and changes
--- nothing else (SPEC §11).
+-- nothing else.
 CREATE TABLE run_reports (
   id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
   rollup_id text NOT NULL,

@@ -1,4 +1,4 @@
--- Repair requests (SPEC §15): the daemon asks a producer for the ranges that hold a period back and
+-- Repair requests: the daemon asks a producer for the ranges that hold a period back and
 -- follows each request by what the index then covers. Their own home beside runs: a request, the
 -- periods waiting on it, and one row per attempt, which is also the delivery outbox (an attempt is
 -- decided in the scheduler's fenced transaction, then delivered at least once with its own key).

@@ -1,4 +1,4 @@
-"""A daily DAG that rolls the covered hours of `coverage_rollup.orders_hourly` up (README, "### Airflow").
+"""A daily DAG that rolls the covered hours of `coverage_rollup.orders_hourly` up (docs/targets/airflow.md).
 
 `RollupMapper(StartOfDayMapper(), DayWindow())` holds the day's run until all 24 hourly partitions
 have an asset event (`WaitForAll`, the default; `MinimumCount(-2)` would tolerate two missing).

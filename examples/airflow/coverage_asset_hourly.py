@@ -1,4 +1,4 @@
-"""A DAG Airflow itself runs once per covered hour, fed by the `airflow_asset` target (README, "### Airflow").
+"""A DAG Airflow itself runs once per covered hour, fed by the `airflow_asset` target (docs/targets/airflow.md).
 
 coverage-rollup posts one asset event per decision on `coverage_rollup.orders_hourly`, with the
 period start as `partition_key` (`2026-06-01T10:00:00`) and the trigger payload in `extra`.
@@ -25,7 +25,7 @@ def coverage_asset_hourly():
     def build() -> dict:
         context = get_current_context()
         events = [e for evs in context["triggering_asset_events"].values() for e in evs]
-        payloads = [e.extra for e in events]  # the trigger payloads (README, "Payload")
+        payloads = [e.extra for e in events]  # the trigger payloads (docs/rollups.md "Triggers")
         partition = context["dag_run"].partition_key
         print(f"building hour {partition} from {[p['idempotency_key'] for p in payloads]}")
         # ... build the hour from payloads[-1]["period"]["start"] .. ["end"] ...

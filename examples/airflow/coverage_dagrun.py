@@ -1,4 +1,4 @@
-"""The DAG the `airflow` target triggers (README, "### Airflow"): one dag run per decision.
+"""The DAG the `airflow` target triggers (docs/targets/airflow.md): one dag run per decision.
 
 coverage-rollup creates each run with `POST /api/v2/dags/coverage_dagrun/dagRuns`: the period as the
 data interval, the trigger payload in `conf`. `schedule=None`: Airflow keeps one run per logical
@@ -21,7 +21,7 @@ def coverage_dagrun():
     @task
     def build() -> dict:
         context = get_current_context()
-        payload = context["dag_run"].conf  # the trigger payload (README, "Payload")
+        payload = context["dag_run"].conf  # the trigger payload (docs/rollups.md "Triggers")
         print(
             f"{payload['rollup']} period {payload['period']['key']} generation {payload['generation']}"
             f" attempt {payload.get('attempt', 1)}: {context['data_interval_start']} .. {context['data_interval_end']}"

@@ -1,4 +1,4 @@
-"""A backfill DAG that answers coverage-rollup's repair requests (README, "### Repair requests").
+"""A backfill DAG that answers coverage-rollup's repair requests (docs/repairs.md).
 
 Either repair target starts it:
 - `airflow_asset`: one asset event per attempt on `coverage_rollup.orders_repairs`, with the request

@@ -1,69 +1,73 @@
-"""A DAG that waits until [data_interval_start, data_interval_end) of an asset is covered, then builds.
+"""DAGs that wait until [data_interval_start, data_interval_end) of an asset is covered, then build.
 
-The sensor asks coverage-rollup's `GET /v1/assets/{asset}/coverage` (README, "HTTP API") in
-reschedule mode: between pokes it holds no worker slot. While it waits, each poke logs the ranges
-still missing; it succeeds once the range is covered. `coverage-rollup check` works the same way
-from a BashSensor (exit 0 when covered, 1 when not). Tested with Airflow 3.3.2 by
+    pip install airflow-provider-coverage-rollup
+    # from a clone, until it is published:
+    pip install ./python/coverage-rollup ./python/airflow-provider-coverage-rollup
+
+The provider's CoverageSensor asks coverage-rollup (docs/targets/airflow.md):
+
+- `coverage_sensor`: deferred (the default). The task gives its worker slot back; the trigger waits
+  in Airflow's triggerer on the daemon's waiting coverage call and ends the task as soon as the
+  commit that covers the window lands. Needs `airflow triggerer` running.
+- `coverage_sensor_reschedule`: `deferrable=False`, so it pokes in reschedule mode every
+  COVERAGE_POKE_SECONDS (default 60), holding no slot in between.
+
+Both log the ranges still missing while they wait. The daemon is the connection
+`coverage_rollup_default`, for example from the environment of every Airflow component:
+
+    AIRFLOW_CONN_COVERAGE_ROLLUP_DEFAULT='{"conn_type": "coverage_rollup",
+        "host": "http://coverage-rollup:8080", "password": "<a read token, if read_tokens is set>"}'
+
+The asset is the `asset` param (a run's conf may override it). Tested with Airflow 3.3.2 by
 `npm run test:real` (test/real/airflow-sensor.real.test.ts).
-
-Settings (the environment of Airflow's workers): COVERAGE_ROLLUP_URL (default
-http://coverage-rollup:8080), COVERAGE_ROLLUP_TOKEN (a read token, when `read_tokens` is set),
-COVERAGE_POKE_SECONDS (default 60). The asset is the `asset` param (a run's conf may override it).
 """
 
 import os
 
 import pendulum
-import requests
-from airflow.sdk import Param, PokeReturnValue, dag, get_current_context, task
+from airflow.sdk import Param, dag, task
+from coverage_rollup_airflow.sensors import CoverageSensor
 
-COVERAGE_URL = os.environ.get("COVERAGE_ROLLUP_URL", "http://coverage-rollup:8080")
-TOKEN = os.environ.get("COVERAGE_ROLLUP_TOKEN")
 POKE_SECONDS = int(os.environ.get("COVERAGE_POKE_SECONDS", "60"))
 
 
-@dag(
-    schedule="@hourly",
-    start_date=pendulum.datetime(2025, 6, 1, tz="UTC"),
-    catchup=False,
-    params={"asset": Param("warehouse.orders", type="string")},
-    tags=["coverage-rollup"],
-)
+@task
+def build_report(data_interval_start=None, data_interval_end=None) -> None:
+    print(f"building the report of [{data_interval_start}, {data_interval_end}) over fully covered data")
+
+
+def hourly_report(deferrable: bool) -> None:
+    covered = CoverageSensor(
+        task_id="covered",
+        asset="{{ params.asset }}",
+        start="{{ data_interval_start }}",
+        end="{{ data_interval_end }}",
+        coverage_rollup_conn_id="coverage_rollup_default",
+        deferrable=deferrable,
+        poke_interval=POKE_SECONDS,
+        timeout=6 * 3600,
+    )
+    covered >> build_report()
+
+
+settings = {
+    "schedule": "@hourly",
+    "start_date": pendulum.datetime(2025, 6, 1, tz="UTC"),
+    "catchup": False,
+    "params": {"asset": Param("warehouse.orders", type="string")},
+    "tags": ["coverage-rollup"],
+}
+
+
+@dag(**settings)
 def coverage_sensor():
-    @task.sensor(poke_interval=POKE_SECONDS, timeout=6 * 3600, mode="reschedule")
-    def covered() -> PokeReturnValue:
-        context = get_current_context()
-        asset = context["params"]["asset"]
-        start, end = context["data_interval_start"], context["data_interval_end"]
-        try:
-            response = requests.get(
-                f"{COVERAGE_URL}/v1/assets/{requests.utils.quote(asset, safe='')}/coverage",
-                params={"start": start.isoformat(), "end": end.isoformat(), "limit": 20},
-                headers={"Authorization": f"Bearer {TOKEN}"} if TOKEN else {},
-                timeout=10,
-            )
-        except requests.RequestException as error:  # coverage-rollup unreachable: ask again next poke
-            print(f"coverage-rollup did not answer ({error}); asking again in {POKE_SECONDS} s")
-            return PokeReturnValue(is_done=False)
-        if response.status_code == 404:  # no event for the asset yet: all of it is missing
-            print(f"{asset} [{start.isoformat()}, {end.isoformat()}) not covered: nothing seen yet")
-            return PokeReturnValue(is_done=False)
-        response.raise_for_status()
-        answer = response.json()
-        if not answer["covered"]:
-            missing = ", ".join(f"[{m['start']}, {m['end']})" for m in answer["missing"])
-            more = " ..." if answer["missing_count"] > len(answer["missing"]) else ""
-            print(
-                f"{asset} [{answer['start']}, {answer['end']}) not covered: ratio {answer['ratio']},"
-                f" missing {answer['missing_count']} range(s): {missing}{more}"
-            )
-        return PokeReturnValue(is_done=answer["covered"], xcom_value=answer["ratio"])
+    hourly_report(deferrable=True)
 
-    @task
-    def build_report(ratio: float) -> None:
-        print(f"building the hourly report over fully covered data (ratio {ratio})")
 
-    build_report(covered())
+@dag(**settings)
+def coverage_sensor_reschedule():
+    hourly_report(deferrable=False)
 
 
 coverage_sensor()
+coverage_sensor_reschedule()

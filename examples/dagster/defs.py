@@ -1,4 +1,4 @@
-"""A Dagster code location that receives coverage-rollup's decisions (README "Dagster").
+"""A Dagster code location that receives coverage-rollup's decisions (docs/targets/dagster.md).
 
     pip install dagster==1.13.28 dagster-webserver==1.13.28
     dagster-webserver -f examples/dagster/defs.py -h 127.0.0.1 -p 3000
@@ -12,7 +12,7 @@ decides, so the UI, sensors and automation conditions downstream of it see each 
 
 A rollup's `repair:` target of type `dagster` asks for the ranges holding a period back as an
 observation of `warehouse/orders_repairs` (POST /report_asset_observation/warehouse/orders_repairs),
-the request's fields in the metadata (README "Repair requests"). The sensor `orders_repair_requests`
+the request's fields in the metadata (docs/repairs.md). The sensor `orders_repair_requests`
 turns each new one into a run of `orders_backfill`, keyed by the request attempt's idempotency key,
 whose op rebuilds the ranges and announces them to coverage-rollup (a stand-in here: print).
 """

@@ -55,7 +55,7 @@ Examples:
   coverage-rollup emit --asset warehouse.orders --start 2025-06-01T10:00:00Z --end 2025-06-01T10:05:00Z --data-version v3
   coverage-rollup check warehouse.orders --start 2025-06-01T00:00:00Z --end 2025-06-02T00:00:00Z
 
-Documentation: README.md
+Documentation: README.md, and docs/cli.md for every command
 `;
 
 const CONFIG_OPTION =
@@ -164,7 +164,7 @@ instance was pruning), 2 error.
   retry: `Usage: coverage-rollup retry ROLLUP (--period KEY | --failed --start S --end E) [--json]
                              [--url URL | --config FILE]
 
-Retries downstream runs by hand (README "Runs"): each retried period gets a new attempt of its
+Retries downstream runs by hand (docs/rollups.md): each retried period gets a new attempt of its
 generation, with its own run id (<idempotency key>~aN), which the lease holder delivers at once.
 Only a run that failed, timed out or was lost is retried; an open or succeeded one is left alone.
 
@@ -179,7 +179,7 @@ retried (no run yet, or its run is open or succeeded), 2 usage or runtime error.
 `,
   repair: `Usage: coverage-rollup repair ASSET --start S --end E [--target T] [--json] [--url URL | --config FILE]
 
-Makes a repair request by hand (README "Repair requests"), no rollup needed: the ranges of
+Makes a repair request by hand (docs/repairs.md), no rollup needed: the ranges of
 [S, E) the index does not hold complete (missing, or replay_required with the version to rebuild
 at) that no open request already asks for, at most the limit of ranges. The lease holder delivers
 it as attempt 1 (idempotency key repair-<id>~a1), re-sends what is still missing at \`every\`, and

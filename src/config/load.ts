@@ -1,4 +1,4 @@
-/** Where the config comes from: the YAML file, then environment overrides (SPEC §9). */
+/** Where the config comes from: the YAML file, then environment overrides. */
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { RollupDefinitionError } from '../core/rollup.js';
@@ -37,7 +37,7 @@ const ENV_FIELDS: Record<string, string> = {
   'http.host': 'HTTP_HOST',
 };
 
-/** Every environment variable the daemon reads its configuration from (SPEC §9). */
+/** Every environment variable the daemon reads its configuration from. */
 export const CONFIG_ENV_VARS: readonly string[] = [...Object.values(ENV_FIELDS), 'COVERAGE_ROLLUP_CONFIG'];
 
 export function parseConfig(

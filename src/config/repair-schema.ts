@@ -1,11 +1,11 @@
-/** A rollup's `repair:` (SPEC §15): when to ask producers for the ranges holding a period back, and where. */
+/** A rollup's `repair:`: when to ask producers for the ranges holding a period back, and where. */
 import { z } from 'zod';
 import { DEFAULT_REPAIR_POLICY } from '../core/repair.js';
 import { isoDuration } from './fields.js';
 import { targetSchema } from './targets.js';
 
 export const repairSchema = z.strictObject({
-  // Unsatisfied this long after its end, a period's ranges are requested (README "Repair requests").
+  // Unsatisfied this long after its end, a period's ranges are requested (docs/repairs.md).
   after: isoDuration.default(DEFAULT_REPAIR_POLICY.afterMs),
   // Not covered this long after an attempt: the rest is requested again as a new attempt.
   every: isoDuration
@@ -15,7 +15,7 @@ export const repairSchema = z.strictObject({
   attempts: z.number().int().min(1).max(100).default(DEFAULT_REPAIR_POLICY.attempts),
   // At most this many ranges per request; the payload carries the totals.
   limit: z.number().int().min(1).max(1000).default(DEFAULT_REPAIR_POLICY.limit),
-  // Any target type (SPEC §15), with the request as its payload. Following a run and a Dagster
+  // Any target type, with the request as its payload. Following a run and a Dagster
   // partition have no meaning for a request and are refused on the two types new to repairs;
   // airflow's partitioned and the partition key's format and zone were always ignored here.
   target: targetSchema.superRefine((t, ctx) => {

@@ -26,7 +26,7 @@ const policySchema = z
   })
   .transform((p) => ({ ...p, on_deadline: p.on_deadline ?? ('trigger' as const) }));
 
-/** What happens after a trigger (SPEC §11); README "Runs" documents the defaults. */
+/** What happens after a trigger; docs/rollups.md "Runs" documents the defaults. */
 const runSchema = z.strictObject({
   // Automatic retries of a run that failed, timed out or was lost: attempts 1 .. retries + 1.
   retries: z.number().int().min(0).max(100).default(2),
@@ -76,9 +76,9 @@ export const rollupSchema = z
     rerun: z.enum(['never', 'on_replay', 'on_update']).default('on_replay'),
     run: runSchema.default({ retries: 2, backoff: 60_000, timeout: 6 * 3_600_000 }),
     target: targetSchema,
-    // The asset a succeeded run covers over its period, so other rollups can chain on it (SPEC §11).
+    // The asset a succeeded run covers over its period, so other rollups can chain on it.
     output: nonEmpty.optional(),
-    // Ask producers for the ranges that hold a period back (SPEC §15); off without it.
+    // Ask producers for the ranges that hold a period back; off without it.
     repair: repairSchema.optional(),
   })
   // An airflow_asset key is wall-clock time in the rollup's zone unless the target names another.

@@ -15,12 +15,12 @@ import { rollupSchema } from './rollup-schema.js';
  */
 
 /**
- * `database_url` when neither it nor `redis_url` is set (SPEC §12): the PostgreSQL server the
+ * `database_url` when neither it nor `redis_url` is set: the PostgreSQL server the
  * daemon runs itself in `data_dir`. The CLI swaps it for the server's real URL before connecting
  * (embedded/resolve.ts); writing it in a config file asks for the same.
  */
 export const EMBEDDED_DATABASE = 'embedded';
-/** The local PostgreSQL the daemon expects when only a Redis URL is given (SPEC §9). */
+/** The local PostgreSQL the daemon expects when only a Redis URL is given. */
 export const LOCAL_DATABASE_URL = 'postgres://127.0.0.1:5432/coverage_rollup';
 
 export const QUEUE_BACKENDS = ['redis', 'postgres'] as const;
@@ -28,7 +28,7 @@ export type QueueBackendKind = (typeof QUEUE_BACKENDS)[number];
 
 /**
  * The defaults that depend on what else is set: with neither URL, the embedded database; with no
- * `queue.backend`, Redis when a Redis URL is set, else PostgreSQL (SPEC §12); with the embedded
+ * `queue.backend`, Redis when a Redis URL is set, else PostgreSQL; with the embedded
  * database and no `http.host`, this machine only (127.0.0.1): a daemon someone tries out is not
  * reachable from the network until they say so. A deployment (a database URL given) keeps
  * 0.0.0.0, which a container's published port needs.
@@ -77,7 +77,7 @@ const configObject = z
     // directory; used only when database_url is the embedded one.
     data_dir: nonEmpty.default(DEFAULT_DATA_DIR),
     // A streaming replica of database_url that serves coverage answers, listings and the status
-    // page (README "A read replica"); unset, every read goes to database_url.
+    // page (docs/operations.md "A read replica"); unset, every read goes to database_url.
     database_read_url: postgresUrl.optional(),
     // Reads go back to the primary while the replica lags more than this (or cannot say how much).
     database_read_max_lag: isoDuration
@@ -104,8 +104,14 @@ const configObject = z
         host: nonEmpty.default('0.0.0.0'),
         port: z.number().int().min(0).max(65535).default(8080),
         body_limit: z.number().int().positive().default(1_048_576),
+        // Coverage requests held open by `wait=` at once on this instance; more answer 503 at once.
+        max_waiters: z.number().int().min(0).max(100_000).default(1000),
+        // The longest `wait=` a coverage request may ask for.
+        max_wait: isoDuration
+          .refine((ms) => ms >= 1000 && ms <= 3_600_000, 'must be from PT1S to PT1H')
+          .default(900_000),
       })
-      .default({ host: '0.0.0.0', port: 8080, body_limit: 1_048_576 }),
+      .default({ host: '0.0.0.0', port: 8080, body_limit: 1_048_576, max_waiters: 1000, max_wait: 900_000 }),
     api_tokens: z.array(z.string().min(16, 'tokens must be at least 16 characters')).default([]),
     read_tokens: z.array(z.string().min(16, 'tokens must be at least 16 characters')).default([]),
     queue: z
@@ -161,13 +167,13 @@ const configObject = z
       .strictObject({
         enabled: z.boolean().default(true),
         dispatch_concurrency: z.number().int().min(1).default(16),
-        // How often queue and airflow targets are asked about each open run (README "Runs").
+        // How often queue and airflow targets are asked about each open run (docs/rollups.md "Runs").
         run_check_every: isoDuration.refine((ms) => ms >= 100, 'must be at least PT0.1S').default(2000),
       })
       .default({ enabled: true, dispatch_concurrency: 16, run_check_every: 2000 }),
     retention: z
       .strictObject({
-        // How long the event log is kept; see README "Operations: retention".
+        // How long the event log is kept; see docs/operations.md "Retention".
         events: isoDuration
           .refine((ms) => ms > 0, 'must be longer than zero (e.g. P30D)')
           .default(30 * DAY_MS),

@@ -53,7 +53,7 @@ const dagsterAssetKey = z
     message: 'expected non-empty key parts without surrounding spaces, such as warehouse/orders',
   });
 
-/** `POST /report_asset_materialization/{asset_key}` of a Dagster webserver (SPEC §14). */
+/** `POST /report_asset_materialization/{asset_key}` of a Dagster webserver. */
 const dagsterTarget = z.strictObject({
   type: z.literal('dagster'),
   /** The webserver (`http://dagster:3000`), or a Dagster+ deployment (`https://org.dagster.cloud/prod`). */
@@ -103,7 +103,7 @@ function checkCredentials(
 }
 
 /**
- * `airflow_asset` (SPEC §14): decisions as partitioned asset events. `partition_timezone` defaults
+ * `airflow_asset`: decisions as partitioned asset events. `partition_timezone` defaults
  * to the rollup's zone (filled in by the rollup schema).
  */
 const airflowAssetTarget = z

@@ -16,9 +16,10 @@ const MIN_TIME = -Number.MAX_SAFE_INTEGER;
 const MAX_TIME = Number.MAX_SAFE_INTEGER;
 const TIME_RANGE = 'the supported range (1684-07-28 to 2255-06-05, microseconds as safe integers)';
 
-const ISO_TIME =
+/** The grammar of a bound's text once trimmed: a timestamp, or a decimal integer (exported for the API description). */
+export const ISO_TIME =
   /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d{1,9}))?)?)?(Z|z|[+-]\d{2}(?::?\d{2})?)?$/;
-const DECIMAL = /^-?\d+$/;
+export const DECIMAL = /^-?\d+$/;
 
 /** Zone names found valid: only config values are asked about, so as many as the config names. */
 const validZones = new Set<string>();
@@ -109,7 +110,7 @@ export function parseTimeBound(raw: unknown, field: string, zone: string): Bound
     minute: Number(mi),
     second: Number(s),
   };
-  const dt = DateTime.fromObject(fields, { zone: offset ? offsetZone(offset) : zone });
+  const dt = DateTime.fromObject(fields, { zone: offset ? offsetZone(offset, field, text) : zone });
   if (!dt.isValid) {
     throw new BadInputError(
       'invalid_bound',
@@ -181,14 +182,17 @@ function fixedOffsetMillis(
   return Date.UTC(year, month - 1, day, hour, minute, second) - offsetMinutes * 60_000;
 }
 
-function offsetZone(offset: string): string {
+function offsetZone(offset: string, field: string, text: string): string {
   if (offset === 'Z' || offset === 'z') return 'UTC';
   const sign = offset[0];
   const digits = offset.slice(1).replace(':', '');
   const hours = Number(digits.slice(0, 2));
   const minutes = Number(digits.slice(2) || '0');
   if (hours > 23 || minutes > 59)
-    throw new BadInputError('invalid_bound', `offset ${offset} is out of range`);
+    throw new BadInputError(
+      'invalid_bound',
+      `${field} "${clip(text)}" has an offset out of range (${offset})`,
+    );
   const total = hours * 60 + minutes;
   return total === 0 ? 'UTC' : `UTC${sign}${Math.floor(total / 60)}:${String(total % 60).padStart(2, '0')}`;
 }

@@ -1,5 +1,5 @@
 /**
- * Period calendars of rollups (SPEC §5, keys SPEC §8). Pure: no I/O, no clock reads; the only
+ * Period calendars of rollups and their keys. Pure: no I/O, no clock reads; the only
  * state is a memo of each zone's UTC offsets, derived from the platform's time-zone data (Intl).
  *
  * Points are JavaScript safe integers: microseconds since the Unix epoch in the `time` domain, the

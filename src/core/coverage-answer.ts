@@ -216,7 +216,7 @@ function requiredOf(s: Segment): string {
   return s.requiredVersion;
 }
 
-/** The coverage answer of SPEC §8 and §10; field names are part of the contract. */
+/** The coverage answer; its field names are a public contract (docs/http-api.md). */
 export interface CoverageAnswer extends FreshnessJson {
   asset: string;
   domain: Domain;

@@ -1,4 +1,4 @@
-/** Projects stored segments onto a query window: the coverage answer of SPEC §8. */
+/** Projects stored segments onto a query window: the coverage answer. */
 import { intersect } from './intervals.js';
 import type { Interval, Piece, Segment } from './types.js';
 

@@ -16,7 +16,7 @@ export interface NormalizeOptions {
   readonly maxPayloadBytes: number;
 }
 
-/** The canonical event every accepted spelling becomes (SPEC §3). */
+/** The canonical event every accepted spelling becomes. */
 export interface NormalizedEvent {
   readonly kind: 'completion' | 'replay_requirement';
   readonly asset: string;
@@ -41,8 +41,18 @@ export function domainMismatch(event: NormalizedEvent, held: Domain): BadInputEr
   );
 }
 
-const MAX_ASSET_LENGTH = 512;
-const MAX_TEXT_LENGTH = 256;
+/** Characters (code points, as the OpenAPI document's maxLength counts them) of an asset name. */
+export const MAX_ASSET_LENGTH = 512;
+/** Characters of a version or id given as text. */
+export const MAX_TEXT_LENGTH = 256;
+
+/** Whether `text` is longer than `max` characters; code units over-count astral characters. */
+function longerThan(text: string, max: number): boolean {
+  if (text.length <= max) return false;
+  let count = 0;
+  for (const _ of text) if (++count > max) return true;
+  return false;
+}
 
 /** Turns one job's data (any accepted spelling) into a canonical event, or throws BadInputError. */
 export function normalizeEvent(raw: unknown, options: NormalizeOptions): NormalizedEvent {
@@ -64,14 +74,14 @@ export function normalizeEvent(raw: unknown, options: NormalizeOptions): Normali
   if (end.value < start.value) {
     throw new BadInputError('end_before_start', `end ${end.text} is before start ${start.text}`);
   }
-  const version = optionalText(data.version, 'version');
+  const version = labelOf(data.version, 'version');
   if (kind === 'replay_requirement' && (version === null || version === '')) {
     throw new BadInputError(
       'invalid_field',
       'a replay_requirement needs the "version" the range must be rebuilt at',
     );
   }
-  const id = idOf(data.id);
+  const id = labelOf(data.id, 'id');
   const producedAt = producedAtOf(data);
   const extra = extraOf(data.extra);
   const key =
@@ -130,7 +140,7 @@ export function assetOf(data: Record<string, unknown>): string {
   }
   if (typeof raw !== 'string') throw new BadInputError('invalid_asset', 'the asset name must be a string');
   const name = raw.trim();
-  if (name.length === 0 || name.length > MAX_ASSET_LENGTH || hasControlChars(name)) {
+  if (name.length === 0 || longerThan(name, MAX_ASSET_LENGTH) || hasControlChars(name)) {
     throw new BadInputError(
       'invalid_asset',
       `the asset name must be 1-${MAX_ASSET_LENGTH} printable characters without control characters`,
@@ -227,25 +237,22 @@ function boundsDomain(start: unknown, end: unknown, declared: Domain | undefined
   return startDomain;
 }
 
-function optionalText(raw: unknown, field: string): string | null {
+/** `version` or `id`: absent (or null), a short printable string, or a safe integer kept as its digits. */
+function labelOf(raw: unknown, field: 'version' | 'id'): string | null {
   if (raw === undefined || raw === null) return null;
-  if (typeof raw === 'number' && Number.isFinite(raw)) return String(raw);
-  if (typeof raw !== 'string' || raw.length > MAX_TEXT_LENGTH || hasControlChars(raw)) {
+  if (typeof raw === 'number') {
+    // A fractional or unsafe number has no one spelling (0.1 + 0.2, 1e21): stored as text it would
+    // not be the value sent (1.2345678901234568e+29), and as an id it could key nothing.
+    if (Number.isSafeInteger(raw)) return String(raw);
+    throw new BadInputError('invalid_field', `${field} must be a string or a safe integer, got ${raw}`);
+  }
+  if (typeof raw !== 'string' || longerThan(raw, MAX_TEXT_LENGTH) || hasControlChars(raw)) {
     throw new BadInputError(
       'invalid_field',
       `${field} must be a string of at most ${MAX_TEXT_LENGTH} printable characters`,
     );
   }
   return raw;
-}
-
-function idOf(raw: unknown): string | null {
-  if (typeof raw === 'number') {
-    // A fractional or unsafe number has no one spelling (0.1 + 0.2, 1e21): it cannot key anything.
-    if (Number.isSafeInteger(raw)) return String(raw);
-    throw new BadInputError('invalid_field', `id must be a string or a safe integer, got ${raw}`);
-  }
-  return optionalText(raw, 'id');
 }
 
 function producedAtOf(data: Record<string, unknown>): string | null {

@@ -1,5 +1,5 @@
 /**
- * Freshness of an asset (SPEC §10): how far its complete coverage reaches, how long ago that was,
+ * Freshness of an asset: how far its complete coverage reaches, how long ago that was,
  * and whether that breaks the asset's expectation. Pure: `now` is a parameter.
  */
 import { formatPoint } from './bounds.js';

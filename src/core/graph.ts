@@ -1,5 +1,5 @@
 /**
- * The rollup graph (SPEC §11 "Graph"): assets feed rollups (upstream edges) and rollups write
+ * The rollup graph: assets feed rollups (upstream edges) and rollups write
  * output assets (output edges), so rollups chain. Pure: the config refuses what this finds
  * wrong (a cycle, two writers of one asset, a rollup reading its own output), and the graph API
  * and status page lay the nodes out in layers by depth.

@@ -1,5 +1,5 @@
 /**
- * The events a rollup writes on its output asset (SPEC §11 "Output assets"): a completion over a
+ * The events a rollup writes on its output asset: a completion over a
  * period when a run succeeds, and a replay requirement over it (condemnation) the moment the period
  * owes a rerun, so a rollup reading the output waits for the rerun instead of running on data that
  * is about to change. Pure: the index commits them like any producer's events.

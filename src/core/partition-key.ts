@@ -1,7 +1,7 @@
 import { DateTime } from 'luxon';
 
 /**
- * Airflow partition keys for a period (SPEC §14). Airflow's temporal partition mappers
+ * Airflow partition keys for a period. Airflow's temporal partition mappers
  * (`StartOfHourMapper`, `StartOfDayMapper`, ... in airflow/partition_mappers/temporal.py) and
  * `CronPartitionTimetable` read an upstream key with `strptime(key, input_format)`, default
  * `%Y-%m-%dT%H:%M:%S`, as wall-clock time in their `timezone`. So the key is the period start

@@ -1,6 +1,6 @@
 /**
  * How many periods start in [a, b): what the listings need to count periods that have no row
- * (SPEC §10) without walking years of a calendar on every request. Pure, with a memo.
+ * without walking years of a calendar on every request. Pure, with a memo.
  *
  * Fixed grids (integer buckets, fixed ISO durations, minute to week in UTC) are counted by
  * arithmetic. Other calendars (zones with daylight saving, months, calendar durations) are walked

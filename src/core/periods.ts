@@ -1,5 +1,5 @@
 /**
- * Sparse periods (SPEC §10). A period has a stored row only once something happened to it; every
+ * Sparse periods. A period has a stored row only once something happened to it; every
  * other period since `begin` is derived here from the calendar and the policy, through the same
  * `decide()` as a stored one, so a derived state can never disagree with a stored one. Pure.
  */
@@ -9,7 +9,7 @@ import { countStarts } from './period-count.js';
 import { decide, PERIOD_STATES, type PeriodFacts, type PeriodState, type Rerun } from './policy.js';
 import type { Rollup } from './rollup.js';
 
-/** One period as the listings show it (SPEC §8), stored or derived. */
+/** One period as the listings show it, stored or derived. */
 export interface PeriodView extends Period {
   readonly state: PeriodState;
   readonly ratio: number;
@@ -251,7 +251,7 @@ export function noPeriodMessage(rollup: Rollup, key: string): string {
 }
 
 /**
- * The period a key names (SPEC §8 keys: `2025-06-01T10`, `2025-06-01`, `2025-W23`, `2025-06`,
+ * The period a key names (keys: `2025-06-01T10`, `2025-06-01`, `2025-W23`, `2025-06`,
  * `2025-Q2`, `2025`, ISO-duration starts to the minute, integer starts), or null when no period of
  * this rollup has that key.
  */

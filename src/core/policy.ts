@@ -1,5 +1,5 @@
 /**
- * Coverage wait policies (SPEC §5): is a period satisfied, and what happens to it now. Pure:
+ * Coverage wait policies: is a period satisfied, and what happens to it now. Pure:
  * `now` and every timestamp are epoch milliseconds handed in by the caller.
  */
 
@@ -67,7 +67,7 @@ export function satisfaction(policy: Policy, upstreams: readonly UpstreamFacts[]
   if (upstreams.length > 0 && upstreams.every((u) => u.notComplete === 0)) return 'full';
   if (policy.ratio === undefined && policy.maxMissing === undefined) return 'no';
   // An upstream with nothing complete never satisfies a tolerance: a period nothing happened to
-  // is derived, not stored (SPEC §10), and must not owe a trigger.
+  // is derived, not stored, and must not owe a trigger.
   if (upstreams.some((u) => u.ratio === 0)) return 'no';
   const ok = upstreams.every(
     (u) =>
@@ -147,7 +147,7 @@ export interface TouchSeqs {
 }
 
 /**
- * Whether events touching a triggered period owe it a rerun (SPEC §5 `rerun`), and why. `seen` is
+ * Whether events touching a triggered period owe it a rerun (the rollup's `rerun`), and why. `seen` is
  * the upstream's log position its last trigger saw (0 when the trigger recorded none), undefined
  * when the period was never triggered: nothing is owed before a first trigger. A replay
  * requirement newer than the trigger is owed unless `never`; a newer completion only `on_update`.

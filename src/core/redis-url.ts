@@ -1,5 +1,5 @@
 /**
- * What a `redis_url` names (SPEC §10): one URL for a standalone Redis, several comma-separated
+ * What a `redis_url` names: one URL for a standalone Redis, several comma-separated
  * ones for the seed nodes of a Redis Cluster. Pure, so the config schema checks it without
  * reaching into the queue layer.
  */

@@ -1,5 +1,5 @@
 /**
- * The repair request as a target receives it (SPEC §15: its field names are the contract) and its
+ * The repair request as a target receives it (its field names are a public contract) and its
  * idempotency key per attempt. Pure.
  */
 import { formatPoint } from './bounds.js';
@@ -17,7 +17,7 @@ export function parseRepairKey(key: string): { id: number; attempt: number } | n
   return m ? { id: Number(m[1]), attempt: Number(m[2]) } : null;
 }
 
-/** SPEC §15 payload; field names are part of the contract. */
+/** The repair payload; field names are a public contract (docs/repairs.md). */
 export interface RepairPayload {
   type: 'repair';
   asset: string;

@@ -1,5 +1,5 @@
 /**
- * Repair requests (SPEC §15): the rules that ask a producer for exactly the ranges holding a
+ * Repair requests: the rules that ask a producer for exactly the ranges holding a
  * period back, and follow each request by what the index then covers. Pure: the index's pieces,
  * the requests already held and "now" (epoch ms) are handed in; the store only loads and saves.
  *

@@ -22,11 +22,11 @@ export interface RollupSpec {
   };
   readonly rerun: RerunRule;
   readonly output?: string | undefined;
-  /** The run policy (SPEC §11), durations in ms; defaults to DEFAULT_RUN_POLICY. */
+  /** The run policy, durations in ms; defaults to DEFAULT_RUN_POLICY. */
   readonly run?: { readonly retries: number; readonly backoff: number; readonly timeout: number } | undefined;
 }
 
-/** Deadline triggers are owed for a day after the deadline; older periods are missed (SPEC §10). */
+/** Deadline triggers are owed for a day after the deadline; older periods are missed. */
 export const DEFAULT_CATCH_UP_MS = 86_400_000;
 
 export interface Rollup {
@@ -38,7 +38,7 @@ export interface Rollup {
   readonly begin: number;
   readonly policy: Policy;
   readonly rerun: RerunRule;
-  /** The asset a succeeded run covers over its period (SPEC §11 "Output assets"), in this rollup's domain. */
+  /** The asset a succeeded run covers over its period, in this rollup's domain. */
   readonly output?: string | undefined;
   /** Retries, backoff and timeout of its runs. */
   readonly run: RunPolicy;

@@ -9,7 +9,7 @@ export function fnv1a32(text: string): number {
 
 /**
  * The queue group an asset travels through: fnv1a32(name) modulo the number of groups. Producers
- * in other languages implement the same few lines (the README lists test vectors), so every path
+ * in other languages implement the same few lines (docs/scaling.md lists test vectors), so every path
  * puts an asset's events on the same group's queue.
  */
 export function groupOf(asset: string, groups: number): number {

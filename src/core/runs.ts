@@ -1,5 +1,5 @@
 /**
- * Runs (SPEC §11): the states of one attempt of a trigger, how a report moves them, and when a
+ * Runs: the states of one attempt of a trigger, how a report moves them, and when a
  * failed attempt is retried. Pure: `now` and every time are epoch milliseconds from the caller.
  */
 

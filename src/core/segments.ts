@@ -1,7 +1,7 @@
 /**
  * Folds changes (in ingest order) into the merged index. Instead of replaying the fold piece by
  * piece (quadratic splitting), one sweep over all boundaries finds, for each elementary piece, the
- * newest completion and the newest replay requirement covering it; the SPEC §2 rule follows from
+ * newest completion and the newest replay requirement covering it; the coverage-state rule follows from
  * those two alone.
  */
 import type { Change, Segment, SegmentState } from './types.js';

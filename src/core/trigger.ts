@@ -4,7 +4,7 @@ import type { TriggerReason } from './policy.js';
 import { runId } from './runs.js';
 import type { Domain } from './types.js';
 
-/** SPEC §6 payload; field names are part of the contract. */
+/** The trigger payload; field names are a public contract (docs/rollups.md). */
 export interface TriggerPayload {
   rollup: string;
   idempotency_key: string;
@@ -16,7 +16,7 @@ export interface TriggerPayload {
     { ratio: number; missing: SpanJson[]; replay_required: ReplayRequiredJson[]; versions: string[] }
   >;
   decided_at: string;
-  /** Which attempt of this generation's run this delivery is (SPEC §11): 1, then 2, 3, ... on retries. */
+  /** Which attempt of this generation's run this delivery is: 1, then 2, 3, ... on retries. */
   attempt: number;
   /** The attempt's own id: the idempotency key for attempt 1, `<key>~aN` after (see core/runs.ts). */
   run_id: string;

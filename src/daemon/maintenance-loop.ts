@@ -1,5 +1,5 @@
 /**
- * The daemon's table maintenance loop (SPEC §13): at start it says whether autovacuum looks after
+ * The daemon's table maintenance loop: at start it says whether autovacuum looks after
  * its database, and then, where it does not, it analyzes and vacuums its own tables after large
  * changes (src/store/upkeep/maintenance.ts), and on the PostgreSQL queue backend those of the queue schemas
  * it consumes, under the maintenance lock retention uses, so one instance works at a time. The

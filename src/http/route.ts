@@ -22,10 +22,12 @@ export function route<O extends Operation>(
     handler: async (request, reply) => {
       if (op.access === 'read') ctx.auth.requireRead(request);
       if (op.access === 'write') ctx.auth.requireWrite(request);
+      refuseNul(request.params, 'path');
+      refuseNul(request.query, 'query');
       const params = op.params && validate(op.params, request.params, 'path');
       const query = op.query && validate(op.query, withoutEmpty(request.query), 'query');
       // Checked, then passed on as sent: a parse rebuilds objects and drops keys named
-      // `__proto__`, which are data here (README "Events"); body schemas transform nothing.
+      // `__proto__`, which are data here (docs/events.md); body schemas transform nothing.
       if (op.body) validate(op.body.schema, request.body, 'body');
       const input = { params, query, body: request.body } as RequestOf<O>;
       reply.status(status);
@@ -41,6 +43,23 @@ export function route<O extends Operation>(
 function withoutEmpty(query: unknown): unknown {
   if (typeof query !== 'object' || query === null) return query;
   return Object.fromEntries(Object.entries(query).filter(([, value]) => value !== ''));
+}
+
+/**
+ * No name, key, bound or cursor holds U+0000, and PostgreSQL cannot compare text that does: a
+ * parameter with one is refused here rather than fail its query (the document says so, ./openapi.ts).
+ */
+function refuseNul(values: unknown, part: string): void {
+  if (typeof values !== 'object' || values === null) return;
+  for (const [name, value] of Object.entries(values)) {
+    if ([value].flat().some((v) => typeof v === 'string' && v.includes('\u0000'))) {
+      throw new HttpError(
+        400,
+        'invalid_request',
+        `${part} field ${name} holds U+0000 (NUL), which no name, key, bound or cursor does`,
+      );
+    }
+  }
 }
 
 /** The first failure answers 400 with the failing field's registered code and message. */

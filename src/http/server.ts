@@ -4,8 +4,10 @@ import Fastify, {
   type FastifyReply,
   LogController,
 } from 'fastify';
+import { registerBodyParsers } from './bodies.js';
 import type { HttpContext } from './context.js';
 import { HttpError } from './errors.js';
+import { answerUnroutedRequests } from './methods.js';
 import { routeUrl } from './operation.js';
 import { OPERATIONS } from './operations.js';
 import { retryReadsOnLostConnection } from './retry-reads.js';
@@ -14,6 +16,7 @@ import { registerEventRoutes } from './routes/events.js';
 import { registerHealthRoutes } from './routes/health.js';
 import { registerOpenApiRoute } from './routes/openapi.js';
 import { registerRepairRoutes } from './routes/repairs.js';
+import { HEADERS_TIMEOUT_MS, REQUEST_TIMEOUT_MS, TIMEOUT_CHECK_MS } from './timeouts.js';
 
 export type RouteRegistrar = (app: FastifyInstance, ctx: HttpContext) => void;
 
@@ -24,9 +27,16 @@ export function buildServer(ctx: HttpContext, extraRoutes: readonly RouteRegistr
     // Per-request lines would drown the decision log; errors are logged by the handler below.
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: ctx.config.http.body_limit,
-    // Asset names run to 512 characters, up to 9 each once percent-encoded; the router's default
-    // of 100 would answer 414 for long URIs the worker has ingested.
-    routerOptions: { maxParamLength: 512 * 9 },
+    // Asset names run to 512 characters, up to 12 each once percent-encoded (4 UTF-8 bytes); the
+    // router's default of 100 would answer 414 for long URIs the worker has ingested.
+    routerOptions: { maxParamLength: 512 * 12 },
+    // Slow or silent clients do not hold a connection (docs/http-api.md "Timeouts"): the request
+    // line and headers must arrive within HEADERS_TIMEOUT_MS of connecting, also when not a byte
+    // comes (Node's default is 60 s, checked every 30 s), the whole request within
+    // REQUEST_TIMEOUT_MS (fastify's default is none); either answers 408 and closes. Idle
+    // keep-alive connections between requests are closed by fastify's keepAliveTimeout (72 s).
+    requestTimeout: REQUEST_TIMEOUT_MS,
+    http: { headersTimeout: HEADERS_TIMEOUT_MS, connectionsCheckingInterval: TIMEOUT_CHECK_MS },
     // A malformed or overlong path gets the same {code, message} body as every other error.
     frameworkErrors: (error, _request, reply) => {
       const {
@@ -37,33 +47,10 @@ export function buildServer(ctx: HttpContext, extraRoutes: readonly RouteRegistr
       void (reply as FastifyReply).status(statusCode).send({ code: code.toLowerCase(), message });
     },
   });
-  // JSON bodies must be UTF-8: fastify's own parser decodes bad bytes to U+FFFD and accepts them,
-  // which would turn a corrupted asset name or id into a new, silently different one.
-  const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
-  // Keys named `__proto__` or `constructor` are data (an `extra` field may be called anything):
-  // JSON.parse makes them own properties, and no code merges bodies into prototypes, so they are
-  // parsed like the queue and `emit` parse them, not refused as "not valid JSON".
-  const parseJson = app.getDefaultJsonParser('ignore', 'ignore');
-  app.removeContentTypeParser('application/json');
-  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
-    // Many clients send `content-type: application/json` on every POST, also with no body (the
-    // retry and trigger actions take none): an empty body is no body, as without the header. A
-    // route that needs one answers its own validation error; whitespace is not empty, and is not JSON.
-    if ((body as Buffer).length === 0) {
-      done(null, undefined);
-      return;
-    }
-    let text: string;
-    try {
-      text = strictUtf8.decode(body as Buffer);
-    } catch {
-      done(new HttpError(400, 'invalid_json', 'the body is not valid UTF-8'), undefined);
-      return;
-    }
-    parseJson(request, text, done);
-  });
+  registerBodyParsers(app);
   app.setErrorHandler((error, request, reply) => {
     if (error instanceof HttpError) {
+      if (error.headers) void reply.headers(error.headers);
       return reply.status(error.status).send({ code: error.code, message: error.message, ...error.details });
     }
     const {
@@ -77,11 +64,7 @@ export function buildServer(ctx: HttpContext, extraRoutes: readonly RouteRegistr
     request.log.error({ err: error, url: request.url }, 'request failed');
     return reply.status(500).send({ code: 'internal_error', message: 'internal error; see the daemon log' });
   });
-  app.setNotFoundHandler((request, reply) =>
-    reply
-      .status(404)
-      .send({ code: 'not_found', message: `no route ${request.method} ${request.url.split('?')[0]}` }),
-  );
+  answerUnroutedRequests(app);
   // The description lists every operation (./operations.ts); a /v1 route outside it would be
   // served but undescribed, so it fails the start instead.
   const described = new Set(OPERATIONS.map((op) => `${op.method} ${routeUrl(op)}`));

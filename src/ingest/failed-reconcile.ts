@@ -1,5 +1,5 @@
 /**
- * Reconciles the events queues' failed sets with the event log (SPEC §13): a job whose commit
+ * Reconciles the events queues' failed sets with the event log: a job whose commit
  * succeeded but whose completion Redis lost (a Cluster master failing over mid-acknowledgement:
  * "Too many Cluster redirections") sits in BullMQ's failed set although its event is committed.
  * Such jobs are removed: their work is done, and an operator has nothing to clean. A failed job

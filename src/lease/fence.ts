@@ -5,7 +5,7 @@ export class LeaseLostError extends Error {
   override readonly name = 'LeaseLostError';
 }
 
-/** What the evaluator needs from the scheduler lease (SPEC §7); the lease module implements it. */
+/** What the evaluator needs from the scheduler lease; the lease module implements it. */
 export interface Fence {
   /** The fencing token while this process believes it leads (local deadline not passed), else null. */
   current(): { readonly token: number; readonly signal: AbortSignal } | null;

@@ -27,7 +27,7 @@ interface Held {
 }
 
 /**
- * The scheduler lease (SPEC §7): one leader per name, renewed in the background, fenced by a token.
+ * The scheduler lease: one leader per name, renewed in the background, fenced by a token.
  * Lost on a failed, empty or late renewal; a clean stop() releases it so a standby takes over.
  */
 export class SchedulerLease implements Fence {

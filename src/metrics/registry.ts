@@ -16,7 +16,7 @@ export function createMetrics() {
   const registry = new LeanRegistry();
   collectDefaultMetrics({ register: registry });
   // prom-client names three gauges *_total (a counter's suffix), which `promtool check metrics`
-  // refuses; it has no option to rename them, so they are dropped (README "Metrics").
+  // refuses; it has no option to rename them, so they are dropped (docs/operations.md "Metrics").
   for (const name of MISNAMED_DEFAULTS) registry.removeSingleMetric(name);
   const registers = [registry];
   return {
@@ -58,6 +58,17 @@ export function createMetrics() {
     jobsReturned: new Counter({
       name: 'coverage_rollup_ingest_jobs_returned_total',
       help: 'Event jobs given back to the queue, uncommitted, for another instance (not counted as attempts)',
+      registers,
+    }),
+    coverageWaiters: new Gauge({
+      name: 'coverage_rollup_coverage_waiters',
+      help: 'Coverage requests held open by wait= on this instance (at most http.max_waiters)',
+      registers,
+    }),
+    coverageWaits: new Counter({
+      name: 'coverage_rollup_coverage_waits_total',
+      help: 'Coverage requests that waited, by how the wait ended (covered, timeout, aborted, closing) or refused over http.max_waiters',
+      labelNames: ['outcome'] as const,
       registers,
     }),
     queueDepth: new Gauge({

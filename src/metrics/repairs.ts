@@ -2,7 +2,7 @@ import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import { REPAIR_STATES, type RepairState } from '../core/repair.js';
 
 /**
- * The repair metrics (SPEC §15): requests by state (read when scraped, on any instance), attempts
+ * The repair metrics: requests by state (read when scraped, on any instance), attempts
  * sent by target type, and the time from a request's first attempt to `repaired`. No rollup or
  * asset label: which assets have open requests is what `GET /v1/repairs` answers.
  */

@@ -2,7 +2,7 @@ import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import { isFinished, isOpen, type RunFacts, type RunState } from '../core/runs.js';
 
 /**
- * The run metrics (SPEC §11): outcomes by target type and state, run durations, runs given up on,
+ * The run metrics: outcomes by target type and state, run durations, runs given up on,
  * and the open runs at scrape time.
  *
  * No `rollup` (nor period) label on any of them. At 1,000 rollups a per-rollup label multiplies

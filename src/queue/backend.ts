@@ -1,6 +1,6 @@
 /**
  * Every BullMQ queue, worker and queue-events handle of the daemon, the CLI, the queue targets, the
- * benchmarks and the tests comes from here, on the configured backend (`queue.backend`, SPEC §12):
+ * benchmarks and the tests comes from here, on the configured backend (`queue.backend`):
  * Redis (redis_url) or BullMQ's own PostgreSQL backend (database_url). Callers name a queue and
  * its prefix and never see which store holds it.
  */
@@ -86,7 +86,7 @@ export function queueConnection(
   return redisQueues(client);
 }
 
-/** One shared ioredis client (BullMQ duplicates it for blocking reads), as before SPEC §12. */
+/** One shared ioredis client (BullMQ duplicates it for blocking reads), as before the PostgreSQL backend existed. */
 export function redisQueues(client: RedisClient): QueueConnection {
   return {
     backend: 'redis',

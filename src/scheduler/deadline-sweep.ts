@@ -1,5 +1,5 @@
 /**
- * Deadlines of periods that have no row (SPEC §10: periods are sparse). With `on_deadline:
+ * Deadlines of periods that have no row (periods are sparse). With `on_deadline:
  * trigger` such a period owes a trigger once its deadline passes (within `catch_up`): the sweep
  * gives it a dirty row, newest first and a bounded number per pass, and the evaluation decides it
  * like any other period. With `on_deadline: miss` nothing is written, the period is derived

@@ -35,7 +35,7 @@ export interface DispatchContext {
 }
 
 /**
- * Delivers pending runs (the outbox, SPEC §6 and §11), at least once and always with the attempt's
+ * Delivers pending runs (the outbox), at least once and always with the attempt's
  * own ids: a delivery that succeeded but was not yet recorded is simply repeated after a crash,
  * and the target dedupes it (jobId, Idempotency-Key, dag_run_id). A delivery the target accepts
  * starts the run; a transient failure backs off exponentially and stays pending; a final one (4xx)

@@ -1,5 +1,5 @@
 /**
- * The scheduler's run step (SPEC §11): times out runs past `run.timeout`, makes the retries that
+ * The scheduler's run step: times out runs past `run.timeout`, makes the retries that
  * are due, and asks targets that can be asked (queue, airflow) about the runs they hold. Every part
  * is bounded per pass and reads its rows through a partial index of open work, so a pass with
  * 1,000 open runs and nothing due costs a few index probes.

@@ -1,5 +1,5 @@
 /**
- * The delivery phase of the repair step (SPEC §15): attempts not yet delivered (the repair_attempts
+ * The delivery phase of the repair step: attempts not yet delivered (the repair_attempts
  * outbox) go to their target, at least once under their own key; a failure is tried again with
  * backoff, a refusal for good is recorded.
  */

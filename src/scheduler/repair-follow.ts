@@ -1,5 +1,5 @@
 /**
- * The follow phase of the repair step (SPEC §15), lease holder only: active requests are moved by
+ * The follow phase of the repair step, lease holder only: active requests are moved by
  * core/repair.ts followRequest (repaired, cancelled, a new attempt with what is still missing, or
  * abandoned) in a transaction fenced by the lease token.
  *

@@ -1,5 +1,5 @@
 /**
- * The scan phase of the repair step (SPEC §15), lease holder only: the rollups with `repair:` whose
+ * The scan phase of the repair step, lease holder only: the rollups with `repair:` whose
  * scan is due (a period of theirs passed `after`, their upstreams have new events, a new lease, or
  * ten minutes since the last: nothing else makes a range owed) look at their newest periods past
  * `after` (and one older chunk of their backlog, walking back to `begin` one scan at a time), read

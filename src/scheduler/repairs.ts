@@ -1,5 +1,5 @@
 /**
- * The repair step of a scheduler pass (SPEC §15), lease holder only, in three phases:
+ * The repair step of a scheduler pass, lease holder only, in three phases:
  * - scan (repair-scan.ts): owed periods of the rollups with `repair:` get requests, newest first,
  *   at most REPAIR_BUDGET per pass, fenced by the lease token; a rollup scans when a period of it
  *   passes `after`, when its upstreams have new events, on a new lease and every 10 minutes (once

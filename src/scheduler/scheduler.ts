@@ -40,7 +40,7 @@ export interface SchedulerOptions {
   readonly clock?: () => Promise<Date>;
   /** How often targets are asked about open and recently finished runs. */
   readonly runChecks?: CheckIntervals;
-  /** Repair requests (SPEC §15): how often each rollup looks for owed periods, and the budget per pass. */
+  /** Repair requests: how often each rollup looks for owed periods, and the budget per pass. */
   readonly repairScanMs?: number;
   readonly repairBudget?: number;
   /**
@@ -61,7 +61,7 @@ const SKIPPED_RETRY_MS = 1000;
  * The lease holder's loop: woken by committed events (LISTEN), by its own timers (settle,
  * deadline, retries) and on acquiring the lease, it marks touched periods, evaluates them newest
  * first across every rollup, commits decisions and delivers them. It does nothing while not
- * leading. Periods are sparse (SPEC §10): nothing is done for a period nothing happened to, so an
+ * leading. Periods are sparse: nothing is done for a period nothing happened to, so an
  * idle pass costs a handful of rows however many rollups and periods there are. It emits `pass`
  * and `decided` (scheduler-events.ts).
  */

@@ -56,7 +56,7 @@ export async function markTouchedPeriods(
       tx`select set_config('synchronous_commit', 'off', true)`,
       Promise.all(rollups.map((rollup) => markRollup(tx, rollup, batch))),
     ]);
-    // Periods that now owe a rerun condemn their output in this same transaction (SPEC §11).
+    // Periods that now owe a rerun condemn their output in this same transaction.
     await condemnOutputs(
       tx,
       rollups.map((rollup, i) => ({ rollup, periods: marked[i]!.condemned })),

@@ -1,7 +1,7 @@
 import type { Sql, Tx } from './pg/db.js';
 
 /**
- * The lease's statements, one each (SPEC §7). Every time is clock_timestamp(): database time at
+ * The lease's statements, one each. Every time is clock_timestamp(): database time at
  * the moment the statement looks, not the start of its transaction. Acquire, renew and release
  * run alone, never inside sql.begin(): postgres.js 3.4.9 crashes the process (an uncaught
  * TypeError in nextWrite) when a backend dies during a query in a transaction, and a lease must

@@ -1,5 +1,5 @@
 /**
- * Statements on `triggers`, the record of trigger decisions (SPEC §7): one named verb each, saying
+ * Statements on `triggers`, the record of trigger decisions: one named verb each, saying
  * why it is shaped as it is. The evaluation inserts (in its fenced transaction); the API, the
  * status page and the CLI read. Deliveries are recorded with their run (src/store/runs/report.ts), and
  * compaction of old rows is retention's (src/store/upkeep/retention.ts).

@@ -2,7 +2,7 @@
  * One Airflow asset's events, as the `airflow_asset` trigger target and the repair target both use
  * them: the asset's id (looked up once by name or URI), an event found again by what its `extra`
  * carries, and an event posted only when that look-up finds none, so a redelivery never adds a
- * second one (SPEC §14).
+ * second one.
  */
 import { airflowAuth } from './airflow-token.js';
 import type { ResolvedTarget } from './secrets.js';

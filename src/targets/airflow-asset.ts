@@ -13,7 +13,7 @@ const isEventOf = (payload: RunIdentity) => (extra: Json | undefined) =>
   (extra?.run_id ?? extra?.idempotency_key) === eventKey(payload);
 
 /**
- * The `airflow_asset` target (SPEC §14): a decision becomes an asset event,
+ * The `airflow_asset` target: a decision becomes an asset event,
  * `POST /api/v2/assets/events` with the asset's id (looked up once by name or URI), the period's
  * `partition_key` (partition-key.ts) and the payload in `extra`, so Airflow's own scheduler runs
  * the DAGs scheduled on the asset for that partition. A redelivery first looks for its event

@@ -105,7 +105,7 @@ type HttpAnswer = { status: number; text: string } | { error: string };
 /** Sends a request with the given auth headers (e.g. a `postJson` to Airflow). */
 export type AuthorizedSend = (auth: Record<string, string>) => Promise<HttpAnswer>;
 
-/** What an Airflow target is configured to authenticate with (SPEC §6). */
+/** What an Airflow target is configured to authenticate with. */
 export interface AirflowAuthConfig {
   readonly url: string;
   readonly timeout: number;

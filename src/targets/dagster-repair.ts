@@ -1,5 +1,5 @@
 /**
- * A repair request sent to Dagster (SPEC §15): a runless **observation** of the target's
+ * A repair request sent to Dagster: a runless **observation** of the target's
  * `asset_key`, `POST /report_asset_observation/{asset_key}`, with the request's fields as the
  * observation's metadata. An observation records something about an asset without claiming it
  * changed, which is what a request is: a materialization would tell Dagster data exists that
@@ -22,7 +22,7 @@ export function observationBody(payload: RepairPayload) {
   const where = payload.rollup === null ? 'by hand' : `for ${payload.rollup} period ${payload.period?.key}`;
   return {
     description: `coverage-rollup repair request ${payload.idempotency_key}: ${payload.ranges.length} range(s) of ${payload.asset}, ${where}`,
-    // Every field of the request as SPEC §15 names it, the nulls of a request made by hand
+    // Every field of the request as the repair payload names it, the nulls of a request made by hand
     // (rollup, period) included: Dagster keeps them as null metadata values.
     metadata: payload,
   };

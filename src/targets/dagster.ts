@@ -100,7 +100,7 @@ interface Recorded {
 const pair = (partition: string | null, version: string) => JSON.stringify([partition, version]);
 
 /**
- * Reports a decision to Dagster as a runless materialization of `asset_key` (SPEC §14):
+ * Reports a decision to Dagster as a runless materialization of `asset_key`:
  * `partition` is the period key (or `partition_format` of its start), `data_version` is
  * `{rollup}#{generation}`, and the coverage goes into the metadata, so a Dagster asset, sensor or
  * automation condition downstream can run on it.

@@ -1,5 +1,5 @@
 /**
- * Where repair requests go (SPEC §15): the same target types and configuration as triggers, with
+ * Where repair requests go: the same target types and configuration as triggers, with
  * the repair payload. Each attempt is delivered at least once under its own idempotency key
  * (`repair-<id>~aN`), which the target dedupes: the BullMQ jobId, the webhook's Idempotency-Key,
  * the Airflow dag_run_id, the Airflow asset event or Dagster observation found by the key it

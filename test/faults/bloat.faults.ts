@@ -6,7 +6,7 @@ import { processHarness } from '../helpers/process.js';
 import { daemonConfig, intFromEnv, Producer, RedisServer, report, round, sleep } from './lib.js';
 
 /**
- * Bloat soak (npm run soak:bloat, SPEC §13): with autovacuum off, BLOAT_MINUTES (default 20) of
+ * Bloat soak (npm run soak:bloat): with autovacuum off, BLOAT_MINUTES (default 20) of
  * steady ingest (BLOAT_RATE events/s, default 100, over ten time assets, each event the wall-clock
  * slice since the asset's previous one) and triggering (a minutely rollup over all ten assets and
  * one over the first: each minute is marked and evaluated many times, then triggered and its run
@@ -32,7 +32,7 @@ const ASSETS = 10;
 const ROLLUPS = 2;
 const MAX_GROWTH = 2;
 const PREFIX = 'bloat';
-/** Grow with the data by design (SPEC §4, §13): not held to the bound. */
+/** Grow with the data by design: not held to the bound. */
 const EXEMPT = /^(segments|events|events_p\d+_\d+)$/;
 
 const db = await createTestDatabase();

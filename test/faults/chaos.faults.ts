@@ -35,7 +35,7 @@ import { buildStream, intAsset, timeAsset } from './stream.js';
  * per (rollup, period, generation) and none missing, every decision delivered, no trigger by a
  * fenced holder. A downstream worker that always succeeds consumes the target queue throughout:
  * every run attempt is exactly one job at the target (and every job a run), and every triggered
- * period's run ends succeeded (SPEC §11).
+ * period's run ends succeeded.
  *
  * FAULTS_SEED (reproduce a run), FAULTS_RATE (events/s offered, default 1000), FAULTS_SCALE
  * (default 1: 24 integer assets of 3,000 slices and 6 time assets of 5,760 one-minute slices,

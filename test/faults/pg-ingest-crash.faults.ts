@@ -23,7 +23,7 @@ import { sessionsInTransaction } from './pg-sessions.js';
 import { buildStream } from './stream.js';
 
 /**
- * Crash recovery on BullMQ's PostgreSQL queue backend (npm run test:pg-ingest-crash; SPEC §12):
+ * Crash recovery on BullMQ's PostgreSQL queue backend (npm run test:pg-ingest-crash):
  * two daemon processes on one database, no Redis anywhere, consume one events queue through the
  * batch consumer (src/ingest/pg-batch-consumer.ts). A producer adds ~20,000 events over six
  * assets (3 % of ids sent again as jobs of their own) at a steady rate; daemon A is SIGKILLed in

@@ -1,5 +1,5 @@
 /**
- * Runs under faults (SPEC §11): a downstream worker that always succeeds, and the checks that every
+ * Runs under faults: a downstream worker that always succeeds, and the checks that every
  * attempt is exactly one job at the target and every triggered period's run ended succeeded,
  * whatever was killed, restarted or fenced on the way.
  */

@@ -1,5 +1,5 @@
 /**
- * Stale connections (SPEC §13, issue 29's "Measured"): two instances, A holding the lease; A's
+ * Stale connections (issue 29's "Measured"): two instances, A holding the lease; A's
  * existing PostgreSQL flows stop answering (bytes neither delivered nor refused) for
  * STALE_WINDOW_MS (default 60 s) while new connections work, as when a NAT loses its flows, and
  * events stream in at STALE_RATE per second (default 7, the 412 in 60 s of the issue). The

@@ -1,7 +1,7 @@
 /**
  * Preloaded (`node --import`) into the processes of the embedded-default test: a connection to the
  * default PostgreSQL (5432) or Redis (6379) port goes to a closed port instead, and is reported on
- * stderr. A daemon that works under it needs neither service (SPEC §12), whatever runs locally.
+ * stderr. A daemon that works under it needs neither service, whatever runs locally.
  */
 import net from 'node:net';
 

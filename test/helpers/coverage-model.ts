@@ -1,10 +1,10 @@
 import type { Change, Piece } from '../../src/core/types.js';
 
-/** A point's state and attribution, as SPEC §2 defines it. */
+/** A point's state and attribution, as docs/concepts.md defines it. */
 export type PointState = Omit<Piece, 'start' | 'end'>;
 
 /**
- * The brute-force model the core is tested against: SPEC §2 evaluated at one point over the whole
+ * The brute-force model the core is tested against: the coverage-state rule evaluated at one point over the whole
  * history in ingest order. The newest completion covering p gives its version; the newest replay
  * requirement covering p makes it replay_required when newer than that completion and at another
  * version.

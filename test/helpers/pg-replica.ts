@@ -79,7 +79,7 @@ function settings(port: number, socketDir: string): string {
     'shared_buffers = 32MB',
     'fsync = off',
     'full_page_writes = off',
-    // Vacuum on the primary then never cancels a read on the replica (README "a read replica").
+    // Vacuum on the primary then never cancels a read on the replica (docs/operations.md "A read replica").
     'hot_standby_feedback = on',
     '',
   ].join('\n');

@@ -8,7 +8,7 @@ import { createTestPrefix } from './redis.js';
 import { waitFor } from './wait.js';
 
 /**
- * Stale PostgreSQL flows (SPEC §13), shared by the short variant in `npm test` and the long fault
+ * Stale PostgreSQL flows, shared by the short variant in `npm test` and the long fault
  * test: daemon A reaches PostgreSQL through a proxy whose existing flows stop answering (bytes
  * neither delivered nor refused) while new connections are forwarded, as when a NAT loses its
  * flows. Optionally a daemon B, started second (A holds the lease), reaches PostgreSQL directly.

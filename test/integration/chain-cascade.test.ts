@@ -8,7 +8,7 @@ import { REDIS_URL } from '../helpers/env.js';
 import { createTestPrefix } from '../helpers/redis.js';
 import { waitFor } from '../helpers/wait.js';
 
-// The cascade guarantee (SPEC §11): raw -> hourly -> daily -> monthly, `rerun: on_replay`, real
+// The cascade guarantee: raw -> hourly -> daily -> monthly, `rerun: on_replay`, real
 // BullMQ workers that complete the downstream jobs at once. A replay requirement over one raw hour
 // reruns its hour, its day and its month once each, each decided only after the level below
 // succeeded, and nothing else; also with a failure and retry in the middle of the chain, and with a

@@ -4,7 +4,7 @@ import { createTestDatabase } from '../helpers/db.js';
 import { createTestPrefix } from '../helpers/redis.js';
 import { waitFor } from '../helpers/wait.js';
 
-// Condemnation (SPEC §11 "Output assets"): the moment a triggered period owes a rerun, its output
+// Condemnation: the moment a triggered period owes a rerun, its output
 // gets a replay requirement at the next generation's version, in the same transaction, so the
 // rollup reading that output waits for the rerun. Here the outputs' completions are sent by hand,
 // as a run's success would record them.

@@ -6,7 +6,7 @@ import { createTestDatabase } from '../helpers/db.js';
 import { createTestPrefix } from '../helpers/redis.js';
 import { waitFor } from '../helpers/wait.js';
 
-// GET /v1/graph and the /graph page (SPEC §11 "Graph") against the real index: layers by depth,
+// GET /v1/graph and the /graph page against the real index: layers by depth,
 // and each node's state from what happened to it.
 
 const db = await createTestDatabase();

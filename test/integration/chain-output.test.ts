@@ -7,7 +7,7 @@ import { createTestDatabase } from '../helpers/db.js';
 import { createTestPrefix } from '../helpers/redis.js';
 import { waitFor } from '../helpers/wait.js';
 
-// Output recording (SPEC §11 "Output assets"): the success of a period's current run commits the
+// Output recording: the success of a period's current run commits the
 // output's completion in the transaction that records the success (reportRun); a failure, a
 // superseded generation, or a success after the period owes a rerun records nothing.
 

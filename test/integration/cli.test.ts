@@ -86,7 +86,7 @@ describe('coverage-rollup check', () => {
     expect(gap.stdout).toContain('2025-06-01T11:00:00Z .. 2025-06-01T11:30:00Z');
   });
 
-  it('prints the ratio as the README says: four decimals, never 1 while anything is missing', async () => {
+  it('prints the ratio as docs/cli.md says: four decimals, never 1 while anything is missing', async () => {
     // One millisecond missing of an hour: 0.9999997 (six decimals would print 1).
     const run = await cli(['check', 'cli.orders', ...window, '--end', '2025-06-01T11:00:00.001Z']);
     expect(run.code).toBe(1);

@@ -1,5 +1,5 @@
 /**
- * Bounded coverage answers (SPEC §10) on a many-hole asset, and per-asset freshness, over HTTP
+ * Bounded coverage answers on a many-hole asset, and per-asset freshness, over HTTP
  * against a whole daemon and its own database.
  */
 import { beforeAll, describe, expect, it } from 'vitest';

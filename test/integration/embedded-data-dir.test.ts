@@ -1,5 +1,5 @@
 /**
- * The embedded default's data directory when it cannot be made (SPEC §12): Node 20's recursive
+ * The embedded default's data directory when it cannot be made: Node 20's recursive
  * mkdir loops forever under /proc, where the kernel answers ENOENT for a parent that exists, and
  * the daemon spun there silently, deaf to SIGTERM. It must fail at once with exit 2, naming the
  * directory.

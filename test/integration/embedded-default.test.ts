@@ -1,5 +1,5 @@
 /**
- * The embedded default (SPEC §12) from nothing: no DATABASE_URL, no REDIS_URL, and every connection
+ * The embedded default from nothing: no DATABASE_URL, no REDIS_URL, and every connection
  * to the default PostgreSQL and Redis ports sent to a closed port (closed-default-ports.mjs), so
  * nothing local can help. The built daemon starts an embedded PostgreSQL in a fresh data
  * directory, `emit` commits an event (the queue is in the same PostgreSQL: no queue needed), `check` answers covered, a
@@ -221,13 +221,17 @@ describe('the embedded default, with no database or Redis configured', () => {
     expect(http.code, http.stderr).toBe(0);
     expect(JSON.parse(http.stdout)).toMatchObject({ accepted: 1, results: [{ status: 'committed' }] });
     expect((await cli(window('p.http'))).code).toBe(0);
-    // An empty URL is refused, never read as a library's local defaults.
+    // An empty URL counts as unset, as the daemon reads it: with no daemon recorded either, it is
+    // refused, never read as node-postgres's local defaults.
     const empty = await run(
       process.execPath,
       [example('node_producer.mjs'), '--asset', 'x', '--start', '2025-06-01T10:00:00Z'],
-      { DATABASE_URL: '' },
+      { DATABASE_URL: '', COVERAGE_ROLLUP_DATA_DIR: join(dir, 'no-daemon-here') },
     );
-    expect(empty).toMatchObject({ code: 2, stderr: expect.stringContaining('DATABASE_URL is empty') });
+    expect(empty).toMatchObject({
+      code: 2,
+      stderr: expect.stringContaining('no DATABASE_URL and no daemon recorded here'),
+    });
     daemon.child.kill('SIGTERM');
     expect(await daemon.exited).toBe(0);
     expect(existsSync(join(dataDir, 'daemon.json'))).toBe(false);
@@ -307,7 +311,7 @@ function collect(stream: NodeJS.ReadableStream, lines: Line[], output: string[])
 }
 
 /**
- * A hang-up stops the daemon the way SIGTERM does (README Operations): a closed terminal or SSH
+ * A hang-up stops the daemon the way SIGTERM does (docs/operations.md): a closed terminal or SSH
  * session, or a killed tmux, sends SIGHUP to the foreground process group, and the daemon must
  * drain, stop the embedded PostgreSQL it started (in its own session, so the group's SIGHUP never
  * reaches it) and exit 0, not die of the signal and leave the server running. Two ways: SIGHUP to

@@ -1,5 +1,5 @@
 /**
- * Failed event jobs whose events are committed are reconciled by the daemon (SPEC §13): a job
+ * Failed event jobs whose events are committed are reconciled by the daemon: a job
  * whose commit succeeded but whose completion Redis lost (a Cluster fail-over) sits in the failed
  * set; ingest removes it once the event log shows its event. A failed job whose event is not in
  * the log stays failed, as before. Nothing is committed twice.

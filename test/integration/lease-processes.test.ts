@@ -12,7 +12,7 @@ import { createTestPrefix } from '../helpers/redis.js';
 import { waitFor } from '../helpers/wait.js';
 
 /**
- * The scheduler lease (SPEC §7, README "High availability") with real daemon processes: the built
+ * The scheduler lease (docs/operations.md "High availability") with real daemon processes: the built
  * `coverage-rollup start`, real PostgreSQL and Redis, real signals. Each test has its own database
  * and BullMQ prefix. Rollups are integer buckets of 10 over integer assets, so periods exist only
  * where events land and nothing depends on the wall clock.

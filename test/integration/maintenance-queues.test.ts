@@ -1,5 +1,5 @@
 /**
- * Table maintenance of the queue schemas (SPEC §12, §13): on BullMQ's PostgreSQL backend every
+ * Table maintenance of the queue schemas: on BullMQ's PostgreSQL backend every
  * event is a `job` row inserted, updated and deleted, and where autovacuum does not run the daemon
  * vacuums that table as it does its own. A daemon on Redis never touches a queue schema.
  */

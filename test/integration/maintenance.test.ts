@@ -1,5 +1,5 @@
 /**
- * The daemon's own table maintenance (SPEC §13): it says at start and in /readyz when autovacuum
+ * The daemon's own table maintenance: it says at start and in /readyz when autovacuum
  * does not look after its database, and then analyzes its tables after large changes and vacuums
  * them after many dead rows, under the maintenance lock.
  */

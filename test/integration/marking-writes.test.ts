@@ -1,5 +1,5 @@
 /**
- * Marking writes only what changes (SPEC §13: with autovacuum off, every row version written is a
+ * Marking writes only what changes (with autovacuum off, every row version written is a
  * dead row until the daemon's vacuum): a period touched by several upstreams in one pass is written
  * once, and cursors are written only when they move (opening them locks them, it does not rewrite
  * them). Counted by the server's own statistics for this connection (n_tup_upd).

@@ -1,5 +1,5 @@
 /**
- * Plans do not depend on statistics (SPEC §13): every statement the daemon runs against the big
+ * Plans do not depend on statistics: every statement the daemon runs against the big
  * tables (segments, the event log, periods, triggers, runs) reads them through an index, on a database
  * that was never analyzed (autovacuum is off here, as in CI) and again after ANALYZE. The daemon
  * runs behind a proxy that records each statement with its parameters as they went over the wire

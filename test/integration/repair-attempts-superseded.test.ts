@@ -1,5 +1,5 @@
 /**
- * A repair request's new attempt supersedes the older ones (SPEC §15: re-sent "with the ranges still
+ * A repair request's new attempt supersedes the older ones (re-sent "with the ranges still
  * missing"): an older attempt still failing to reach its target is no longer due beside it.
  */
 import { beforeAll, expect, it } from 'vitest';

@@ -1,5 +1,5 @@
 /**
- * Repair request delivery to each target type (SPEC §15), against a webhook receiver, the fake
+ * Repair request delivery to each target type, against a webhook receiver, the fake
  * Airflow 3 API (which validates TriggerDAGRunPostBody and CreateAssetEventsBody; the real one in
  * test/real/airflow-repair.real.test.ts) and the test Redis: the payload as sent,
  * the attempt's key where each target dedupes, and a redelivery that creates nothing new.

@@ -1,5 +1,5 @@
 /**
- * Repair requests across a kill -9 of the lease holder (SPEC §7, §15), with real daemon processes
+ * Repair requests across a kill -9 of the lease holder, with real daemon processes
  * (the built `coverage-rollup start`) on one database. The repair target is a webhook whose
  * answers the test decides: while the holder leads, every delivery hangs, so the holder is killed
  * with attempts committed in its fenced transaction (the repair_attempts outbox) and their

@@ -1,5 +1,5 @@
 /**
- * Repair requests across a restart (SPEC §15): a daemon that stopped after delivering an attempt
+ * Repair requests across a restart: a daemon that stopped after delivering an attempt
  * but before recording it (the outbox row still due, as after a kill) leaves exactly one job per
  * attempt at the target once the next leader delivers it again, and the next leader's fresh scan
  * makes no second request for the same range. Also: a replay requirement over a triggered period

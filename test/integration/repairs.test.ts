@@ -1,5 +1,5 @@
 /**
- * Repair requests (SPEC §15) end to end: a daemon on real PostgreSQL and Redis asks for a hole on
+ * Repair requests end to end: a daemon on real PostgreSQL and Redis asks for a hole on
  * a queue, asks again at `every`, sees the hole partly filled (the rest asked for again), filled
  * (repaired, then the downstream trigger), never filled (abandoned), and decided by a deadline
  * (cancelled). Time is real: periods are PT2S long and begin in a moment; every wait is on a

@@ -112,7 +112,7 @@ describe('deadline', () => {
     expect(missed!.updated_at.getTime()).toBeGreaterThanOrEqual(p.deadline);
 
     // Every missed period is counted once: the stored one, and the empty ones after it, which are
-    // missed too as time goes on without a row (they are derived, SPEC §10).
+    // missed too as time goes on without a row (they are derived).
     const metric = async () => {
       const response = await daemon.http.inject({ url: '/metrics' });
       const match = /^coverage_rollup_periods_missed_total\{rollup="dl_miss"\} (\d+)$/m.exec(response.body);

@@ -62,7 +62,7 @@ const untilGeneration = (rollup: string, start: string, generation: number) =>
   );
 
 describe('queue target', () => {
-  it('adds a job whose id is the idempotency key and whose data is exactly the SPEC §6 payload', async () => {
+  it('adds a job whose id is the idempotency key and whose data is exactly the documented payload', async () => {
     await producer.add('e', { asset: 'h.orders', start: H11, end: '2026-11-02T11:00:00Z', version: 'v7' });
     const [trigger] = await untilGeneration('q_hourly', H11, 1);
     const key = 'q_hourly@20261102T100000Z#1';

@@ -1,5 +1,5 @@
 /**
- * Sparse periods (SPEC §10): only periods something happened to are stored; every other period
+ * Sparse periods: only periods something happened to are stored; every other period
  * since `begin` exists for the API with its derived state; deadline catch-up is bounded; fresh
  * periods are decided before a backlog; listings page with cursors.
  */

@@ -1,5 +1,5 @@
 /**
- * A check and a wake-up of the same run at once (SPEC §11): the completion event of a job removed
+ * A check and a wake-up of the same run at once: the completion event of a job removed
  * on completion can arrive while a check that found the job gone is still recording it lost. The
  * wake-up (checkSoon) must survive the check's own next-check write, or the run stays lost.
  */

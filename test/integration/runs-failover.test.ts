@@ -10,7 +10,7 @@ import { createTestPrefix } from '../helpers/redis.js';
 import { waitFor } from '../helpers/wait.js';
 
 /**
- * Runs across a kill -9 of the lease holder (SPEC §7 and §11), with real daemon processes (the
+ * Runs across a kill -9 of the lease holder, with real daemon processes (the
  * built `coverage-rollup start`) on one database and a real BullMQ worker on the queue target.
  * The holder delivers attempt 1 of several periods and is killed before any has an outcome; the
  * worker then completes some jobs and fails others while no living daemon leads, and one job is

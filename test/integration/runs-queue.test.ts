@@ -1,5 +1,5 @@
 /**
- * Runs on a queue target (SPEC §11), learnt from the BullMQ job itself: a real worker that fails
+ * Runs on a queue target, learnt from the BullMQ job itself: a real worker that fails
  * the first attempt and succeeds on the retry (with backoff), a run that times out, a job removed
  * before its outcome was seen (lost), and outcomes that happen while the daemon is stopped or
  * while the lease moves to another instance.

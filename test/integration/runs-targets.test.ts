@@ -1,5 +1,5 @@
 /**
- * Runs on Airflow and webhook targets (SPEC §11): dag run states polled from Airflow's batch list
+ * Runs on Airflow and webhook targets: dag run states polled from Airflow's batch list
  * (queued, running, success, failed, and back to queued when cleared: the run reopens), a retry as
  * a new dag run of its own; a webhook run reported through the callback `POST /v1/runs`, including
  * a report for a superseded generation; and the manual retry from the CLI.

@@ -1,5 +1,5 @@
 /**
- * Open repairs on the status page (SPEC §15): per asset, its open and partial requests, the asset
+ * Open repairs on the status page: per asset, its open and partial requests, the asset
  * with the oldest request first, with the oldest time, the ranges still asked for and what they
  * miss; bounded (20 assets, the rest counted); following the page's focus and name filter; names
  * escaped. Requests are made through the scheduler's own verb (store/repairs/requests.ts makeRequests).

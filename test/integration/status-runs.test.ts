@@ -1,5 +1,5 @@
 /**
- * Runs on the status page (SPEC §11): failed, timed-out and lost runs first on the overview with
+ * Runs on the status page: failed, timed-out and lost runs first on the overview with
  * their error, attempt and next step; failed counts on rollup rows and card headlines; the period
  * page's run history and what happens next. Runs move through reportRun, the one verb every
  * outcome path (queue, Airflow, callback, timeout) goes through.

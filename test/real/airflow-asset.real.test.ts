@@ -1,5 +1,5 @@
 /**
- * The `airflow_asset` target against a real Apache Airflow 3.3 (SPEC §14): the built daemon turns
+ * The `airflow_asset` target against a real Apache Airflow 3.3: the built daemon turns
  * each covered hour into an asset event with the period start as `partition_key`; Airflow's own
  * scheduler runs examples/airflow/coverage_asset_hourly.py once per covered hour
  * (StartOfHourMapper) with the key and our payload visible to the task, and

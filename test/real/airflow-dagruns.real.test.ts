@@ -1,5 +1,5 @@
 /**
- * The `airflow` target against a real Apache Airflow 3.3 (SPEC §14): the built daemon in a process
+ * The `airflow` target against a real Apache Airflow 3.3: the built daemon in a process
  * of its own triggers dag runs of examples/airflow/coverage_dagrun.py and of a DAG whose first
  * attempt fails on purpose, follows them to their outcome by Airflow's batch list, reopens a run
  * cleared in Airflow, keeps delivering after its JWT expired (a short `jwt_expiration_time`), and
@@ -54,7 +54,7 @@ beforeAll(async () => {
     ],
     dagIds: ['coverage_dagrun', 'coverage_flaky', 'coverage_partitioned'],
     jwtExpirationTime: JWT_LIFETIME,
-    // The daemon's user has the role the README asks for, no more.
+    // The daemon's user has the role docs/targets/airflow.md asks for, no more.
     users: { 'coverage-rollup': 'user' },
     env: { CR_GATE_DIR: gates },
   });

@@ -1,5 +1,5 @@
 /**
- * Repair requests (SPEC §15) sent to a real Apache Airflow 3.3 (SPEC §14), through both Airflow
+ * Repair requests sent to a real Apache Airflow 3.3, through both Airflow
  * repair targets: `airflow_asset` (an asset event per attempt, the request in `extra`) and
  * `airflow` (a dag run per attempt, the request in `conf`). examples/airflow/coverage_repair_backfill.py
  * runs on each, announces the requested ranges to the built daemon's `POST /v1/events`, and the
@@ -167,7 +167,7 @@ describe('repair requests against Airflow 3.3', () => {
     expect(orders.map((r) => r.ranges)).toEqual([hole(at(10), at(10, 30))]);
     expect(clicks.map((r) => r.ranges)).toEqual([hole(at(14), at(14, 15))]);
 
-    // airflow_asset: one event per attempt, each carrying the request as SPEC §15 names it.
+    // airflow_asset: one event per attempt, each carrying the request as the repair payload names it.
     const events = (await repairEvents()).filter((e) => e.extra?.type === 'repair');
     const keys = orders.map((r) => r.idempotency_key as string).sort();
     expect(events.map((e) => e.extra.idempotency_key).sort()).toEqual(keys);

@@ -20,13 +20,13 @@ import { exampleFile, report } from './helpers/producers.js';
 import { SystemProcess, venvBin, waitForHttp } from './helpers/system.js';
 
 /**
- * The dagster target (SPEC §14) against a real dagster-webserver 1.13 serving
+ * The dagster target against a real dagster-webserver 1.13 serving
  * examples/dagster/defs.py (an hourly-partitioned external asset warehouse/orders_hourly), with
  * DAGSTER_HOME in a temporary folder. A covered hour becomes one materialization of that asset,
  * partition = the hour in Dagster's key form, data version = `{rollup}#{generation}`, read back
  * over Dagster's GraphQL; a forced redelivery of the same decision adds none; a manual trigger
  * (generation 2) adds the second data version; the run succeeds once Dagster holds it. A repair
- * request (SPEC §15) becomes one observation of warehouse/orders_repairs per attempt, and the
+ * request becomes one observation of warehouse/orders_repairs per attempt, and the
  * example's sensor turns each into a backfill run request.
  */
 

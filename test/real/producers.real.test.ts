@@ -232,12 +232,16 @@ describe.each<Producer>(['python_producer.py', 'node_producer.mjs'])(
           timeout: 60_000,
           what: 'the hourly webhook',
         });
-        // An empty URL is refused, never read as libpq's defaults (the local server, the user's database).
+        // An empty URL counts as unset, as the daemon reads it; with no daemon recorded either it is
+        // refused, never read as libpq's defaults (the local server, the user's database).
+        const nowhere = { ...env, DATABASE_URL: '', COVERAGE_ROLLUP_DATA_DIR: join(dataDir, 'none') };
         const empty =
           producer === 'python_producer.py'
-            ? runPython('producers', `${label}-empty`, args, { ...env, DATABASE_URL: '' })
-            : runProgram(process.execPath, `${label}-empty`, args, { ...env, DATABASE_URL: '' });
-        await expect(empty).rejects.toThrow(/DATABASE_URL is empty/);
+            ? runPython('producers', `${label}-empty`, args, nowhere)
+            : runProgram(process.execPath, `${label}-empty`, args, nowhere);
+        await expect(empty).rejects.toThrow(
+          /an empty URL is refused|no DATABASE_URL and no daemon recorded here/,
+        );
         expect((await running.stop()).code).toBe(0);
         report(
           `${producer} beside a daemon: found it through ${dataDir}/daemon.json; both assets covered, the hourly webhook sent`,

@@ -2,7 +2,7 @@
  * The plan of a commit (core/commit-plan.ts) against a brute-force model that takes the batch one
  * event at a time: refused for another domain, a repeat of a key earlier in the batch, a key the
  * log already holds, or committed with the next seq; its change folded over the asset's history
- * and judged point by point (SPEC §2), its counters summed as it goes.
+ * and judged point by point, its counters summed as it goes.
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';

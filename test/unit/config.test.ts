@@ -59,7 +59,7 @@ describe('configuration', () => {
 
   it('accepts the example file and every rollup in it', () => {
     const config = loadConfig({ path: 'config/example.yaml', env: {} });
-    // It names no database and no Redis, so it starts where Node.js alone is installed (SPEC §9).
+    // It names no database and no Redis, so it starts where Node.js alone is installed.
     expect(config.database_url).toBe('embedded');
     expect(config.queue.backend).toBe('postgres');
     expect(defineRollups(config).map((r) => r.rollup.id)).toEqual([

@@ -5,7 +5,7 @@ import { applyChanges } from '../../src/core/segments.js';
 import type { Change, Interval, Segment } from '../../src/core/types.js';
 import { modelAt } from '../helpers/coverage-model.js';
 
-// Brute-force model: SPEC §2 evaluated per point over the whole history, then §8 read off the points.
+// Brute-force model: the coverage-state rule evaluated per point over the whole history, then the answer read off the points.
 const SIZE = 40;
 /** Maximal runs of equal state over [from, to), where `at` gives each point's state. */
 function runs<T extends object>(from: number, to: number, at: (p: number) => T | null): Array<Interval & T> {
@@ -51,7 +51,7 @@ function extentOf(segments: readonly Segment[]): Interval | null {
 }
 
 describe('projectCoverage against the per-point model', () => {
-  it('every field agrees with SPEC §2/§8 evaluated point by point', () => {
+  it('every field agrees with the coverage-state rule evaluated point by point', () => {
     fc.assert(
       fc.property(history, window, fc.integer({ min: 0, max: 12 }), fc.boolean(), (h, w, limit, reversed) => {
         const all = applyChanges([], h).insert;

@@ -4,7 +4,7 @@ import { reportPath } from '../../src/targets/dagster.js';
 import { observationBody, observationsRequest } from '../../src/targets/dagster-repair.js';
 
 /**
- * What a repair request sent to Dagster is made of (SPEC §15); test/real/dagster.real.test.ts
+ * What a repair request sent to Dagster is made of; test/real/dagster.real.test.ts
  * posts it to a real dagster-webserver and reads it back.
  */
 const request = (rollup: string | null) =>

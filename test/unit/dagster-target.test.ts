@@ -15,7 +15,7 @@ import {
 } from '../../src/targets/dagster.js';
 
 /**
- * The dagster target's requests (SPEC §14), against a recorder that answers as Dagster's webserver
+ * The dagster target's requests, against a recorder that answers as Dagster's webserver
  * does (GraphQL look-up, then the report endpoint). test/real/dagster.real.test.ts proves the same
  * against a real dagster-webserver.
  */

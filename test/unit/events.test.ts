@@ -216,6 +216,18 @@ describe('normalizeEvent: accepted spellings', () => {
     expect(e.id).toBe('77');
   });
 
+  it('refuses a version or id that is a fraction or an unsafe integer: its text would not be the value sent', () => {
+    // 1.2345678901234568e29: what JSON.parse makes of 123456789012345678901234567890.
+    for (const field of ['version', 'id']) {
+      for (const value of [1.5, 1.2345678901234568e29, 2 ** 53]) {
+        expect(() => norm({ asset: 'a', start: 1, end: 2, [field]: value }), `${field} ${value}`).toThrow(
+          `${field} must be a string or a safe integer, got ${value}`,
+        );
+      }
+    }
+    expect(norm({ asset: 'a', start: 1, end: 2, version: 2 ** 53 - 1 }).version).toBe('9007199254740991');
+  });
+
   it('offsetless timestamps are read in the declared zone', () => {
     const e = norm({ asset: 'berlin.table', start: '2025-06-01T12:05:00', end: '2025-06-01T12:10:00' });
     expect(e.zone).toBe('Europe/Berlin');
@@ -337,6 +349,9 @@ describe('normalizeEvent: bad input', () => {
     ['invalid_field', { ...ok, version: { v: 1 } }],
     ['invalid_field', { ...ok, version: 'v\u0000' }],
     ['invalid_field', { ...ok, version: 'v'.repeat(300) }],
+    ['invalid_field', { ...ok, version: 1.5 }],
+    ['invalid_field', { ...ok, version: 1.2345678901234568e29 }],
+    ['invalid_field', { ...ok, version: Number.POSITIVE_INFINITY }],
     ['invalid_field', { ...ok, id: [1] }],
     ['invalid_field', { ...ok, id: true }],
     ['invalid_field', { ...ok, extra: [] }],

@@ -8,7 +8,7 @@ import type { HttpContext } from '../../src/http/context.js';
 import { openApiDocument } from '../../src/http/openapi.js';
 import { OPERATIONS } from '../../src/http/operations.js';
 import { CoverageQuery } from '../../src/http/schemas/assets.js';
-import { EVENT_SPELLINGS } from '../../src/http/schemas/event-spellings.js';
+import { EVENT_SCHEMA, EVENT_SPELLINGS } from '../../src/http/schemas/event-spellings.js';
 import { EventItem, ReplayRequirementBody } from '../../src/http/schemas/events.js';
 import { buildServer } from '../../src/http/server.js';
 import { createLogger } from '../../src/support/log.js';
@@ -112,29 +112,46 @@ describe('the OpenAPI document', () => {
 });
 
 describe('the event spellings in the document', () => {
-  it('describe each spelling the normaliser accepts, each example matching its own schema', () => {
+  it('describe each way of giving the bounds, each example allowed by the document and accepted', () => {
     const ajv = new Ajv2020({ strict: false });
     expect(EVENT_SPELLINGS.map((s) => s.title)).toEqual([
-      'Completion',
-      'CompletionInterval',
-      'CompletionPartitionKey',
-      'CompletionAirflowExtra',
-      'AirflowAssetEvent',
-      'ReplayRequirement',
+      'start and end',
+      'interval',
+      'partition_key',
+      'Airflow extra',
     ]);
-    for (const spelling of EVENT_SPELLINGS) {
-      const [example] = spelling.examples as unknown[];
-      expect(ajv.validate(spelling, example), String(spelling.title)).toBe(true);
-      const event = normalizeEvent(example, { maxPayloadBytes: 65_536 });
-      expect(event.kind).toBe(spelling.title === 'ReplayRequirement' ? 'replay_requirement' : 'completion');
+    const examples = EVENT_SCHEMA.examples as unknown[];
+    expect(examples.length).toBeGreaterThan(EVENT_SPELLINGS.length);
+    for (const example of examples) {
+      expect(ajv.validate(EVENT_SCHEMA, example), JSON.stringify(example)).toBe(true);
+      expect(() => normalizeEvent(example, { maxPayloadBytes: 65_536 })).not.toThrow();
     }
-    // The body of POST /v1/events names them all, alone or in an array.
+    // The body of POST /v1/events is one event or an array of them.
     const body = document.paths['/v1/events'].post.requestBody.content['application/json'].schema;
     const items = body.anyOf.map((alt: Json) => alt.items ?? alt);
-    for (const item of items)
-      expect(item.anyOf.map((s: Json) => s.title)).toHaveLength(EVENT_SPELLINGS.length);
+    for (const item of items) expect(item.allOf).toHaveLength(4);
   });
 
+  it('says which optional query parameters may be sent empty, and that empty is absent', () => {
+    for (const { path, op } of operations) {
+      for (const p of op.parameters as Json[]) {
+        if (p.in !== 'query') continue;
+        const what = `${path} ${p.name}`;
+        if (p.required) expect(p.allowEmptyValue, what).toBeUndefined();
+        else {
+          expect(p.allowEmptyValue, what).toBe(true);
+          expect(p.description, what).toMatch(/empty is the same as absent/);
+        }
+      }
+    }
+    const coverage = document.paths['/v1/assets/{asset}/coverage'].get.parameters as Json[];
+    const start = coverage.find((p) => p.name === 'start')!;
+    expect(start.required).toBe(true);
+    expect(new RegExp(start.schema.pattern, 'u').test('')).toBe(false);
+  });
+});
+
+describe('the document', () => {
   it('tags every operation with a group the document lists', () => {
     const listed = (document.tags as Json[]).map((t) => t.name);
     for (const { path, op } of operations) {

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { CONFIG_ENV_VARS, loadConfig, parseConfig } from '../../src/config/index.js';
 import { consumedQueueSchemas, queueSchema } from '../../src/queue/schema.js';
 
-describe('the defaults that follow from what is set (SPEC §12)', () => {
+describe('the defaults that follow from what is set', () => {
   it('neither URL: the embedded database in ./.coverage-rollup, queues on PostgreSQL', () => {
     const config = parseConfig({});
     expect(config.database_url).toBe('embedded');

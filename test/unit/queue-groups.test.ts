@@ -4,7 +4,7 @@ import { loadConfig, parseConfig } from '../../src/config/index.js';
 import { fnv1a32, groupOf } from '../../src/core/routing.js';
 import { consumedGroups, hasHashTag, queueGroups } from '../../src/queue/groups.js';
 
-/** The README's routing table: producers in other languages check their code against it. */
+/** The routing table of docs/scaling.md: producers in other languages check their code against it. */
 const VECTORS: Array<[name: string, fnv: number, groups2: number, groups3: number, groups4: number]> = [
   ['', 0x811c9dc5, 1, 1, 1],
   ['a', 0xe40c292c, 0, 1, 0],
@@ -17,7 +17,7 @@ const VECTORS: Array<[name: string, fnv: number, groups2: number, groups3: numbe
 ];
 
 describe('routing an asset to its queue group', () => {
-  it.each(VECTORS)('%j hashes as the README says', (name, fnv, g2, g3, g4) => {
+  it.each(VECTORS)('%j hashes as docs/scaling.md says', (name, fnv, g2, g3, g4) => {
     expect(fnv1a32(name)).toBe(fnv);
     expect([groupOf(name, 1), groupOf(name, 2), groupOf(name, 3), groupOf(name, 4)]).toEqual([0, g2, g3, g4]);
   });

@@ -371,7 +371,7 @@ describe('keys and payload', () => {
     );
   });
 
-  it('has the fields of SPEC §15', () => {
+  it('has the documented fields', () => {
     const payload = repairPayload({
       id: 7,
       attempt: 2,

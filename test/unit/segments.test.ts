@@ -4,7 +4,7 @@ import { applyChanges } from '../../src/core/segments.js';
 import type { Change, Segment } from '../../src/core/types.js';
 import { modelAt } from '../helpers/coverage-model.js';
 
-// Brute-force model: SPEC §2 evaluated per point over the whole history.
+// Brute-force model: the coverage-state rule evaluated per point over the whole history.
 const SIZE = 40;
 type Attrs = Pick<Segment, 'version' | 'state' | 'requiredVersion'> | null;
 
@@ -75,7 +75,7 @@ const change: fc.Arbitrary<Change> = fc
 const history = fc.array(change, { maxLength: 25 });
 
 describe('applyChanges against the per-point model', () => {
-  it('folding a whole history from empty matches SPEC §2 at every point', () => {
+  it('folding a whole history from empty matches the coverage-state rule at every point', () => {
     fc.assert(
       fc.property(history, (h) => {
         const { remove, insert } = applyChanges([], h);

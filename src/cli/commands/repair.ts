@@ -1,6 +1,6 @@
 /**
- * `coverage-rollup repair ASSET --start S --end E [--target T]`: a repair request by hand (SPEC
- * §15, no rollup needed) for the not-complete ranges of [S, E) that no open request already asks
+ * `coverage-rollup repair ASSET --start S --end E [--target T]`: a repair request by hand
+ * (no rollup needed) for the not-complete ranges of [S, E) that no open request already asks
  * for. It is stored like the scheduler's requests and delivered, followed, re-sent and abandoned by
  * the lease holder; the target is --target, else the repair target of a rollup reading ASSET.
  * This is the database path (--config); src/cli/remote/repair.ts asks a daemon's API to make it.

@@ -1,6 +1,6 @@
 /**
  * `coverage-rollup retry ROLLUP (--period KEY | --failed --start S --end E)`: a manual retry
- * (SPEC §11) of one period's run, or of every period in a window whose run failed, timed out or was
+ * of one period's run, or of every period in a window whose run failed, timed out or was
  * lost. Each is a new attempt of the period's generation, delivered by the lease holder at once.
  */
 import { defineRollups } from '../../config/rollups.js';

@@ -1,4 +1,4 @@
-/** `GET /v1/graph` (SPEC §11 "Graph"): the rollup graph with each node's state. */
+/** `GET /v1/graph`: the rollup graph with each node's state. */
 import type { RollupRuntime } from '../../config/rollups.js';
 import { loadGraph } from '../graph/load.js';
 import { route } from '../route.js';

@@ -8,7 +8,8 @@ export function encodeCursor(kind: string, value: string): string {
 
 export function decodeCursor(cursor: string, kind: string): string {
   const text = Buffer.from(cursor, 'base64url').toString('utf8');
-  if (!text.startsWith(`${kind}.`) || text.length === kind.length + 1) {
+  // We never issue U+0000 (no name holds one), and PostgreSQL could not compare it.
+  if (!text.startsWith(`${kind}.`) || text.length === kind.length + 1 || text.includes('\u0000')) {
     throw new HttpError(400, 'invalid_cursor', 'cursor is not one this listing returned (in this order)');
   }
   return text.slice(kind.length + 1);

@@ -1,5 +1,5 @@
 /**
- * `GET /v1/rollups/{id}/periods/{key}` (SPEC §10): why a period is in its state. The answer is
+ * `GET /v1/rollups/{id}/periods/{key}`: why a period is in its state. The answer is
  * computed by explainPeriod, which the status page's period page renders as well.
  */
 import type { FastifyInstance } from 'fastify';

@@ -1,4 +1,4 @@
-/** `GET /v1/repairs` (SPEC §15): repair requests, newest first, paged by id. */
+/** `GET /v1/repairs`: repair requests, newest first, paged by id. */
 import type { FastifyInstance } from 'fastify';
 import { formatPoint } from '../../core/bounds.js';
 import { repairKey } from '../../core/repair-payload.js';

@@ -1,4 +1,4 @@
-/** A run as the API shows it on a period (SPEC §11's fields, plus its id and generation). */
+/** A run as the API shows it on a period (its documented fields, plus its id and generation). */
 import type { RunView } from '../../store/runs/history.js';
 
 export function runJson(run: RunView) {

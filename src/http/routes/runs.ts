@@ -1,5 +1,5 @@
 /**
- * `POST /v1/runs` (the callback any downstream job may use to report its run, SPEC §11) and
+ * `POST /v1/runs` (the callback any downstream job may use to report its run) and
  * `POST /v1/rollups/{id}/periods/{key}/retry` (a manual retry of one period's run).
  */
 import type { FastifyInstance } from 'fastify';

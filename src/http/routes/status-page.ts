@@ -1,5 +1,5 @@
 /**
- * The status page at `/` (SPEC §8): each asset's coverage and each rollup's periods over a window
+ * The status page at `/`: each asset's coverage and each rollup's periods over a window
  * ending at now, server-rendered. It reads only merged segments and period rows overlapping the
  * window, and draws at most about two items per pixel column, so a year of minute-level events
  * costs no more than a day of them. `/rollups/{id}/periods/{key}` explains one period, from the
@@ -31,6 +31,8 @@ export function registerStatusPage(rollups: readonly RollupRuntime[]): RouteRegi
       const one = (name: string) => {
         const value = request.query[name];
         const text = Array.isArray(value) ? value[value.length - 1] : value;
+        // No name holds U+0000, and PostgreSQL could not compare it: a 400, not a failed read.
+        if (text?.includes('\u0000')) throw new WindowError(`${name} holds U+0000 (NUL)`);
         return text === '' ? undefined : text;
       };
       try {

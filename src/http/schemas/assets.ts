@@ -1,8 +1,10 @@
-/** `GET /v1/assets` and `GET /v1/assets/{asset}/coverage` (SPEC §8, §10). */
+/** `GET /v1/assets` and `GET /v1/assets/{asset}/coverage`. */
 import { z } from 'zod';
 import { DEFAULT_LIMIT, MAX_LIMIT } from '../../core/coverage-answer.js';
+import { WAIT_PATTERN } from '../../core/wait.js';
 import { defineOperation } from '../operation.js';
 import {
+  BOUND_TEXT_PATTERN,
   Bound,
   coded,
   Domain,
@@ -15,9 +17,10 @@ import {
   Span,
   Timestamp,
 } from './common.js';
+import { ASSET_NAME } from './event-spellings.js';
 
 export const AssetParams = z.object({
-  asset: z.string().meta({ description: 'the asset name, percent-encoded' }),
+  asset: z.string().meta({ description: 'the asset name, percent-encoded', pattern: ASSET_NAME.pattern }),
 });
 
 export const Asset = z.object({
@@ -60,20 +63,39 @@ export const listAssets = defineOperation({
 const window = 'give the window as ?start=...&end=..., each once';
 
 export const CoverageQuery = z.object({
+  // The pattern is documented, not checked here: parseBound says what is wrong (invalid_bound).
   start: coded(
     z.string().meta({
       description: "the window's start, in the asset's form (an ISO 8601 timestamp or an integer)",
+      pattern: BOUND_TEXT_PATTERN,
     }),
     'missing_bounds',
     window,
   ),
-  end: coded(z.string().meta({ description: "the window's end (exclusive)" }), 'missing_bounds', window),
+  end: coded(
+    z.string().meta({ description: "the window's end (exclusive)", pattern: BOUND_TEXT_PATTERN }),
+    'missing_bounds',
+    window,
+  ),
   limit: coded(
     queryInt(0, MAX_LIMIT, DEFAULT_LIMIT).meta({
       description: `most entries in each list (default ${DEFAULT_LIMIT})`,
     }),
     'invalid_limit',
     `limit must be an integer from 0 to ${MAX_LIMIT}`,
+  ),
+  wait: coded(
+    z
+      .string()
+      .regex(WAIT_PATTERN)
+      .optional()
+      .meta({
+        description:
+          'hold the answer until the window is covered or this ISO 8601 duration has passed (PT30S, PT5M; at most http.max_wait, default PT15M), then answer as without it; an asset not seen yet is waited for too',
+        examples: ['PT5M'],
+      }),
+    'invalid_wait',
+    'wait must be an ISO 8601 duration of days, hours, minutes and seconds, such as PT30S or PT5M',
   ),
   order: coded(
     z.enum(['oldest', 'newest']).optional().meta({
@@ -92,7 +114,7 @@ export const Batch = z.object({
   version: z.string().nullable(),
 });
 
-/** The coverage answer of SPEC §8 and §10; field names are part of the contract. */
+/** The coverage answer; its field names are a public contract (docs/http-api.md). */
 export const CoverageAnswer = z.object({
   asset: z.string(),
   domain: Domain,
@@ -124,10 +146,13 @@ export const assetCoverage = defineOperation({
   access: 'read',
   params: AssetParams,
   query: CoverageQuery,
+  description:
+    'With `wait`, the answer comes as soon as a commit covers the window, or at the end of the wait with what is still missing (`covered: false`); the request is woken by the commits of its asset, not by polling. A waiting request reads the primary, never the read replica.',
   answers: { 200: { description: 'the coverage answer', schema: CoverageAnswer } },
   errors: {
-    400: 'a bad window, limit or order: missing_bounds, invalid_bound, out_of_range, end_before_start, invalid_limit, invalid_order',
-    404: 'unknown_asset: an asset neither seen nor declared with a domain',
+    400: 'a bad window, limit, order or wait: missing_bounds, invalid_bound, out_of_range, end_before_start, invalid_limit, invalid_order, invalid_wait',
+    404: 'unknown_asset: an asset neither seen nor declared with a domain (with wait: still unknown at its end)',
     414: 'fst_err_max_param_length: an asset name longer than any the worker accepts',
+    503: 'too_many_waiters: this instance already holds http.max_waiters waiting requests; Retry-After says when to ask again',
   },
 });

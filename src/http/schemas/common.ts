@@ -1,6 +1,61 @@
 /** Shapes several answers share, and the helpers query schemas are built from. */
 import { z } from 'zod';
+import { DECIMAL, ISO_TIME } from '../../core/bounds.js';
 import { PERIOD_STATES } from '../../core/policy.js';
+
+/** What String.prototype.trim() removes (ECMAScript WhiteSpace and LineTerminator), spelt out. */
+export const TRIMMED =
+  '\\t\\n\\v\\f\\r \\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000\\ufeff';
+
+/**
+ * A regex's source as a JSON Schema pattern: no anchors, groups that capture nothing, `\d` spelt
+ * [0-9] (Python's `\d`, which tools such as schemathesis use, also takes other scripts' digits).
+ */
+const patternBody = (regex: RegExp) =>
+  regex.source
+    .replace(/^\^|\$$/g, '')
+    .replace(/\((?!\?)/g, '(?:')
+    .replaceAll('\\d', '[0-9]');
+
+/**
+ * A bound's text: an ISO 8601 timestamp (Z, z, +hh, +hhmm, +hh:mm or no offset; T or a space;
+ * fractions to the nanosecond, non-zero only to the microsecond) or a decimal integer, with
+ * surrounding whitespace. The grammar, not the calendar or the domain: 2025-02-30 matches and is
+ * refused (invalid_bound), as is a timestamp for an integer asset.
+ */
+export const BOUND_TEXT_PATTERN = `^${boundText('integer', 'time')}$`;
+
+/** A timestamp's text alone (produced_at), with surrounding whitespace. */
+export const TIMESTAMP_TEXT_PATTERN = `^${boundText('time')}$`;
+
+/**
+ * An ISO 8601 interval as events spell it: a bound, a slash, and a bound or a duration (its
+ * grammar is luxon's: `P` and anything but a slash here).
+ */
+export const INTERVAL_TEXT_PATTERN = `^${boundText('integer', 'time')}/(?:${boundText('integer', 'time')}|[${TRIMMED}]*[Pp][^/]*)$`;
+
+function boundText(...domains: Array<'integer' | 'time'>): string {
+  const grammar = domains.map((d) => patternBody(d === 'integer' ? DECIMAL : ISO_TIME)).join('|');
+  return `[${TRIMMED}]*(?:${grammar})[${TRIMMED}]*`;
+}
+
+/** Text without U+0000, which PostgreSQL can neither store nor compare. */
+export const NO_NUL = '^[^\\u0000]*$';
+
+/**
+ * A text field of a body: `min` to `max` characters counted as JSON Schema counts them (code
+ * points: zod's own max counts UTF-16 units, two for an emoji), without U+0000.
+ */
+export function text(min: number, max: number) {
+  return z
+    .string()
+    .refine((value) => {
+      if (value.includes('\u0000')) return false;
+      const length = [...value].length;
+      return length >= min && length <= max;
+    })
+    .meta({ minLength: min, maxLength: max, pattern: NO_NUL });
+}
 
 /** A point in the asset's or rollup's own form: ISO 8601 for time, a JSON number for integers. */
 export const Bound = z
@@ -22,7 +77,7 @@ export const ReplayRequiredRange = z.object({
   required_version: z.string(),
 });
 
-/** SPEC §10 freshness: in the coverage answer and `/v1/assets`. */
+/** Freshness: in the coverage answer and `/v1/assets`. */
 export const Freshness = z.object({
   covered_until: Bound.nullable(),
   lag_seconds: z.number().nullable(),

@@ -3,22 +3,18 @@ import { z } from 'zod';
 import { defineOperation } from '../operation.js';
 import { AssetParams } from './assets.js';
 import { coded, ErrorBody } from './common.js';
-import { EVENT_EXAMPLES, EVENT_SPELLINGS, REPLAY_FIELDS } from './event-spellings.js';
+import { EVENT_SCHEMA, REPLAY_BODY_SCHEMA } from './event-spellings.js';
 
 export const MAX_EVENTS_PER_REQUEST = 1000;
 
 /**
  * An event is checked by the normaliser the queue worker uses (src/core/events.ts), which takes
  * many spellings and names each refusal's reason, so the request schema lets any JSON through and
- * the item is refused per index, as the worker would refuse it. The document describes each
- * accepted spelling (./event-spellings.ts), so generated clients can send every one of them.
+ * the item is refused per index, as the worker would refuse it. The document describes the
+ * language the normaliser accepts (./event-spellings.ts), so generated clients can send every
+ * spelling and a request the document refuses is refused.
  */
-export const EventItem = z.unknown().meta({
-  description:
-    'an event in any spelling the queue accepts (README "Events"), validated as the worker does; refusals are listed per item',
-  anyOf: EVENT_SPELLINGS,
-  examples: EVENT_EXAMPLES,
-});
+export const EventItem = z.unknown().meta(EVENT_SCHEMA);
 
 const payload = `send an event object or an array of 1 to ${MAX_EVENTS_PER_REQUEST} of them`;
 
@@ -69,7 +65,7 @@ export const InvalidEvents = ErrorBody.extend({
     .array(
       z.object({
         index: z.int().meta({ description: 'position in the request (0 for a single event)' }),
-        reason: z.string().meta({ description: 'a dead-letter reason (README "Events")' }),
+        reason: z.string().meta({ description: 'a dead-letter reason (docs/events.md)' }),
         message: z.string(),
       }),
     )
@@ -93,14 +89,9 @@ export const postEvents = defineOperation({
 });
 
 export const ReplayRequirementBody = coded(
-  z.looseObject({}).meta({
-    description:
-      'the range [start, end) that must be rebuilt at version; any other field is kept as data, asset and type are set from the path',
-    // Documented, not enforced here: the normaliser refuses a bad one per field (invalid_events).
-    properties: REPLAY_FIELDS,
-    required: ['start', 'end', 'version'],
-    examples: [{ start: '2025-06-01T10:00:00Z', end: '2025-06-01T11:00:00Z', version: 'v4' }],
-  }),
+  // Documented, not enforced here beyond "an object": the normaliser refuses a bad field per
+  // field (invalid_events).
+  z.looseObject({}).meta(REPLAY_BODY_SCHEMA),
   'invalid_payload',
   'send {"start": ..., "end": ..., "version": ...}',
 );

@@ -1,4 +1,4 @@
-/** `GET /v1/graph`: assets and rollups as a graph, with each node's state (SPEC §11 "Graph"). */
+/** `GET /v1/graph`: assets and rollups as a graph, with each node's state. */
 import { z } from 'zod';
 import { defineOperation } from '../operation.js';
 import { Freshness } from './common.js';

@@ -59,7 +59,7 @@ export const metrics = defineOperation({
   id: 'metrics',
   summary: 'Prometheus metrics',
   description:
-    'Counters, gauges and histograms of ingest, scheduling, deliveries and runs (README "Metrics"); gauges read from PostgreSQL wait at most 2 s and keep their last values.',
+    'Counters, gauges and histograms of ingest, scheduling, deliveries and runs (docs/operations.md "Metrics"); gauges read from PostgreSQL wait at most 2 s and keep their last values.',
   access: 'public',
   answers: {
     200: {

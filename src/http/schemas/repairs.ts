@@ -1,4 +1,4 @@
-/** Repair requests (SPEC §15): `GET /v1/repairs`, `POST /v1/repairs` and the requests in the period detail. */
+/** Repair requests: `GET /v1/repairs`, `POST /v1/repairs` and the requests in the period detail. */
 import { z } from 'zod';
 import { REPAIR_STATES } from '../../core/repair.js';
 import { defineOperation } from '../operation.js';
@@ -86,7 +86,7 @@ export const listRepairs = defineOperation({
   method: 'GET',
   path: '/v1/repairs',
   id: 'listRepairs',
-  summary: 'Repair requests (SPEC §15), newest first, by state and asset, a page at a time',
+  summary: 'Repair requests, newest first, by state and asset, a page at a time',
   access: 'read',
   query: RepairListQuery,
   answers: { 200: { description: 'one page of repair requests', schema: RepairList } },

@@ -1,9 +1,10 @@
-/** The rollup listings, the period detail and the manual trigger (SPEC §8, §10). */
+/** The rollup listings, the period detail and the manual trigger. */
 import { z } from 'zod';
 import { PERIOD_STATES } from '../../core/policy.js';
 import { COUNTED_RUN_STATES, RUN_STATES } from '../../core/runs.js';
 import { defineOperation } from '../operation.js';
 import {
+  BOUND_TEXT_PATTERN,
   Bound,
   coded,
   nameFilter,
@@ -111,11 +112,18 @@ const once = (name: string) => `${name} must be given at most once`;
 
 export const PeriodListQuery = z.object({
   start: coded(
-    z.string().optional().meta({ description: "periods overlapping [start, end), in the rollup's form" }),
+    z.string().optional().meta({
+      description: "periods overlapping [start, end), in the rollup's form",
+      pattern: BOUND_TEXT_PATTERN,
+    }),
     'invalid_bound',
     once('start'),
   ),
-  end: coded(z.string().optional().meta({ description: 'exclusive' }), 'invalid_bound', once('end')),
+  end: coded(
+    z.string().optional().meta({ description: 'exclusive', pattern: BOUND_TEXT_PATTERN }),
+    'invalid_bound',
+    once('end'),
+  ),
   state: coded(PeriodState.optional(), 'invalid_state', `state must be one of ${PERIOD_STATES.join(', ')}`),
   limit: pageLimit(DEFAULT_PERIODS, MAX_PERIODS),
   order: coded(
@@ -238,7 +246,7 @@ export const PeriodDetail = z.object({
     description: 'every attempt of every generation, newest first (at most 100), each with its reports',
   }),
   repairs: z.array(RepairJson).meta({
-    description: 'repair requests this period made or waits on (SPEC §15), newest first (at most 50)',
+    description: 'repair requests this period made or waits on, newest first (at most 50)',
   }),
 });
 

@@ -1,12 +1,12 @@
-/** Runs (SPEC §11): the run on a period, its history, the callback `POST /v1/runs` and the manual retry. */
+/** Runs: the run on a period, its history, the callback `POST /v1/runs` and the manual retry. */
 import { z } from 'zod';
 import { RUN_STATES } from '../../core/runs.js';
 import { defineOperation } from '../operation.js';
-import { Bound, coded, Timestamp } from './common.js';
+import { Bound, coded, Timestamp, text } from './common.js';
 
 export const RunState = z.enum(RUN_STATES);
 
-/** A period's current run (its generation's newest attempt), with SPEC §11's field names. */
+/** A period's current run (its generation's newest attempt), with its documented field names. */
 export const RunJson = z.object({
   attempt: z.int().meta({ description: '1 for the trigger itself, then 2, 3, ... for retries' }),
   state: RunState.meta({
@@ -48,9 +48,9 @@ const REPORT_STATES = ['running', 'succeeded', 'failed'] as const;
 
 export const RunReportBody = z.strictObject({
   idempotency_key: coded(
-    z.string().min(1).max(400).meta({ description: "the payload's idempotency_key (or its run_id)" }),
+    text(1, 400).meta({ description: "the payload's idempotency_key (or its run_id)" }),
     'invalid_idempotency_key',
-    "idempotency_key must be the trigger payload's idempotency_key, a non-empty string",
+    "idempotency_key must be the trigger payload's idempotency_key, a non-empty string without U+0000",
   ),
   attempt: coded(
     z.int().min(1).max(1_000_000).meta({ description: "the payload's attempt" }),
@@ -59,20 +59,14 @@ export const RunReportBody = z.strictObject({
   ),
   state: coded(z.enum(REPORT_STATES), 'invalid_state', `state must be one of ${REPORT_STATES.join(', ')}`),
   error: coded(
-    z.string().max(4000).nullable().optional(),
+    text(0, 4000).nullable().optional(),
     'invalid_error',
-    'error must be a string of at most 4000 characters, or null',
+    'error must be a string of at most 4000 characters without U+0000, or null',
   ),
   version: coded(
-    z
-      .string()
-      .min(1)
-      .max(200)
-      .nullable()
-      .optional()
-      .meta({ description: 'the version a successful run produced' }),
+    text(1, 200).nullable().optional().meta({ description: 'the version a successful run produced' }),
     'invalid_version',
-    'version must be a non-empty string of at most 200 characters, or null',
+    'version must be a non-empty string of at most 200 characters without U+0000, or null',
   ),
 });
 

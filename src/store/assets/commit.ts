@@ -66,7 +66,7 @@ export async function commitEvents(
 /**
  * Commits events inside the caller's transaction, through the same path as commitEvents, so they
  * commit or roll back with the caller's own writes: a run's success with its output's completion,
- * a period's rerun mark with its output's condemnation (SPEC §11). A savepoint lets a missing
+ * a period's rerun mark with its output's condemnation. A savepoint lets a missing
  * partition be made and the commit redone without losing the caller's work.
  */
 export async function commitEventsIn(tx: Tx, events: readonly NormalizedEvent[]): Promise<CommitOutcome[]> {

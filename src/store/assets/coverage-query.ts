@@ -42,7 +42,7 @@ interface TotalsRow {
 }
 
 /**
- * Coverage of one asset over a window, bounded (SPEC §10): its cost grows with the segments the
+ * Coverage of one asset over a window, bounded: its cost grows with the segments the
  * window overlaps and with `limit`, not with the holes it reports. The first statement reads the
  * asset's extent and freshness facts (the extent grows with every commit, so it is never cached)
  * and, when the window overlaps at most SMALL_WINDOW segments, all of them: one round trip, as

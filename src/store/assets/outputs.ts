@@ -1,5 +1,5 @@
 /**
- * A rollup's output asset in the index (SPEC §11 "Output assets"): its condemnation when periods
+ * A rollup's output asset in the index: its condemnation when periods
  * owe a rerun, and its completion when a run succeeds, each committed inside the transaction that
  * changes the period or the run, through the same path as every producer's events.
  */

@@ -1,5 +1,5 @@
 /**
- * Periods whose deadline has passed and that nothing has decided yet (SPEC §5: a deadline either
+ * Periods whose deadline has passed and that nothing has decided yet (a deadline either
  * triggers or misses a period), for `coverage_rollup_periods_past_deadline`. A lease holder making
  * passes keeps this at 0 but for a catch-up backlog; it grows while no one acts on deadlines.
  */

@@ -1,5 +1,5 @@
 /**
- * A rollup's periods over a window, stored and derived, one page at a time (SPEC §8, §10). A page
+ * A rollup's periods over a window, stored and derived, one page at a time. A page
  * costs its own periods plus the stored rows in its range; counts and the summary cost the stored
  * rows of the window, never the length of the calendar.
  */
@@ -33,7 +33,7 @@ export interface PageRequest {
   readonly at: number | null;
   readonly limit: number;
   readonly state: PeriodState | undefined;
-  /** Only periods whose current run is in this state (SPEC §11): stored rows only. */
+  /** Only periods whose current run is in this state: stored rows only. */
   readonly runState?: string | undefined;
 }
 

@@ -1,6 +1,6 @@
 /**
  * Reads of stored periods for the listings, the period detail, the status page, the gauges and the
- * scheduler. Stored rows are only the periods something happened to (SPEC §10); src/core/periods.ts
+ * scheduler. Stored rows are only the periods something happened to; src/core/periods.ts
  * derives the others. Every read here is an index range on (rollup_id, lo) or the small
  * period_counts table (kept by a database trigger, migrations/), except the scheduler's wake-up
  * read (`schedulerWake`), which reads through the partial indexes on due and marked periods.
@@ -236,7 +236,7 @@ export async function storedStarts(db: Db, rollupId: string, los: readonly numbe
  * For the triggered periods among `los`: the log position of `asset` their last trigger saw (0
  * when it recorded none), with their state and generation. A period absent from the answer was
  * never triggered: no rerun is owed. Locked (for update) until the marking commits: whether the
- * mark turns `triggered` into `rerun_pending`, and so condemns the rollup's output (SPEC §11), is
+ * mark turns `triggered` into `rerun_pending`, and so condemns the rollup's output, is
  * decided on these rows, and a run's success on the same period waits for it (or it for the success).
  */
 export async function seenByTriggers(

@@ -36,7 +36,7 @@ const HISTORY_MS = 10 * 60_000;
 
 /**
  * Routes reads to a streaming replica while it is healthy and at most `maxLagMs` behind, and to
- * the primary otherwise (README "A read replica"). A probe every `probeEveryMs` samples
+ * the primary otherwise (docs/operations.md "A read replica"). A probe every `probeEveryMs` samples
  * the primary's WAL position and the replica's replay position (core/replica-lag.ts). The replica
  * pool is only ever read: migrations, writes, the lease and the scheduler use the primary's pools.
  */

@@ -1,5 +1,5 @@
 /**
- * Gives up pooled connections whose flow went stale (SPEC §13): a NAT or firewall that lost the
+ * Gives up pooled connections whose flow went stale: a NAT or firewall that lost the
  * flow, a fail-over behind a virtual address. Bytes are neither delivered nor refused, so the
  * operating system notices only after its TCP timeout (about 15 minutes) while new connections
  * work. Each pool socket is made here (postgres.js' `socket` option) and watched: requests sent

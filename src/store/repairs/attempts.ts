@@ -1,4 +1,4 @@
-/** Repair attempts (SPEC §15): stored with their payload, then delivered and recorded. */
+/** Repair attempts: stored with their payload, then delivered and recorded. */
 
 import type { RepairPayload } from '../../core/repair-payload.js';
 import type { Db, Tx } from '../pg/db.js';

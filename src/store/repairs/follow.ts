@@ -1,5 +1,5 @@
 /**
- * Following repair requests (SPEC §15): which active requests need a look, and the changes a
+ * Following repair requests: which active requests need a look, and the changes a
  * look decided (core/repair.ts `followRequest`), applied in the caller's fenced transaction.
  */
 

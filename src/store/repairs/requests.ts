@@ -1,5 +1,5 @@
 /**
- * Making repair requests (SPEC §15): the lock that serialises them per asset, the requests already
+ * Making repair requests: the lock that serialises them per asset, the requests already
  * held, new requests with their first attempts and waiters, and the wake-up of the lease holder.
  * Writes run in the caller's transaction, which the scheduler fences by its lease token; the
  * rules are core/repair.ts.

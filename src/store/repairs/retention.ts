@@ -1,4 +1,4 @@
-/** History retention of repair requests (SPEC §10, §15). */
+/** History retention of repair requests. */
 
 import type { Db, Sql } from '../pg/db.js';
 
@@ -13,7 +13,7 @@ export interface RepairsPruned {
 const PRUNE_BATCH = 1000;
 
 /**
- * History retention of repair requests (SPEC §10 `retention.history`, §15): a request decided
+ * History retention of repair requests (`retention.history`): a request decided
  * (repaired, abandoned or cancelled) before `before` is deleted with its waiters and attempts; an
  * open or partial one never is. Dry: counts what would go.
  */

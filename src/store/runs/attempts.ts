@@ -1,5 +1,5 @@
 /**
- * Where the attempts of a run are made (SPEC §11): attempt 1 with the decision that triggers it,
+ * Where the attempts of a run are made: attempt 1 with the decision that triggers it,
  * attempt N + 1 when attempt N finished without success (an automatic or a manual retry).
  */
 

@@ -1,5 +1,5 @@
 /**
- * What a delivery did to its run (SPEC §6 and §11): accepted (started), refused for good (failed),
+ * What a delivery did to its run: accepted (started), refused for good (failed),
  * or a transient failure that leaves it pending, with the trigger's delivery columns for attempt 1.
  */
 

@@ -1,5 +1,5 @@
 /**
- * The periods whose current run failed, timed out or was lost (SPEC §11), newest first, for the
+ * The periods whose current run failed, timed out or was lost, newest first, for the
  * top of the status page. Read-only (runs.ts and its run-* neighbours write runs; run-history.ts
  * has the other reads), bounded and index-driven whatever the number of rollups and failures.
  */

@@ -1,4 +1,4 @@
-/** Per-rollup run facts the graph shows (SPEC §11 "Graph"), read through the current run on periods. */
+/** Per-rollup run facts the graph shows, read through the current run on periods. */
 import type { Db } from '../pg/db.js';
 
 /**

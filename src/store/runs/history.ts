@@ -1,5 +1,5 @@
 /**
- * Runs as the API shows them (SPEC §11): a period's current run, its history with reports, one run
+ * Runs as the API shows them: a period's current run, its history with reports, one run
  * by its key, and the run a callback names.
  */
 import type { ReportEffect, RunState } from '../../core/runs.js';
@@ -15,7 +15,7 @@ export async function runByKey(db: Db, idempotencyKey: string, attempt: number):
   return row ? refOf(row) : null;
 }
 
-/** A run as the API shows it (SPEC §11 field names). */
+/** A run as the API shows it (with its documented field names). */
 export interface RunView {
   readonly generation: number;
   readonly attempt: number;

@@ -1,5 +1,5 @@
 /**
- * Stored periods by their current run's state (SPEC §11): the failed counts of `GET /v1/rollups`
+ * Stored periods by their current run's state: the failed counts of `GET /v1/rollups`
  * and the periods a retry of a window picks, each an index range of periods_run_state.
  */
 import { COUNTED_RUN_STATES, type CountedRunState } from '../../core/runs.js';

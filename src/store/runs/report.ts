@@ -1,5 +1,5 @@
 /**
- * How a run moves (SPEC §11): reportRun applies one report to one run and records it in
+ * How a run moves: reportRun applies one report to one run and records it in
  * run_reports, with the run columns of `periods` (its current attempt and state). The moves
  * themselves are decided by src/core/runs.ts; here they are loaded and stored. Attempts are made
  * in run-attempts.ts, deliveries recorded in run-delivery.ts, the next target checks set in
@@ -76,7 +76,7 @@ export interface ReportResult {
 export interface ReportOptions {
   readonly record: 'all' | 'changes';
   /**
-   * Needed for target reports: a success commits the rollup's output (SPEC §11) with it. Null
+   * Needed for target reports: a success commits the rollup's output with it. Null
    * for a rollup no longer configured (nothing to write).
    */
   readonly rollup?: Rollup | null;

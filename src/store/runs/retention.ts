@@ -1,5 +1,5 @@
 /**
- * History retention of runs (SPEC §10 `retention.history`, §11): a superseded run (an earlier
+ * History retention of runs (`retention.history`): a superseded run (an earlier
  * attempt of its generation, or a run of an older generation) that finished before the cutoff is
  * deleted with its reports. A period's current run is kept whatever its age, as are its reports:
  * listings, the period detail and the run counts read it, and the next retry numbers from it. An

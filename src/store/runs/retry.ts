@@ -1,5 +1,5 @@
 /**
- * A manual retry (SPEC §11: `POST /v1/rollups/{id}/periods/{key}/retry`, `coverage-rollup retry`):
+ * A manual retry (`POST /v1/rollups/{id}/periods/{key}/retry`, `coverage-rollup retry`):
  * attempt N + 1 of a period's failed, timed-out or lost run, committed with a notification that
  * wakes the lease holder to deliver it at once. Any instance may do it: the run's key makes a
  * second attempt N + 1 impossible, and the period lock orders it with the scheduler.

@@ -1,5 +1,5 @@
 /**
- * The scheduler's run work lists (SPEC §11): pending runs to deliver, runs to ask their target
+ * The scheduler's run work lists: pending runs to deliver, runs to ask their target
  * about, timeouts and due retries, each read through a partial index that holds only open rows.
  */
 import type { RunState } from '../../core/runs.js';
@@ -24,7 +24,7 @@ export interface DueRun {
 
 /**
  * Pending runs due for delivery, newest first: a fresh trigger is not queued behind a burst of
- * catch-up decisions or a backlog of retries. The outbox (SPEC §6) is this list.
+ * catch-up decisions or a backlog of retries. The outbox is this list.
  */
 export async function dueRuns(sql: Sql, limit: number): Promise<DueRun[]> {
   const rows = await sql<

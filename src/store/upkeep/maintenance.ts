@@ -1,5 +1,5 @@
 /**
- * The daemon's own table maintenance (SPEC §13): where autovacuum does not run (off for the
+ * The daemon's own table maintenance: where autovacuum does not run (off for the
  * database, as on this project's machines, or for a table), the daemon analyzes its tables after
  * large changes, so plans follow the data, and vacuums them after many dead rows, so updated and
  * deleted rows leave space that is used again instead of growing the files. It counts changes as

@@ -1,3 +1,3 @@
-/** ../http-assets-events.test.ts again with the queues on BullMQ's PostgreSQL backend (SPEC §12). */
+/** ../http-assets-events.test.ts again with the queues on BullMQ's PostgreSQL backend. */
 process.env.TEST_QUEUE_BACKEND = 'postgres';
 await import('../http-assets-events.test.js');

@@ -1,3 +1,3 @@
-/** ../ingest-dead-letter.test.ts again with the queues on BullMQ's PostgreSQL backend (SPEC §12). */
+/** ../ingest-dead-letter.test.ts again with the queues on BullMQ's PostgreSQL backend. */
 process.env.TEST_QUEUE_BACKEND = 'postgres';
 await import('../ingest-dead-letter.test.js');

@@ -1,3 +1,3 @@
-/** ../ingest-index.test.ts again with the queues on BullMQ's PostgreSQL backend (SPEC §12). */
+/** ../ingest-index.test.ts again with the queues on BullMQ's PostgreSQL backend. */
 process.env.TEST_QUEUE_BACKEND = 'postgres';
 await import('../ingest-index.test.js');

@@ -1,3 +1,3 @@
-/** ../lease-processes.test.ts again with the queues on BullMQ's PostgreSQL backend (SPEC §12). */
+/** ../lease-processes.test.ts again with the queues on BullMQ's PostgreSQL backend. */
 process.env.TEST_QUEUE_BACKEND = 'postgres';
 await import('../lease-processes.test.js');

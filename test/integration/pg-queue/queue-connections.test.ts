@@ -1,5 +1,5 @@
 /**
- * The PostgreSQL queue backend's connections ended under the daemon (SPEC §12): its queue-events
+ * The PostgreSQL queue backend's connections ended under the daemon: its queue-events
  * reader's LISTEN session terminated, then every session of the database (what a server restart
  * does to them). Outcomes of jobs their worker removes on completion still reach the daemon, each
  * handle that lost a connection says so in one log line naming what it is, and nothing is printed

@@ -1,3 +1,3 @@
-/** ../rollup-http.test.ts again with the queues on BullMQ's PostgreSQL backend (SPEC §12). */
+/** ../rollup-http.test.ts again with the queues on BullMQ's PostgreSQL backend. */
 process.env.TEST_QUEUE_BACKEND = 'postgres';
 await import('../rollup-http.test.js');

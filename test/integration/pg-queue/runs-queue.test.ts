@@ -1,3 +1,3 @@
-/** ../runs-queue.test.ts again with the queues on BullMQ's PostgreSQL backend (SPEC §12). */
+/** ../runs-queue.test.ts again with the queues on BullMQ's PostgreSQL backend. */
 process.env.TEST_QUEUE_BACKEND = 'postgres';
 await import('../runs-queue.test.js');

@@ -18,7 +18,7 @@ import { waitFor } from '../../helpers/wait.js';
 import { REAL_ARTIFACTS, SystemProcess, venvBin, waitForHttp } from './system.js';
 
 /**
- * A real Apache Airflow 3.3 for one test file (SPEC §14), from the venv `npm run test:real`
+ * A real Apache Airflow 3.3 for one test file, from the venv `npm run test:real`
  * installs: AIRFLOW_HOME in a temp dir, a PostgreSQL metadata database of its own (created here,
  * dropped by stop()), `airflow db migrate`, then the api-server (127.0.0.1, a free port, one
  * worker), scheduler (LocalExecutor), dag-processor and triggerer, each a process group of its own

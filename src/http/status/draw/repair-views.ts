@@ -1,5 +1,5 @@
 /**
- * Open repairs on the status page (SPEC §15): per asset, its open and partial repair requests,
+ * Open repairs on the status page: per asset, its open and partial repair requests,
  * the oldest first, with when it was asked, how much is still missing and the first ranges of its
  * oldest request. Bounded: at most a page's worth of assets, the rest counted.
  */

@@ -1,5 +1,5 @@
 /**
- * How the status page names and colours run states (SPEC §11). Keyed by RunState, so a new state
+ * How the status page names and colours run states. Keyed by RunState, so a new state
  * is a compile error here until it has a label, a colour and a tone.
  */
 import type { RunState } from '../../../core/runs.js';

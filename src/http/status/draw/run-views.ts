@@ -1,5 +1,5 @@
 /**
- * The runs on the status page (SPEC §11): the periods whose run failed, timed out or was lost, at
+ * The runs on the status page: the periods whose run failed, timed out or was lost, at
  * the top of the overview with their error and attempt; and a period's run history, attempt by
  * attempt, with a sentence that says what happens next.
  */

@@ -146,7 +146,7 @@ export interface PageView {
   readonly overview?: Overview;
   /** Failed, timed-out and lost runs of the rollups in view, shown before everything else. */
   readonly failedRuns: FailedRunsView;
-  /** Open and partial repair requests per asset in view (SPEC §15), the oldest first. */
+  /** Open and partial repair requests per asset in view, the oldest first. */
   readonly repairs: OpenRepairsView;
   /** Which page of the (filtered) assets and rollups this is. */
   readonly paging: {

@@ -1,5 +1,5 @@
 /**
- * The status page's data (SPEC §8, §10): one page of the assets and rollups in focus, worst
+ * The status page's data: one page of the assets and rollups in focus, worst
  * first, each loaded over the window. It stays small at 10,000 assets and 1,000 rollups: assets
  * are paged in SQL, rollups ranked from their per-state counts (a few rows each), and only the
  * cards of the page are drawn.

@@ -1,0 +1,3 @@
+from coverage_rollup_airflow.sensors.coverage import CoverageSensor
+
+__all__ = ["CoverageSensor"]

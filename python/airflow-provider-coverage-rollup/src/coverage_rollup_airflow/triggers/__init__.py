@@ -1,0 +1,3 @@
+from coverage_rollup_airflow.triggers.coverage import CoverageTrigger
+
+__all__ = ["CoverageTrigger"]

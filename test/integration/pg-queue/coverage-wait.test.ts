@@ -1,0 +1,3 @@
+/** ../coverage-wait.test.ts again with the queues on BullMQ's PostgreSQL backend. */
+process.env.TEST_QUEUE_BACKEND = 'postgres';
+await import('../coverage-wait.test.js');
