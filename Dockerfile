@@ -6,6 +6,8 @@ FROM node:20-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 COPY patches ./patches
+# npm ci's prepare (tools/build-if-stale.mjs) finds no src/ in this layer and builds nothing;
+# the build runs once the sources are copied in.
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
@@ -26,6 +28,9 @@ ENV COVERAGE_ROLLUP_DATA_DIR=/data
 RUN mkdir -p /data && chown node:node /data
 VOLUME /data
 USER node
+# The embedded default listens on 127.0.0.1 only; in a container that would refuse the published
+# port, so the container's own network is the boundary here.
+ENV HTTP_HOST=0.0.0.0
 EXPOSE 8080
 HEALTHCHECK --interval=30s --timeout=5s CMD node -e "fetch('http://127.0.0.1:'+(process.env.PORT||8080)+'/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"
 ENTRYPOINT ["node", "dist/src/cli/main.js"]

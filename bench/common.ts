@@ -215,7 +215,8 @@ export async function spawnDaemon(
 ): Promise<DaemonProcess> {
   const dir = mkdtempSync(join(tmpdir(), 'crbench-'));
   const path = join(dir, 'config.json');
-  writeFileSync(path, JSON.stringify({ ...config, log_level: 'info' }));
+  // Its own data directory: its record (daemon.json) stays out of the repository.
+  writeFileSync(path, JSON.stringify({ data_dir: join(dir, 'data'), ...config, log_level: 'info' }));
   const env = { ...process.env };
   for (const key of CONFIG_ENV_VARS) delete env[key]; // the config file decides, never the caller's shell
   // BENCH_COMPILED=1 runs the built daemon (npm run build), as `npm start` does: without tsx's

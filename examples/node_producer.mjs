@@ -5,25 +5,48 @@
  *   npm install bullmq ioredis          # Redis
  *   npm install bullmq pg               # BullMQ's PostgreSQL backend (the embedded default)
  *   node examples/node_producer.mjs --asset warehouse.orders --start 2025-06-01T10:00:00Z
- *   QUEUE_BACKEND=postgres DATABASE_URL=postgres://user@127.0.0.1:5432/coverage \
- *     node examples/node_producer.mjs --asset warehouse.orders --start 2025-06-01T10:00:00Z
  *
- * The same options as examples/python_producer.py (docs/events.md "Producers"): each defaults to the
- * variable the daemon reads (QUEUE_BACKEND, REDIS_URL, DATABASE_URL) or to the daemon's default
- * (`asset-events`, prefix `bull`, 1 group). Prints one JSON line: how many events went where.
+ * The same options as examples/python_producer.py (docs/events.md "Producers"). Run beside a
+ * daemon (in the directory it was started in, or with COVERAGE_ROLLUP_DATA_DIR set to its data
+ * directory) it finds it through the record the daemon keeps there, daemon.json
+ * (docs/operations.md "The daemon's record"): its queue backend, name, prefix, groups and, for the
+ * embedded default, its database. The environment (QUEUE_BACKEND, REDIS_URL, DATABASE_URL,
+ * QUEUE_NAME, QUEUE_PREFIX, QUEUE_GROUPS; an empty one counts as unset, as the daemon reads it) and
+ * the options win over it; with no URL from any of them it says so and exits 2, never falling back
+ * on node-postgres's local defaults. Prints one JSON line: how many events went where.
  */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { createPostgresBackend, Queue, withBackend } from 'bullmq';
 
-const env = process.env;
+/** The running daemon's record (docs/operations.md), or {}: none, or its daemon is gone. */
+function daemonRecord() {
+  const path = join(process.env.COVERAGE_ROLLUP_DATA_DIR || '.coverage-rollup', 'daemon.json');
+  try {
+    const record = JSON.parse(readFileSync(path, 'utf8'));
+    process.kill(record.pid, 0);
+    return record;
+  } catch (error) {
+    return error.code === 'EPERM' ? JSON.parse(readFileSync(path, 'utf8')) : {};
+  }
+}
+
+// An empty variable counts as unset, as the daemon reads it (a compose file's `X=${X}` leaves one).
+const env = Object.fromEntries(Object.entries(process.env).filter(([, v]) => v !== ''));
+const record = daemonRecord();
+const recorded = record.queue ?? {};
 const { values } = parseArgs({
   options: {
-    backend: { type: 'string', default: env.QUEUE_BACKEND ?? (env.REDIS_URL ? 'redis' : 'postgres') },
-    'redis-url': { type: 'string', default: env.REDIS_URL ?? 'redis://127.0.0.1:6379' },
-    'database-url': { type: 'string', default: env.DATABASE_URL ?? 'postgres://127.0.0.1:5432/coverage' },
-    queue: { type: 'string', default: env.QUEUE_NAME ?? 'asset-events' },
-    prefix: { type: 'string', default: env.QUEUE_PREFIX ?? 'bull' },
-    groups: { type: 'string', default: env.QUEUE_GROUPS ?? '1' },
+    backend: {
+      type: 'string',
+      default: env.QUEUE_BACKEND || (env.REDIS_URL ? 'redis' : (recorded.backend ?? 'postgres')),
+    },
+    'redis-url': { type: 'string', default: env.REDIS_URL ?? record.redis_url ?? '' },
+    'database-url': { type: 'string', default: env.DATABASE_URL ?? record.database_url ?? '' },
+    queue: { type: 'string', default: env.QUEUE_NAME ?? recorded.name ?? 'asset-events' },
+    prefix: { type: 'string', default: env.QUEUE_PREFIX ?? recorded.prefix ?? 'bull' },
+    groups: { type: 'string', default: env.QUEUE_GROUPS ?? String(recorded.groups ?? 1) },
     asset: { type: 'string', multiple: true },
     start: { type: 'string' },
     slices: { type: 'string', default: '12' },
@@ -34,6 +57,16 @@ const { values } = parseArgs({
 if (!values.asset?.length || !values.start) {
   console.error(
     'usage: node_producer.mjs --asset NAME [--asset NAME...] --start ISO [--slices 12 --minutes 5]',
+  );
+  process.exit(2);
+}
+// node-postgres reads an empty connection string as its defaults (the local server, the OS user)
+// and ioredis as 127.0.0.1:6379: with no URL from anywhere, say so instead.
+const [url, name] =
+  values.backend === 'redis' ? [values['redis-url'], 'REDIS_URL'] : [values['database-url'], 'DATABASE_URL'];
+if (!url) {
+  console.error(
+    `node_producer.mjs: no ${name} and no daemon recorded here: run it in the directory the daemon was started in (or set COVERAGE_ROLLUP_DATA_DIR to its data directory), or give the daemon's ${values.backend === 'redis' ? 'Redis' : 'database'} as ${name} or --${name.toLowerCase().replace('_', '-')}`,
   );
   process.exit(2);
 }

@@ -1,25 +1,37 @@
-"""A Dagster code location that receives coverage-rollup's decisions (docs/targets/dagster.md).
+"""A Dagster code location fed by coverage-rollup (docs/targets/dagster.md).
 
-    pip install dagster==1.13.28 dagster-webserver==1.13.28
-    dagster-webserver -f examples/dagster/defs.py -h 127.0.0.1 -p 3000
+    pip install dagster==1.13.28 dagster-webserver==1.13.28 ./python/coverage-rollup ./python/dagster-coverage-rollup
+    COVERAGE_ROLLUP_URL=http://127.0.0.1:8080 COVERAGE_ROLLUP_TOKEN=... \\
+        dagster dev -f examples/dagster/defs.py -h 127.0.0.1 -p 3000
 
-coverage-rollup's `dagster` target reports each decision of a rollup as a materialization of
-`warehouse/orders_hourly` (POST /report_asset_materialization/warehouse/orders_hourly): partition =
-the period's hour in Dagster's hourly key form (the target's `partition_format: yyyy-MM-dd-HH:mm`),
-data version = `{rollup}#{generation}`, and the coverage in the metadata. The asset is declared here
-as an external asset (an AssetSpec: Dagster does not compute it) with the partitions the rollup
-decides, so the UI, sensors and automation conditions downstream of it see each covered hour.
+The rollup `orders_hourly` (upstream warehouse.orders, every hour) decides when an hour of orders
+is complete. Two ways reach Dagster, used together here:
+
+- Its `dagster` target reports each decision as a materialization of `warehouse/orders_hourly`
+  (an external asset: Dagster does not compute it), partition = the hour in Dagster's hourly key
+  form (`partition_format: yyyy-MM-dd-HH:mm`), data version = `{rollup}#{generation}`.
+- The sensor `orders_hourly_covered_periods` (dagster-coverage-rollup) runs `orders_hourly_report`
+  for each hour the rollup triggered, with that hour's partition key: an hour with a hole is not
+  run, and runs once the hole is filled, however old; a reprocessed hour runs again. Turn it on in
+  the UI (Automation).
+- The check `coverage` reports, in each of those runs, how much of the hour warehouse.orders
+  covers and which ranges are missing.
 
 A rollup's `repair:` target of type `dagster` asks for the ranges holding a period back as an
 observation of `warehouse/orders_repairs` (POST /report_asset_observation/warehouse/orders_repairs),
 the request's fields in the metadata (docs/repairs.md). The sensor `orders_repair_requests`
 turns each new one into a run of `orders_backfill`, keyed by the request attempt's idempotency key,
-whose op rebuilds the ranges and announces them to coverage-rollup (a stand-in here: print).
+whose op rebuilds the ranges and announces them to coverage-rollup with the package's client.
 """
 
 import json
 
 import dagster as dg
+from dagster_coverage_rollup import (
+    CoverageRollupResource,
+    build_coverage_check,
+    build_coverage_rollup_sensor,
+)
 
 HOURLY = dg.HourlyPartitionsDefinition(start_date="2026-01-01-00:00", timezone="UTC")
 
@@ -32,7 +44,7 @@ orders_hourly = dg.AssetSpec(
 
 @dg.asset(deps=[orders_hourly], partitions_def=HOURLY)
 def orders_hourly_report(context: dg.AssetExecutionContext) -> None:
-    """A downstream asset of the covered hours (run it from the UI, a sensor or an automation condition)."""
+    """A downstream asset of the covered hours, run by the coverage sensor."""
     context.log.info(f"building the report of hour {context.partition_key}")
 
 
@@ -43,13 +55,21 @@ orders_repairs = dg.AssetSpec(
 
 
 @dg.op(config_schema={"request": str})
-def backfill(context: dg.OpExecutionContext) -> None:
+def backfill(context: dg.OpExecutionContext, coverage_rollup: CoverageRollupResource) -> None:
     """Rebuild each requested range, then announce it to coverage-rollup (POST /v1/events)."""
     request = json.loads(context.op_config["request"])
-    for i, r in enumerate(request["ranges"]):
-        # ... rebuild request["asset"] over [r["start"], r["end"]), then announce it with
-        # version r["required_version"] or "backfill" and id f"{request['idempotency_key']}/{i}" ...
-        context.log.info(f"rebuilding {request['asset']} over [{r['start']}, {r['end']})")
+    with coverage_rollup.get_client() as client:
+        for i, r in enumerate(request["ranges"]):
+            # ... rebuild request["asset"] over [r["start"], r["end"]) here (a stand-in: a log
+            # line), then announce it; the id makes a retried run announce nothing twice ...
+            context.log.info(f"rebuilding {request['asset']} over [{r['start']}, {r['end']})")
+            client.announce(
+                request["asset"],
+                r["start"],
+                r["end"],
+                version=r["required_version"] or "backfill",
+                id=f"{request['idempotency_key']}/{i}",
+            )
 
 
 @dg.job
@@ -77,6 +97,15 @@ def orders_repair_requests(context: dg.SensorEvaluationContext):
 
 defs = dg.Definitions(
     assets=[orders_hourly, orders_hourly_report, orders_repairs],
+    asset_checks=[build_coverage_check(orders_hourly_report, "warehouse.orders")],
     jobs=[orders_backfill],
-    sensors=[orders_repair_requests],
+    sensors=[
+        build_coverage_rollup_sensor("orders_hourly", target=orders_hourly_report),
+        orders_repair_requests,
+    ],
+    resources={
+        "coverage_rollup": CoverageRollupResource(
+            url=dg.EnvVar("COVERAGE_ROLLUP_URL"), token=dg.EnvVar("COVERAGE_ROLLUP_TOKEN")
+        )
+    },
 )

@@ -1,5 +1,4 @@
 import { packageVersion } from '../support/paths.js';
-import { TARGET_TYPES } from '../targets/registry.js';
 
 export function version(): string {
   return `coverage-rollup ${packageVersion()}`;
@@ -45,6 +44,9 @@ Environment (overrides the config file):
   QUEUE_BACKEND      redis or postgres     (default redis when a Redis URL is set, else postgres)
   COVERAGE_ROLLUP_DATA_DIR  the embedded PostgreSQL's directory (default ./.coverage-rollup)
   PORT               HTTP port             (default 8080)
+  HTTP_HOST          HTTP address to listen on (default 127.0.0.1 with the embedded database,
+                     else 0.0.0.0)
+  LOG_FORMAT         json or pretty        (default pretty at a terminal, else json)
   LOG_LEVEL          fatal..trace, silent  (default info)
   API_TOKENS         comma-separated bearer tokens allowed to write over HTTP
 
@@ -56,11 +58,29 @@ Examples:
 Documentation: README.md, and docs/cli.md for every command
 `;
 
-/** The target types and the page that documents each (targets/registry.ts). */
-const TARGET_TYPES_HELP = `Target types:\n${TARGET_TYPES.map((t) => `  ${t.type.padEnd(20)}${t.docs}`).join('\n')}\n`;
-
 const CONFIG_OPTION =
   '  -c, --config FILE   YAML config file (default: $COVERAGE_ROLLUP_CONFIG, else built-in defaults)\n';
+
+/**
+ * The target types and the page that documents each. Written out rather than read from
+ * targets/registry.ts, which would load zod and every target module for `--help`;
+ * test/unit/targets/registry.test.ts fails when a registered type is missing here.
+ */
+const TARGET_TYPES_HELP = `Target types:
+  queue               docs/targets/queue.md
+  webhook             docs/targets/webhook.md
+  airflow             docs/targets/airflow.md#the-airflow-target
+  airflow_asset       docs/targets/airflow.md#the-airflow_asset-target
+  dagster             docs/targets/dagster.md
+`;
+
+/** The commands that act on a daemon: which one, and how they find it. */
+const DAEMON_OPTIONS = `  --url URL           act through this daemon's API (writes take COVERAGE_ROLLUP_TOKEN, one of
+                      its api_tokens)
+  -c, --config FILE   read and write this config's database directly instead
+Without either, the daemon recorded in the data directory (./.coverage-rollup, or
+COVERAGE_ROLLUP_DATA_DIR) is used through its API: run the command where the daemon was started.
+`;
 
 /** `coverage-rollup <command> --help`: what the command does, its options and its exit codes. */
 export const COMMAND_HELP: Readonly<Record<string, string>> = {
@@ -87,7 +107,7 @@ ${CONFIG_OPTION}
 Exit codes: 0 when the schema is current, 2 on error (including a schema newer than this version).
 `,
   check: `Usage: coverage-rollup check ASSET --start S --end E [--limit N] [--order oldest|newest]
-                           [--max-lag D] [--require-known] [--json] [--config FILE]
+                           [--max-lag D] [--require-known] [--json] [--url URL | --config FILE]
 
 Is [S, E) of ASSET covered? Prints a summary line (covered, ratio, how many missing ranges and how
 much is missing, the first and the last of them), the asset's freshness, and at most --limit
@@ -105,14 +125,14 @@ Options:
   --require-known     an asset the index does not know (never seen, not declared) is an error
                       (exit 2) rather than "not covered"
   --json              print the coverage answer as JSON (the HTTP API's shape)
-${CONFIG_OPTION}
+${DAEMON_OPTIONS}
 Exit codes: 0 covered, 1 not covered, stale with --max-lag (the reason is printed on stderr) or
 the asset was never seen, 2 error (bad or empty window, usage, unknown asset with
 --require-known, database unreachable). Use it as a sensor in any scheduler.
 `,
   emit: `Usage: coverage-rollup emit --asset A (--start S --end E | --interval S/E) [--data-version V]
-                          [--id ID] [--replay] [--config FILE]
-       coverage-rollup emit --file F [--config FILE]
+                          [--id ID] [--replay] [--url URL | --config FILE]
+       coverage-rollup emit --file F [--url URL | --config FILE]
 
 Enqueues events on the events queue, validated as the worker will (including each asset's
 recorded domain, when PostgreSQL answers within 3 s); all or none. Where the queue is in the
@@ -127,18 +147,18 @@ Options:
   --id ID             a stable id, so a re-send changes nothing
   --replay            a replay requirement: [S, E) must be rebuilt at --data-version
   -f, --file F        JSON lines, one event per line; - reads stdin
-${CONFIG_OPTION}
+${DAEMON_OPTIONS}
 Exit codes: 0 enqueued (or committed), 2 invalid events (nothing enqueued or committed), usage
 errors, or Redis (PostgreSQL) unreachable.
 `,
-  status: `Usage: coverage-rollup status [--json] [--config FILE]
+  status: `Usage: coverage-rollup status [--json] [--url URL | --config FILE]
 
 Assets, the configured rollups (every period since begin counted by state, as GET /v1/rollups
 counts them; last trigger, undelivered) and the scheduler lease, read from PostgreSQL.
 
 Options:
   --json              print JSON (asset fields named as GET /v1/assets names them)
-${CONFIG_OPTION}
+${DAEMON_OPTIONS}
 Exit codes: 0, or 2 on error.
 `,
   prune: `Usage: coverage-rollup prune [--dry-run] [--json] [--config FILE]
@@ -154,7 +174,8 @@ ${CONFIG_OPTION}
 Exit codes: 0 done, 1 something past retention was held back by a scheduler cursor (or another
 instance was pruning), 2 error.
 `,
-  retry: `Usage: coverage-rollup retry ROLLUP (--period KEY | --failed --start S --end E) [--json] [--config FILE]
+  retry: `Usage: coverage-rollup retry ROLLUP (--period KEY | --failed --start S --end E) [--json]
+                             [--url URL | --config FILE]
 
 Retries downstream runs by hand (docs/rollups.md): each retried period gets a new attempt of its
 generation, with its own run id (<idempotency key>~aN), which the lease holder delivers at once.
@@ -165,11 +186,11 @@ Options:
   --failed            every period starting in [--start, --end) whose current run failed,
                       timed out or was lost (bounds in the rollup's form)
   --json              print {rollup, retried: [{period, run_id, attempt} | {period, refused}]}
-${CONFIG_OPTION}
+${DAEMON_OPTIONS}
 Exit codes: 0 done (also when the window had nothing to retry), 1 the named period could not be
 retried (no run yet, or its run is open or succeeded), 2 usage or runtime error.
 `,
-  repair: `Usage: coverage-rollup repair ASSET --start S --end E [--target T] [--json] [--config FILE]
+  repair: `Usage: coverage-rollup repair ASSET --start S --end E [--target T] [--json] [--url URL | --config FILE]
 
 Makes a repair request by hand (docs/repairs.md), no rollup needed: the ranges of
 [S, E) the index does not hold complete (missing, or replay_required with the version to rebuild
@@ -188,7 +209,7 @@ Options:
                       every, attempts and limit), else of any rollup
   --json              print {asset, requested: {id, idempotency_key, ranges, ranges_total} | null},
                       with cut_at when the window was cut at now
-${CONFIG_OPTION}
+${DAEMON_OPTIONS}
 ${TARGET_TYPES_HELP}
 Exit codes: 0 done (also when the window is covered or already requested), 2 usage or runtime error.
 `,

@@ -1,19 +1,25 @@
 #!/usr/bin/env node
+/**
+ * The `coverage-rollup` command. Only what parsing and help need is imported up front; each
+ * command's module (and with it fastify, bullmq, postgres.js, zod, ...) is imported when that
+ * command runs, so `--version` and `--help` answer in a few tens of milliseconds.
+ */
 import { parseArgs } from 'node:util';
-import { ConfigError } from '../config/index.js';
+import { ConfigError } from '../config/errors.js';
 import { nearest } from '../core/nearest.js';
-import { runCheck } from './commands/check.js';
-import { runDemo } from './commands/demo.js';
-import { runEmit } from './commands/emit.js';
-import { runMigrate } from './commands/migrate.js';
-import { runPrune } from './commands/prune.js';
-import { runRepair } from './commands/repair.js';
-import { runRetry } from './commands/retry.js';
-import { releaseEmbedded } from './commands/shared.js';
-import { runStart } from './commands/start.js';
-import { runStatus } from './commands/status.js';
+import {
+  BadUrlError,
+  type LinkFinder,
+  type LinkOptions,
+  NoDaemonError,
+  noDaemonMessage,
+  type Where,
+  whereTo,
+} from './daemon-link.js';
 import { COMMAND_HELP, HELP, version } from './help.js';
+import { ApiError, apiErrorText, DaemonUnreachableError } from './http-client.js';
 import { COMMAND_OPTIONS, commandOf, misplacedOptions, OPTIONS, unknownOption } from './options.js';
+import { releaseAll } from './releases.js';
 
 /** Exit codes: 0 ok (or covered), 1 not covered, 2 usage or runtime error. */
 async function main(argv: string[]): Promise<number> {
@@ -62,31 +68,95 @@ async function main(argv: string[]): Promise<number> {
   }
   switch (command) {
     case 'start':
-      return runStart(values);
+      return (await import('./commands/start.js')).runStart(values);
     case 'migrate':
-      return runMigrate(values);
+      return (await import('./commands/migrate.js')).runMigrate(values);
     case 'check':
-      return runCheck(rest, values);
+      return onDaemonOrDatabase(
+        'check',
+        values,
+        async (link) => (await import('./remote/check.js')).checkOverHttp(rest, values, link),
+        async () => (await import('./commands/check.js')).runCheck(rest, values),
+      );
     case 'emit':
-      return runEmit(rest, values);
+      return onDaemonOrDatabase(
+        'emit',
+        values,
+        async (link) => (await import('./remote/emit.js')).emitOverHttp(rest, values, link),
+        async () => (await import('./commands/emit.js')).runEmit(rest, values),
+      );
     case 'status':
-      return runStatus(values);
+      return onDaemonOrDatabase(
+        'status',
+        values,
+        async (link) => (await import('./remote/status.js')).statusOverHttp(values, link),
+        async () => (await import('./commands/status.js')).runStatus(values),
+      );
     case 'demo':
-      return runDemo(values);
+      return (await import('./commands/demo.js')).runDemo(values);
     case 'prune':
-      return runPrune(values);
+      return (await import('./commands/prune.js')).runPrune(values);
     case 'retry':
-      return runRetry(rest, values);
+      return onDaemonOrDatabase(
+        'retry',
+        values,
+        async (link) => (await import('./remote/retry.js')).retryOverHttp(rest, values, link),
+        async () => (await import('./commands/retry.js')).runRetry(rest, values),
+      );
     case 'repair':
-      return runRepair(rest, values);
+      return onDaemonOrDatabase(
+        'repair',
+        values,
+        async (link) => (await import('./remote/repair.js')).repairOverHttp(rest, values, link),
+        async () => (await import('./commands/repair.js')).runRepair(rest, values),
+      );
     default: {
       const near = nearest(command ?? '', Object.keys(COMMAND_HELP));
       const hint = near === undefined ? '' : ` (did you mean ${near}?)`;
       process.stderr.write(
-        `coverage-rollup: unknown command "${command}"${hint}; see coverage-rollup --help\n`,
+        `coverage-rollup: unknown command "${command}"${hint}; see coverage-rollup --help
+`,
       );
       return 2;
     }
+  }
+}
+
+/**
+ * A command that acts on a daemon: over its API when one is found (--url, or the record in the
+ * data directory), on a database directly when one is named (--config, DATABASE_URL, the embedded
+ * data of a stopped daemon), else a message saying how to point it (daemon-link.ts).
+ */
+async function onDaemonOrDatabase(
+  command: string,
+  values: LinkOptions,
+  overHttp: (link: LinkFinder) => Promise<number>,
+  direct: () => Promise<number>,
+): Promise<number> {
+  let where: Where;
+  try {
+    where = whereTo(values);
+  } catch (error) {
+    if (!(error instanceof BadUrlError)) throw error;
+    process.stderr.write(`coverage-rollup ${command}: ${error.message}\n`);
+    return 2;
+  }
+  if (where.kind === 'database') return direct();
+  // Asked for only once the command's arguments are checked: a usage error comes first.
+  const link = () => {
+    if (where.kind === 'none') throw new NoDaemonError(noDaemonMessage(command, where.why));
+    return where.link;
+  };
+  try {
+    return await overHttp(link);
+  } catch (error) {
+    if (error instanceof NoDaemonError) process.stderr.write(`${error.message}\n`);
+    else if (error instanceof ApiError)
+      process.stderr.write(`coverage-rollup ${command}: ${apiErrorText(error, link())}\n`);
+    else if (error instanceof DaemonUnreachableError)
+      process.stderr.write(`coverage-rollup ${command}: ${error.message}\n`);
+    else throw error;
+    return 2;
   }
 }
 
@@ -95,7 +165,7 @@ async function mainReleasing(argv: string[]): Promise<number> {
   try {
     return await main(argv);
   } finally {
-    await releaseEmbedded();
+    await releaseAll();
   }
 }
 

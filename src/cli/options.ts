@@ -29,6 +29,7 @@ export const OPTIONS = {
   period: { type: 'string' },
   failed: { type: 'boolean' },
   target: { type: 'string' },
+  url: { type: 'string' },
 } as const satisfies NonNullable<ParseArgsConfig['options']>;
 
 type Option = keyof typeof OPTIONS;
@@ -40,12 +41,12 @@ const COMMON: readonly Option[] = ['config', 'help', 'version'];
 export const COMMAND_OPTIONS: Readonly<Record<string, readonly Option[]>> = {
   start: [],
   migrate: [],
-  check: ['start', 'end', 'limit', 'order', 'max-lag', 'require-known', 'json'],
-  emit: ['asset', 'start', 'end', 'interval', 'data-version', 'id', 'replay', 'file'],
-  status: ['json'],
+  check: ['start', 'end', 'limit', 'order', 'max-lag', 'require-known', 'json', 'url'],
+  emit: ['asset', 'start', 'end', 'interval', 'data-version', 'id', 'replay', 'file', 'url'],
+  status: ['json', 'url'],
   prune: ['dry-run', 'json'],
-  retry: ['period', 'failed', 'start', 'end', 'json'],
-  repair: ['start', 'end', 'target', 'json'],
+  retry: ['period', 'failed', 'start', 'end', 'json', 'url'],
+  repair: ['start', 'end', 'target', 'json', 'url'],
   demo: ['serve', 'chain', 'database'],
 };
 
@@ -105,6 +106,7 @@ const VALUE_NAMES: Partial<Record<Option, string>> = {
   database: 'NAME',
   period: 'KEY',
   target: 'T',
+  url: 'URL',
 };
 
 function flag(name: Option): string {

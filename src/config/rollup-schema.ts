@@ -1,4 +1,6 @@
 import { z } from 'zod';
+import { parseIntegerBound, parseTimeBound } from '../core/intervals/bounds.js';
+import { parseEvery } from '../core/periods/calendar/every.js';
 import { OUTCOME_SOURCES } from '../core/runs/outcome.js';
 import { isoDuration, nonEmpty, zone } from '../support/fields.js';
 import { targetSchema, targetType } from '../targets/registry.js';
@@ -50,16 +52,30 @@ export const rollupSchema = z
         'expected 1-100 letters, digits, "_", "." or "-" (it becomes part of job ids)',
       ),
     upstream: z.union([nonEmpty, z.array(nonEmpty).min(1)]).transform((u) => (Array.isArray(u) ? u : [u])),
-    every: z.union([nonEmpty, z.number().int().positive()], {
-      error: (issue) =>
-        issue.input === undefined
-          ? 'required: hour, day, week, month, quarter, year, minute, an ISO duration (PT15M) or an integer bucket size'
-          : undefined,
-    }),
+    // Checked here, field by field, so a bad value is reported beside every other error of the file;
+    // what needs several fields (begin in the rollup's domain and zone) is checked by defineRollups.
+    every: z
+      .union([nonEmpty, z.number().int().positive()], {
+        error: (issue) =>
+          issue.input === undefined
+            ? 'required: hour, day, week, month, quarter, year, minute, an ISO duration (PT15M) or an integer bucket size'
+            : undefined,
+      })
+      .superRefine((every, ctx) => {
+        try {
+          parseEvery(every);
+        } catch (error) {
+          ctx.addIssue({ code: 'custom', message: (error as Error).message.replace(/^every: /, '') });
+        }
+      }),
     timezone: zone.default('UTC'),
     begin: z
       .union([nonEmpty, z.number().int(), z.date()])
-      .transform((b) => (b instanceof Date ? b.toISOString() : b)),
+      .transform((b) => (b instanceof Date ? b.toISOString() : b))
+      .superRefine((begin, ctx) => {
+        if (!isBound(begin))
+          ctx.addIssue({ code: 'custom', message: 'expected a date or date-time (ISO 8601) or an integer' });
+      }),
     origin: z.union([nonEmpty, z.number().int()]).optional(),
     policy: policySchema.default(policySchema.parse({})),
     rerun: z.enum(['never', 'on_replay', 'on_update']).default('on_replay'),
@@ -75,3 +91,19 @@ export const rollupSchema = z
     const defaults = targetType(r.target.type)?.withRollupDefaults;
     return defaults ? { ...r, target: defaults(r.target, r) as typeof r.target } : r;
   });
+
+/** Whether a `begin` or `origin` reads as an instant or an integer, whatever the rollup's domain and zone. */
+function isBound(value: string | number): boolean {
+  for (const parse of [
+    () => parseIntegerBound(value, 'begin'),
+    () => parseTimeBound(String(value), 'begin', 'UTC'),
+  ]) {
+    try {
+      parse();
+      return true;
+    } catch {
+      // the other form, then
+    }
+  }
+  return false;
+}

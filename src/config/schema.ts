@@ -2,13 +2,15 @@ import { z } from 'zod';
 import { hasHashTag } from '../core/connections/hash-tag.js';
 import { isClusterUrl, redisUrls } from '../core/connections/redis-url.js';
 import { graphProblems } from '../core/rollups/graph.js';
+import { DEFAULT_DATA_DIR } from '../support/daemon-record.js';
 import { isoDuration, nonEmpty, postgresUrl, queueName, zone } from '../support/fields.js';
+import { LOG_FORMATS } from '../support/log.js';
 import { rollupSchema } from './rollup-schema.js';
 
 /**
  * One schema, one defaults object. Precedence (lowest first): defaults, the YAML file
  * (--config or COVERAGE_ROLLUP_CONFIG), environment overrides (DATABASE_URL, DATABASE_READ_URL,
- * REDIS_URL, QUEUE_BACKEND, COVERAGE_ROLLUP_DATA_DIR, PORT, LOG_LEVEL, API_TOKENS). A bad value is
+ * REDIS_URL, QUEUE_BACKEND, COVERAGE_ROLLUP_DATA_DIR, PORT, HTTP_HOST, LOG_LEVEL, LOG_FORMAT, API_TOKENS). A bad value is
  * an error naming the field, never a silent fallback.
  */
 
@@ -26,19 +28,30 @@ export type QueueBackendKind = (typeof QUEUE_BACKENDS)[number];
 
 /**
  * The defaults that depend on what else is set: with neither URL, the embedded database; with no
- * `queue.backend`, Redis when a Redis URL is set, else PostgreSQL.
+ * `queue.backend`, Redis when a Redis URL is set, else PostgreSQL; with the embedded
+ * database and no `http.host`, this machine only (127.0.0.1): a daemon someone tries out is not
+ * reachable from the network until they say so. A deployment (a database URL given) keeps
+ * 0.0.0.0, which a container's published port needs.
  */
 function defaultsFromPresence(raw: unknown): unknown {
-  if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) return raw;
-  const out: Record<string, unknown> = { ...(raw as Record<string, unknown>) };
+  if (!isObject(raw)) return raw;
+  const out: Record<string, unknown> = { ...raw };
   const redisGiven = out.redis_url !== undefined;
   out.database_url ??= redisGiven ? LOCAL_DATABASE_URL : EMBEDDED_DATABASE;
   const queue = out.queue;
-  if (queue === undefined || (queue !== null && typeof queue === 'object' && !Array.isArray(queue))) {
-    const q = (queue ?? {}) as Record<string, unknown>;
-    out.queue = { ...q, backend: q.backend ?? (redisGiven ? 'redis' : 'postgres') };
+  if (queue === undefined || isObject(queue)) {
+    out.queue = { ...queue, backend: queue?.backend ?? (redisGiven ? 'redis' : 'postgres') };
   }
+  const http = out.http;
+  if (out.database_url === EMBEDDED_DATABASE && (http === undefined || isObject(http)))
+    out.http = { ...http, host: http?.host ?? LOOPBACK };
   return out;
+}
+
+const LOOPBACK = '127.0.0.1';
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === 'object' && !Array.isArray(value);
 }
 
 const DAY_MS = 86_400_000;
@@ -62,7 +75,7 @@ const configObject = z
     database_url: z.union([postgresUrl, z.literal(EMBEDDED_DATABASE)]),
     // Where the embedded PostgreSQL keeps its cluster (and its queues), relative to the working
     // directory; used only when database_url is the embedded one.
-    data_dir: nonEmpty.default('./.coverage-rollup'),
+    data_dir: nonEmpty.default(DEFAULT_DATA_DIR),
     // A streaming replica of database_url that serves coverage answers, listings and the status
     // page (docs/operations.md "A read replica"); unset, every read goes to database_url.
     database_read_url: postgresUrl.optional(),
@@ -84,6 +97,8 @@ const configObject = z
         z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']),
       )
       .default('info'),
+    // json or pretty; unset: pretty at a terminal, JSON otherwise (support/log.ts).
+    log_format: z.enum(LOG_FORMATS).optional(),
     http: z
       .strictObject({
         host: nonEmpty.default('0.0.0.0'),
@@ -173,6 +188,8 @@ const configObject = z
     shutdown_timeout: isoDuration.default(30_000),
     rollups: z.array(rollupSchema).default([]),
   })
+  // The checks across fields run even where another part of the file failed, as long as the parts
+  // each reads are valid, so one run reports every error (zod skips them on any issue otherwise).
   .superRefine((config, ctx) => {
     const { ttl, renew_every } = config.lease;
     if (renew_every * 2 > ttl) {
@@ -182,24 +199,49 @@ const configObject = z
         message: 'must be at most half of lease.ttl',
       });
     }
-    const seen = new Set<string>();
-    config.rollups.forEach((r, i) => {
-      if (seen.has(r.id))
-        ctx.addIssue({ code: 'custom', path: ['rollups', i, 'id'], message: `duplicate id ${r.id}` });
-      seen.add(r.id);
-    });
+  }, readsOnly('lease'))
+  // Written for a value that may hold invalid parts, so it runs whatever else failed.
+  .superRefine(
+    (config, ctx) => {
+      duplicates(config.rollups, 'id').forEach((i) => {
+        const id = (config.rollups[i] as { id: string }).id;
+        ctx.addIssue({ code: 'custom', path: ['rollups', i, 'id'], message: `duplicate id ${id}` });
+      });
+      duplicates(config.assets, 'name').forEach((i) => {
+        const name = (config.assets[i] as { name: string }).name;
+        ctx.addIssue({ code: 'custom', path: ['assets', i, 'name'], message: `duplicate ${name}` });
+      });
+    },
+    { when: () => true },
+  )
+  .superRefine((config, ctx) => {
     for (const p of graphProblems(config.rollups))
       ctx.addIssue({ code: 'custom', path: ['rollups', p.index, p.field], message: p.message });
-    checkQueueGroups(config, ctx);
-    const names = new Set<string>();
-    config.assets.forEach((a, i) => {
-      if (names.has(a.name))
-        ctx.addIssue({ code: 'custom', path: ['assets', i, 'name'], message: `duplicate ${a.name}` });
-      names.add(a.name);
-    });
-  });
+  }, readsOnly('rollups'))
+  .superRefine((config, ctx) => checkQueueGroups(config, ctx), readsOnly('queue', 'redis_url', 'rollups'));
 
 export const configSchema = z.preprocess(defaultsFromPresence, configObject);
+
+type Payload = z.core.ParsePayload;
+
+/** A check that runs unless one of these top-level fields failed (it reads only them). */
+function readsOnly(...fields: string[]): { when: (payload: Payload) => boolean } {
+  return { when: (payload) => !payload.issues.some((issue) => fields.includes(String(issue.path?.[0]))) };
+}
+
+/** Indices of the entries whose `key` (a string) repeats an earlier entry's; anything else is skipped. */
+function duplicates(entries: unknown, key: string): number[] {
+  if (!Array.isArray(entries)) return [];
+  const seen = new Set<string>();
+  return entries.flatMap((entry, i) => {
+    const value =
+      entry !== null && typeof entry === 'object' ? (entry as Record<string, unknown>)[key] : undefined;
+    if (typeof value !== 'string') return [];
+    if (seen.has(value)) return [i];
+    seen.add(value);
+    return [];
+  });
+}
 
 export type Config = z.output<typeof configObject>;
 

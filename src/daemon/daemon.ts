@@ -5,6 +5,7 @@ import { checkSecretEnv } from '../config/secret-env.js';
 import { isClusterUrl } from '../core/connections/redis-url.js';
 import { TokenAuth } from '../http/auth.js';
 import { registerGraphRoute } from '../http/routes/graph.js';
+import { registerRepairRequest } from '../http/routes/repair-request.js';
 import { registerRollupRoutes } from '../http/routes/rollups.js';
 import { registerStatusPage } from '../http/routes/status-page.js';
 import { buildServer } from '../http/server.js';
@@ -53,12 +54,18 @@ export interface Daemon {
   stop(): Promise<void>;
 }
 
+export interface DaemonOptions {
+  /** A token the API accepts for everything, for this machine's commands (`start` records it). */
+  readonly localToken?: string;
+}
+
 /** Starts every part of one instance: migrations, ingest, HTTP and (when configured) the scheduler. */
 export async function startDaemon(
   config: Config,
   log: Logger,
   /** Already built from this config (`start` builds them before anything starts). */
   rollups: RollupRuntime[] = defineRollups(config),
+  options: DaemonOptions = {},
 ): Promise<Daemon> {
   log.info(
     {
@@ -243,13 +250,18 @@ export async function startDaemon(
         queues,
         log,
         metrics,
-        auth: new TokenAuth(config.api_tokens, config.read_tokens),
+        auth: new TokenAuth(config.api_tokens, config.read_tokens, options.localToken),
         now: Date.now,
         ...(schedulerStatus ? { schedulerStatus } : {}),
         retentionStatus: () => retention.status(),
         maintenanceStatus: () => maintenance.status(),
       },
-      [registerRollupRoutes(rollups), registerGraphRoute(rollups), registerStatusPage(rollups)],
+      [
+        registerRollupRoutes(rollups),
+        registerRepairRequest(rollups),
+        registerGraphRoute(rollups),
+        registerStatusPage(rollups),
+      ],
     );
     const url = await http.listen({ host: config.http.host, port: config.http.port });
     closers.unshift(() => http.close());

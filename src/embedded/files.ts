@@ -4,6 +4,7 @@
  */
 import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
+import { isAlive } from '../support/pid.js';
 
 export interface DataDir {
   readonly root: string;
@@ -107,16 +108,6 @@ export function writeDaemonPid(dir: DataDir, pid: number): void {
 
 export function removeDaemonPid(dir: DataDir, pid: number): void {
   if (readDaemonPid(dir) === pid) rmSync(dir.daemonPid, { force: true });
-}
-
-/** Whether a process with this pid exists (EPERM: it exists, owned by another user). */
-export function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
 }
 
 /**

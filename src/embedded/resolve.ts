@@ -7,10 +7,10 @@
 import { type Config, EMBEDDED_DATABASE } from '../config/index.js';
 import { ensureDatabase } from '../store/pg/db.js';
 import type { Logger } from '../support/log.js';
+import { isAlive } from '../support/pid.js';
 import {
   type DataDir,
   dataDir,
-  isAlive,
   makeDirectory,
   readDaemonPid,
   removeDaemonPid,

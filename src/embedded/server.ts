@@ -11,10 +11,10 @@ import { accessSync, chownSync, closeSync, mkdtempSync, openSync, rmSync, writeF
 import { arch, platform, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Logger } from '../support/log.js';
+import { isAlive } from '../support/pid.js';
 import { ensureBinaries, type PostgresBinaries } from './binaries.js';
 import {
   type DataDir,
-  isAlive,
   isPostgres,
   makeDirectory,
   readPostmasterFile,

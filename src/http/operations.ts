@@ -4,7 +4,7 @@ import { assetCoverage, listAssets } from './schemas/assets.js';
 import { postEvents, postReplayRequirement } from './schemas/events.js';
 import { getGraph } from './schemas/graph.js';
 import { healthz, metrics, openapi, readyz } from './schemas/health.js';
-import { listRepairs } from './schemas/repairs.js';
+import { listRepairs, postRepair } from './schemas/repairs.js';
 import { listPeriods, listRollups, periodDetail, triggerPeriod } from './schemas/rollups.js';
 import { postRunReport, retryPeriod } from './schemas/runs.js';
 
@@ -20,6 +20,7 @@ export const OPERATIONS: readonly Operation[] = [
   retryPeriod,
   postRunReport,
   listRepairs,
+  postRepair,
   getGraph,
   healthz,
   readyz,

@@ -1,3 +1,4 @@
+import type { Config } from '../config/index.js';
 import { BadInputError } from '../core/errors.js';
 import {
   domainMismatch,
@@ -6,6 +7,14 @@ import {
   normalizeEvent,
 } from '../core/events/events.js';
 import type { Domain } from '../core/types.js';
+
+/** How the config shapes normalisation: the payload limit and each declared asset's domain and zone. */
+export function normalizeOptions(config: Config): NormalizeOptions {
+  return {
+    maxPayloadBytes: config.queue.max_payload_bytes,
+    assets: new Map(config.assets.map((a) => [a.name, { domain: a.domain, zone: a.zone }])),
+  };
+}
 
 export interface Refusal {
   readonly index: number;

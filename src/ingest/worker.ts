@@ -15,6 +15,7 @@ import { GroupCommitter } from './group-commit.js';
 import type { Hold } from './hold.js';
 import { pgBatchConsumer } from './pg-batch-consumer.js';
 import { probePostgres, StallGuard } from './pg-stall.js';
+import { normalizeOptions } from './precheck.js';
 
 export type { IngestResult } from './event-job.js';
 
@@ -50,13 +51,6 @@ export function connectIngest(config: Config, log?: Logger): Sql {
     // A commit stuck on a stale flow is given up and retried on a fresh connection.
     ...(log ? { staleAfterMs: config.queue.pg_stall_timeout, log } : {}),
   });
-}
-
-export function normalizeOptions(config: Config) {
-  return {
-    maxPayloadBytes: config.queue.max_payload_bytes,
-    assets: new Map(config.assets.map((a) => [a.name, { domain: a.domain, zone: a.zone }])),
-  };
 }
 
 /**

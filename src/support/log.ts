@@ -1,3 +1,4 @@
+import { createRequire } from 'node:module';
 import { type Logger, pino } from 'pino';
 
 export type { Logger };
@@ -54,8 +55,8 @@ const OUTPUT_GONE = new Set(['EIO', 'EPIPE', 'ENXIO', 'EBADF']);
  * write forever (the process hangs). Once a write says the output is gone, logging becomes a no-op
  * and the shutdown goes on unlogged (there is nobody left to read it).
  */
-export function daemonStdout(): pino.DestinationStream {
-  const stream = pino.destination({ dest: 1, minLength: 0, sync: false });
+export function daemonStdout({ sync = false }: { sync?: boolean } = {}): pino.DestinationStream {
+  const stream = pino.destination({ dest: 1, minLength: 0, sync });
   const noop = () => {};
   stream.on('error', (error: NodeJS.ErrnoException) => {
     if (!OUTPUT_GONE.has(error.code ?? '')) throw error;
@@ -82,4 +83,28 @@ export function throttledErrors(log: Logger, everyMs = 60_000) {
     last.set(key, now);
     log.error({ ...fields, err: error }, `${msg} (said once a minute while it repeats)`);
   };
+}
+
+export const LOG_FORMATS = ['json', 'pretty'] as const;
+export type LogFormat = (typeof LOG_FORMATS)[number];
+
+/**
+ * The daemon's log destination in `format` (log_format, LOG_FORMAT), by default readable lines at a
+ * terminal and JSON anywhere else (a pipe, a file, journald, a container's log driver): people
+ * read the first, machines the second. Pretty lines are pino-pretty's, formatted synchronously
+ * here (its transport would pipe them through streams, and a line logged just before an exit could
+ * be lost); the JSON path is pino's own, with nothing loaded or added.
+ */
+export function daemonDestination(format: LogFormat | undefined): pino.DestinationStream {
+  const chosen = format ?? (process.stdout.isTTY ? 'pretty' : 'json');
+  if (chosen === 'json') return daemonStdout();
+  const out = daemonStdout({ sync: true });
+  const { prettyFactory } = createRequire(import.meta.url)('pino-pretty') as typeof import('pino-pretty');
+  const pretty = prettyFactory({
+    colorize: process.stdout.isTTY === true,
+    translateTime: 'SYS:HH:MM:ss.l',
+    ignore: 'pid,hostname,service',
+    singleLine: true,
+  });
+  return { write: (line: string) => out.write(pretty(line)) };
 }

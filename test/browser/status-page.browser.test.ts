@@ -428,9 +428,18 @@ describe.skipIf(!available)(
         ).resolves.toBeGreaterThan(0);
       }
       // Every column's contents line up with its header: right edges for numbers, left for text.
-      for (const table of ['table.overview:nth-of-type(1)', 'table.overview:nth-of-type(2)']) {
-        const columns = await page.evaluate((selector) => {
+      // The page's first two overview tables (assets, rollups), each in a box of its own.
+      for (const index of [0, 1]) {
+        const table = `overview table ${index + 1}`;
+        const columns = await page.evaluate((n) => {
           const d = (globalThis as unknown as InTable).document;
+          const selector = `[data-overview-index="${n}"]`;
+          let i = 0;
+          for (const t of d.querySelectorAll('table.overview'))
+            (t as unknown as { setAttribute(k: string, v: string): void }).setAttribute(
+              'data-overview-index',
+              String(i++),
+            );
           const box = (node: { textContent: string }): Box => {
             const range = d.createRange();
             range.selectNodeContents(node);
@@ -445,7 +454,7 @@ describe.skipIf(!available)(
               .filter((td) => td.textContent.trim() !== '')
               .map(box),
           }));
-        }, table);
+        }, index);
         // Columns with something in them on this page (no failed run here, no freshness verdict).
         const filled = columns.filter((c) => c.cells.length > 0);
         expect(filled.filter((c) => c.numeric).length, table).toBeGreaterThanOrEqual(2);

@@ -294,7 +294,10 @@ export function processHarness(): ProcessHarness {
     async spawn({ name, config, waitReady = true, readyTimeout = 20_000 }) {
       if (all.some((p) => p.name === name)) throw new Error(`process name ${name} used twice`);
       const configPath = join(dir, `${name}.yaml`);
-      writeFileSync(configPath, `${JSON.stringify(withTestBackend(config), null, 2)}\n`);
+      // A data directory of its own: its record (daemon.json) must not land in the repository,
+      // where every process of the run would start from.
+      const own = { data_dir: join(dir, `${name}-data`), ...config };
+      writeFileSync(configPath, `${JSON.stringify(withTestBackend(own), null, 2)}\n`);
       const p = new DaemonProcess(name, configPath);
       all.push(p);
       everyProcess.add(p);

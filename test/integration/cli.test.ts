@@ -454,14 +454,14 @@ describe('help', () => {
     expect(typo.code).toBe(2);
     expect(typo.stderr.trim()).toBe(
       'coverage-rollup check: unknown option --strat (did you mean --start?); its options are --start S, ' +
-        '--end E, --limit N, --order oldest|newest, --max-lag D, --require-known, --json, --config FILE, ' +
+        '--end E, --limit N, --order oldest|newest, --max-lag D, --require-known, --json, --url URL, --config FILE, ' +
         '--help; see coverage-rollup check --help',
     );
     expect(typo.stderr).not.toContain('positional argument');
     const elsewhere = await cli(['status', '--start', 'x']);
     expect(elsewhere).toMatchObject({ code: 2, stdout: '' });
     expect(elsewhere.stderr).toContain(
-      'coverage-rollup status: --start is not an option of status; its options are --json',
+      'coverage-rollup status: --start is not an option of status; its options are --json, --url URL',
     );
     const missing = await cli(['emit', '--asset']);
     expect(missing).toMatchObject({

@@ -185,7 +185,82 @@ describe('the embedded default, with no database or Redis configured', () => {
 
     expect(everyLine.filter((l) => l.includes('closed-default-ports'))).toEqual([]);
   }, 300_000); // three daemon starts (one with initdb) and a dozen CLI runs
+
+  it('is found by the example producers started beside it, with no URL given', async () => {
+    const daemon = await startDaemon();
+    const window = (asset: string) => [
+      'check',
+      asset,
+      '--start',
+      '2025-06-01T10:00:00Z',
+      '--end',
+      '2025-06-01T11:00:00Z',
+    ];
+    const node = await run(process.execPath, [
+      example('node_producer.mjs'),
+      '--asset',
+      'p.node',
+      '--start',
+      '2025-06-01T10:00:00Z',
+    ]);
+    expect(node.code, node.stderr).toBe(0);
+    expect(JSON.parse(node.stdout)).toEqual({
+      backend: 'postgres',
+      queue: 'asset-events',
+      sent: { bull: 12 },
+    });
+    await waitFor(async () => (await cli(window('p.node'))).code === 0, {
+      what: "the node producer's hour covered",
+    });
+    const http = await run('sh', [
+      example('http_producer.sh'),
+      'p.http',
+      '2025-06-01T10:00:00Z',
+      '2025-06-01T11:00:00Z',
+    ]);
+    expect(http.code, http.stderr).toBe(0);
+    expect(JSON.parse(http.stdout)).toMatchObject({ accepted: 1, results: [{ status: 'committed' }] });
+    expect((await cli(window('p.http'))).code).toBe(0);
+    // An empty URL counts as unset, as the daemon reads it: with no daemon recorded either, it is
+    // refused, never read as node-postgres's local defaults.
+    const empty = await run(
+      process.execPath,
+      [example('node_producer.mjs'), '--asset', 'x', '--start', '2025-06-01T10:00:00Z'],
+      { DATABASE_URL: '', COVERAGE_ROLLUP_DATA_DIR: join(dir, 'no-daemon-here') },
+    );
+    expect(empty).toMatchObject({
+      code: 2,
+      stderr: expect.stringContaining('no DATABASE_URL and no daemon recorded here'),
+    });
+    daemon.child.kill('SIGTERM');
+    expect(await daemon.exited).toBe(0);
+    expect(existsSync(join(dataDir, 'daemon.json'))).toBe(false);
+    const gone = await run('sh', [
+      example('http_producer.sh'),
+      'p.http',
+      '2025-06-01T10:00:00Z',
+      '2025-06-01T11:00:00Z',
+    ]);
+    expect(gone).toMatchObject({ code: 2, stderr: expect.stringContaining('no daemon is recorded in') });
+    expect(everyLine.filter((l) => l.includes('closed-default-ports'))).toEqual([]);
+  }, 180_000);
 });
+
+const example = (file: string) => join(packageRoot(), 'examples', file);
+
+/** A program in the daemon's environment (its data directory, the closed default ports). */
+function run(
+  program: string,
+  args: string[],
+  extra: NodeJS.ProcessEnv = {},
+): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(program, args, { env: { ...env, ...extra }, cwd: dir }, (error, stdout, stderr) => {
+      everyLine.push(...stderr.split('\n'));
+      resolve({ code: error ? ((error as { code?: number }).code ?? 1) : 0, stdout, stderr });
+    });
+  });
+}
 
 /** Running, and not a zombie. */
 function alive(pid: number): boolean {
@@ -194,6 +269,15 @@ function alive(pid: number): boolean {
     return !/^\d+ \(.*\) Z /.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
   } catch {
     return false;
+  }
+}
+
+/** The pid in a daemon's record (daemon.json), once it is written whole. */
+function readRecordPid(file: string): number | undefined {
+  try {
+    return (JSON.parse(readFileSync(file, 'utf8')) as { pid: number }).pid;
+  } catch {
+    return undefined;
   }
 }
 
@@ -287,12 +371,15 @@ describe('SIGHUP with the embedded default', () => {
     const output: string[] = [];
     collect(terminal.stdout!, lines, output);
     collect(terminal.stderr!, lines, output);
-    const listening = await waitFor(() => lines.find((l) => l.msg === 'listening'), {
+    // At a terminal it logs readable lines, not JSON: its pid is read from its record once ready.
+    const record = join(dataDir, 'daemon.json');
+    const daemonPid = await waitFor(() => (existsSync(record) ? readRecordPid(record) : undefined), {
       timeout: 90_000,
-      what: `the daemon to listen on the terminal\n${output.join('\n')}`,
+      what: `the daemon to be ready on the terminal\n${output.join('\n')}`,
     });
-    const daemonPid = listening.pid!;
     daemonPids.add(daemonPid);
+    expect(output.some((l) => /INFO.*ready: status page http:\/\/127\.0\.0\.1:\d+\//.test(l))).toBe(true);
+    expect(lines).toEqual([]); // no JSON line on a terminal
     expect(serverPids().length).toBeGreaterThan(0);
 
     terminal.kill('SIGKILL');

@@ -4,11 +4,12 @@
  * set; ingest removes it once the event log shows its event. A failed job whose event is not in
  * the log stays failed, as before. Nothing is committed twice.
  */
+
 import { Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { normalizeEvent } from '../../src/core/events/events.js';
-import { normalizeOptions } from '../../src/ingest/worker.js';
+import { normalizeOptions } from '../../src/ingest/precheck.js';
 import { commitEvents } from '../../src/store/assets/commit.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/db.js';
 import { REDIS_URL } from '../helpers/env.js';

@@ -7,7 +7,8 @@
 import type { Job } from 'bullmq';
 import { afterAll, describe, expect, it } from 'vitest';
 import { normalizeEvent } from '../../src/core/events/events.js';
-import { connectIngest, normalizeOptions, startIngestWorker } from '../../src/ingest/worker.js';
+import { normalizeOptions } from '../../src/ingest/precheck.js';
+import { connectIngest, startIngestWorker } from '../../src/ingest/worker.js';
 import { createMetrics } from '../../src/metrics/registry.js';
 import { commitEvents } from '../../src/store/assets/commit.js';
 import { connect, type Sql } from '../../src/store/pg/db.js';

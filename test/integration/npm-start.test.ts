@@ -51,6 +51,7 @@ function npmStart(detached: boolean) {
       http: { host: '127.0.0.1', port: 0 },
       queue: { prefix },
       scheduler: { enabled: false },
+      data_dir: join(dir, 'data'),
     }),
   );
   const env: NodeJS.ProcessEnv = { ...process.env, COVERAGE_ROLLUP_CONFIG: config };

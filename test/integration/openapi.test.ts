@@ -362,6 +362,52 @@ describe('answers conform to the document', () => {
     await answer({ path, url: path, status: 401 });
   });
 
+  it('POST /v1/repairs', async () => {
+    const path = '/v1/repairs';
+    // Before the rollup's begin: no request of the scheduler's holds this hour already.
+    const before = new Date(Date.now() - 2 * DAY_MS).toISOString().slice(0, 10);
+    const window = { asset: 'api.orders', start: `${before}T20:00:00Z`, end: `${before}T21:00:00Z` };
+    const target = { type: 'queue', queue: 'api-repairs' };
+    const made = await answer({
+      method: 'POST',
+      path,
+      url: path,
+      headers: writer,
+      body: { ...window, target },
+      status: 200,
+    });
+    expect(made.requested).toMatchObject({
+      ranges: [{ start: window.start, end: window.end, kind: 'missing' }],
+      sent_to: 'queue api-repairs',
+    });
+    const held = await answer({
+      method: 'POST',
+      path,
+      url: path,
+      headers: writer,
+      body: window,
+      status: 200,
+    });
+    expect(held).toMatchObject({ requested: null, open: [made.requested.id] });
+    await answer({
+      method: 'POST',
+      path,
+      url: path,
+      headers: writer,
+      body: { ...window, asset: 'nope' },
+      status: 400,
+    });
+    await answer({
+      method: 'POST',
+      path,
+      url: path,
+      headers: writer,
+      body: { asset: 'api.orders' },
+      status: 400,
+    });
+    await answer({ method: 'POST', path, url: path, headers: reader, body: window, status: 403 });
+  });
+
   it('GET /v1/graph', async () => {
     const graph = await answer({ path: '/v1/graph', url: '/v1/graph', headers: reader, status: 200 });
     expect(graph.edges).toEqual([{ from: 'asset:api.orders', to: 'rollup:api_hourly', role: 'upstream' }]);

@@ -1,4 +1,6 @@
-import { userInfo } from 'node:os';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir, userInfo } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/config/index.js';
 import { groupOf } from '../../src/core/events/routing.js';
@@ -190,6 +192,68 @@ describe.each(cases)('examples/%s on the %s backend', (producer, backend) => {
     }
   });
 });
+
+describe.each<Producer>(['python_producer.py', 'node_producer.mjs'])(
+  'examples/%s beside a daemon',
+  (producer) => {
+    it('reaches the daemon through its record alone: its database, queue prefix and groups, no URL or option', async () => {
+      const db = await createTestDatabase();
+      const prefix = createTestPrefix();
+      const sink = await startWebhookSink();
+      const dataDir = mkdtempSync(join(tmpdir(), 'cr-beside-'));
+      const label = `${producer.split('.')[0]}-beside`;
+      // The record holds a database URL only without a password; node-postgres needs the user named.
+      const raw = { ...daemonConfig('postgres', withUser(db.url), prefix, sink.url), data_dir: dataDir };
+      const groups = queueGroups(parseConfig(raw).queue);
+      const running = await procs.spawn({ name: label, config: raw });
+      try {
+        const env = {
+          COVERAGE_ROLLUP_DATA_DIR: dataDir,
+          DATABASE_URL: undefined,
+          REDIS_URL: undefined,
+          QUEUE_BACKEND: undefined,
+        };
+        const args = [exampleFile(producer), ...ASSETS.flatMap((a) => ['--asset', a]), '--start', HOUR_START];
+        const produced =
+          producer === 'python_producer.py'
+            ? await runPython('producers', label, args, env)
+            : await runProgram(process.execPath, label, args, env);
+        expect(lastJson<{ backend: string; sent: Record<string, number> }>(produced.stdout)).toMatchObject({
+          backend: 'postgres',
+          sent: Object.fromEntries(ASSETS.map((a) => [queueSchema(groups[groupOf(a, GROUPS)]!.prefix), 12])),
+        });
+        for (const asset of ASSETS)
+          await waitFor(async () => (await coverage(running.url!, asset, HOUR_START, HOUR_END)).covered, {
+            timeout: 60_000,
+            interval: 100,
+            what: `${asset} covered`,
+          });
+        await waitFor(() => sink.calls.find((c) => c.body.rollup === 'hourly'), {
+          timeout: 60_000,
+          what: 'the hourly webhook',
+        });
+        // An empty URL counts as unset, as the daemon reads it; with no daemon recorded either it is
+        // refused, never read as libpq's defaults (the local server, the user's database).
+        const nowhere = { ...env, DATABASE_URL: '', COVERAGE_ROLLUP_DATA_DIR: join(dataDir, 'none') };
+        const empty =
+          producer === 'python_producer.py'
+            ? runPython('producers', `${label}-empty`, args, nowhere)
+            : runProgram(process.execPath, `${label}-empty`, args, nowhere);
+        await expect(empty).rejects.toThrow(
+          /an empty URL is refused|no DATABASE_URL and no daemon recorded here/,
+        );
+        expect((await running.stop()).code).toBe(0);
+        report(
+          `${producer} beside a daemon: found it through ${dataDir}/daemon.json; both assets covered, the hourly webhook sent`,
+        );
+      } finally {
+        await running.stop();
+        await sink.close();
+        rmSync(dataDir, { recursive: true, force: true });
+      }
+    });
+  },
+);
 
 describe.each<Backend>(['redis', 'postgres'])('examples/http_producer.sh on the %s backend', (backend) => {
   it('sends through POST /v1/events and the hourly rollup triggers once', async () => {

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 import types
 from pathlib import Path
@@ -11,7 +12,7 @@ from typing import Any, ClassVar
 import pytest
 
 from coverage_rollup import Event
-from coverage_rollup.producer import Producer, embedded_database_url
+from coverage_rollup.producer import Producer, daemon_record, embedded_database_url
 
 
 class FakeQueue:
@@ -134,3 +135,48 @@ def test_from_env_finds_the_embedded_default(monkeypatch: pytest.MonkeyPatch, tm
     assert producer.backend == "postgres"
     assert producer.url == "postgres://postgres:p%40ss%2Fw@127.0.0.1:54329/coverage_rollup"
     assert embedded_database_url(str(tmp_path / "absent")) is None
+
+
+def _record(tmp_path: Path, pid: int, **fields: Any) -> None:
+    record = {
+        "format": 1,
+        "pid": pid,
+        "url": "http://127.0.0.1:8080",
+        "database_url": "postgres://coverage_rollup:pw@127.0.0.1:15433/coverage_rollup",
+        "redis_url": None,
+        "queue": {"backend": "postgres", "name": "events-q", "prefix": "cr", "groups": 3},
+        **fields,
+    }
+    (tmp_path / "daemon.json").write_text(json.dumps(record))
+
+
+def test_from_env_finds_the_daemon_beside_it(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    for name in ("REDIS_URL", "DATABASE_URL", "QUEUE_BACKEND", "QUEUE_NAME", "QUEUE_PREFIX", "QUEUE_GROUPS"):
+        monkeypatch.delenv(name, raising=False)
+    _record(tmp_path, os.getpid())
+    monkeypatch.setenv("COVERAGE_ROLLUP_DATA_DIR", str(tmp_path))
+    producer = Producer.from_env()
+    assert (producer.backend, producer.url, producer.queue, producer.prefix, producer.groups) == (
+        "postgres",
+        "postgres://coverage_rollup:pw@127.0.0.1:15433/coverage_rollup",
+        "events-q",
+        "cr",
+        3,
+    )
+    # The environment wins over the record; an empty variable counts as unset.
+    monkeypatch.setenv("QUEUE_PREFIX", "mine")
+    monkeypatch.setenv("DATABASE_URL", "")
+    assert (Producer.from_env().prefix, Producer.from_env().url) == ("mine", producer.url)
+    monkeypatch.setenv("DATABASE_URL", "postgres://elsewhere/db")
+    assert Producer.from_env().url == "postgres://elsewhere/db"
+
+
+def test_a_record_whose_daemon_is_gone_is_ignored(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    for name in ("REDIS_URL", "DATABASE_URL", "QUEUE_BACKEND"):
+        monkeypatch.delenv(name, raising=False)
+    _record(tmp_path, 2**22 + 12_345)  # above Linux's pid_max: no such process
+    monkeypatch.setenv("COVERAGE_ROLLUP_DATA_DIR", str(tmp_path))
+    assert daemon_record(str(tmp_path)) is None
+    # Nothing else to go on: refused, never libpq's defaults (the local server, the user's database).
+    with pytest.raises(ValueError, match="an empty URL is refused"):
+        Producer.from_env()

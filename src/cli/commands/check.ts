@@ -1,35 +1,15 @@
-import { Duration } from 'luxon';
 import { maxLags } from '../../config/index.js';
 import { BadInputError } from '../../core/errors.js';
 import { domainOf, parseBound } from '../../core/intervals/bounds.js';
-import {
-  type CoverageAnswer,
-  DEFAULT_LIMIT,
-  type ListOrders,
-  MAX_LIMIT,
-  toCoverageAnswer,
-} from '../../core/intervals/coverage-answer.js';
+import { type ListOrders, toCoverageAnswer } from '../../core/intervals/coverage-answer.js';
 import type { Domain, Interval } from '../../core/types.js';
-import { formatLength } from '../../http/status/draw/format.js';
 import { findAsset } from '../../store/assets/assets.js';
 import { queryCoverage } from '../../store/assets/coverage-query.js';
-import { formatRatio, plural } from '../format.js';
+import { type CheckOptions as CheckRequestOptions, checkFailed, checkRequest } from './check-request.js';
+import { describe, type Span } from './check-summary.js';
 import { commandConfig, type GlobalOptions, withSql } from './shared.js';
 
-interface CheckOptions extends GlobalOptions {
-  readonly start?: string | undefined;
-  readonly end?: string | undefined;
-  readonly limit?: string | undefined;
-  readonly order?: string | undefined;
-  readonly json?: boolean | undefined;
-  readonly 'max-lag'?: string | undefined;
-  readonly 'require-known'?: boolean | undefined;
-}
-
-const USAGE =
-  'usage: coverage-rollup check ASSET --start S --end E [--limit N] [--order oldest|newest] [--max-lag D] [--require-known] [--json]';
-/** Ranges printed without --json; the JSON answer is bounded like HTTP's (200). */
-const TEXT_LIMIT = 20;
+interface CheckOptions extends GlobalOptions, CheckRequestOptions {}
 
 /**
  * A sensor: exit 0 when [start, end) is covered (and, with --max-lag, the asset is fresh), 1 when
@@ -37,44 +17,10 @@ const TEXT_LIMIT = 20;
  * --require-known an asset the index does not know.
  */
 export async function runCheck(args: string[], values: CheckOptions): Promise<number> {
-  const [name] = args;
-  if (!name || args.length > 1 || values.start === undefined || values.end === undefined) {
-    const missing = !name
-      ? 'the asset'
-      : args.length > 1
-        ? undefined
-        : [values.start === undefined ? '--start' : '', values.end === undefined ? '--end' : '']
-            .filter(Boolean)
-            .join(' and ');
-    const what = missing
-      ? `coverage-rollup check: give ${missing}\n`
-      : `coverage-rollup check: one asset at a time (got ${args.length})\n`;
-    process.stderr.write(`${what}${USAGE}\n`);
-    return 2;
-  }
-  const fail = (message: string) => {
-    process.stderr.write(`coverage-rollup check: ${message}\n`);
-    return 2;
-  };
-  const limit =
-    values.limit === undefined ? (values.json ? DEFAULT_LIMIT : TEXT_LIMIT) : Number(values.limit);
-  if (!/^\d+$/.test(values.limit ?? '0') || limit > MAX_LIMIT)
-    return fail(`--limit must be an integer from 0 to ${MAX_LIMIT}`);
-  let orders: ListOrders | undefined;
-  if (values.order !== undefined) {
-    if (values.order !== 'oldest' && values.order !== 'newest')
-      return fail('--order must be oldest or newest');
-    orders = { ranges: values.order, batches: values.order };
-  }
-  let maxLagMs: number | undefined;
-  if (values['max-lag'] !== undefined) {
-    const d = Duration.fromISO(values['max-lag']);
-    if (!d.isValid || d.toMillis() <= 0)
-      return fail(
-        `--max-lag must be an ISO 8601 duration longer than zero, such as PT20M (got ${values['max-lag']})`,
-      );
-    maxLagMs = d.toMillis();
-  }
+  const request = checkRequest(args, values);
+  if (typeof request === 'number') return request;
+  const { name, limit, orders, maxLagMs } = request;
+  const fail = checkFailed;
   const config = await commandConfig(values);
   return withSql(config, async (sql) => {
     const asset = await findAsset(sql, name);
@@ -148,40 +94,4 @@ function parseWindow(start: string, end: string, domain: Domain, zone: string): 
 /** For an asset the index does not know: the domain its bounds are written in. */
 function guessDomain(start: string, end: string): Domain {
   return domainOf(start) ?? domainOf(end) ?? 'time';
-}
-
-type Span = CoverageAnswer['missing'][number];
-
-function describe(a: CoverageAnswer, first: Span | undefined, last: Span | undefined): string[] {
-  const unit = a.domain === 'time' ? 's' : 'values';
-  let summary = `${a.asset} [${a.start}, ${a.end}): ${a.covered ? 'covered' : 'NOT covered'}, ratio ${formatRatio(a.ratio)}`;
-  summary += `; ${plural(a.missing_count, 'missing range')} (${a.missing_total} ${unit})`;
-  if (first && last) summary += `, first ${first.start} .. ${first.end}, last ${last.start} .. ${last.end}`;
-  summary += `; ${plural(a.replay_required_count, 'replay-required range')}`;
-  const lines = [summary];
-  if (a.covered_until !== null) {
-    // status's units (2h 5m, not 7500 s); --json keeps lag_seconds exact.
-    const lag = a.lag_seconds === null ? '' : `, lag ${formatLength('time', a.lag_seconds * 1_000_000)}`;
-    lines.push(`covered until ${a.covered_until}${lag}; last event at ${a.last_event_at ?? 'never'}`);
-  }
-  const more = (shown: number, total: number) =>
-    total > shown
-      ? [`  ... ${total - shown} more (--limit N prints up to ${MAX_LIMIT}; --order newest)`]
-      : [];
-  if (a.missing.length > 0)
-    lines.push(
-      'missing:',
-      ...a.missing.map((m) => `  ${m.start} .. ${m.end}`),
-      ...more(a.missing.length, a.missing_count),
-    );
-  if (a.replay_required.length > 0) {
-    lines.push(
-      'replay required:',
-      ...a.replay_required.map(
-        (r) => `  ${r.start} .. ${r.end} (at ${r.version ?? 'no version'}, needs ${r.required_version})`,
-      ),
-      ...more(a.replay_required.length, a.replay_required_count),
-    );
-  }
-  return lines;
 }

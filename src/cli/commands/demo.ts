@@ -10,7 +10,7 @@ import { deleteKeysWithPrefix, redisConnection } from '../../queue/redis.js';
 import { findAsset } from '../../store/assets/assets.js';
 import { queryCoverage } from '../../store/assets/coverage-query.js';
 import { dropDatabase } from '../../store/pg/db.js';
-import { createLogger } from '../../support/log.js';
+import { createLogger, daemonDestination } from '../../support/log.js';
 import { packageRoot } from '../../support/paths.js';
 import { chainDemoConfig, runChainDemo } from '../demo/chain.js';
 import { type DemoEvent, demoScript, HOLE, REPROCESSED_HOUR } from '../demo/producer.js';
@@ -45,7 +45,7 @@ export async function runDemo(values: DemoOptions): Promise<number> {
     return 2;
   }
   const demo = loadConfig({ path: join(packageRoot(), 'config', 'demo.yaml') });
-  const log = createLogger(demo.log_level);
+  const log = createLogger(demo.log_level, daemonDestination(demo.log_format));
   // With neither a database nor a Redis URL, the embedded server of data_dir (the demo's database in it).
   const server = await resolveDatabase(
     values.config === undefined ? demo : loadConfig({ path: values.config }),

@@ -1,24 +1,12 @@
-import { readFileSync } from 'node:fs';
 import type { Config } from '../../config/index.js';
 import type { Domain } from '../../core/types.js';
 import { commitChecked, commitsDirectly } from '../../ingest/direct.js';
-import { checkEvents, precheckEvents, type Refusal } from '../../ingest/precheck.js';
-import { normalizeOptions } from '../../ingest/worker.js';
-import { queueConnection } from '../../queue/backend.js';
-import { EventQueues } from '../../queue/event-queues.js';
+import { checkEvents, normalizeOptions, precheckEvents, type Refusal } from '../../ingest/precheck.js';
 import { domainsOf } from '../../store/assets/assets.js';
+import { type EmitInput, eventsOf, usageError } from './emit-input.js';
 import { commandConfig, type GlobalOptions, withSql } from './shared.js';
 
-interface EmitOptions extends GlobalOptions {
-  readonly asset?: string | undefined;
-  readonly start?: string | undefined;
-  readonly end?: string | undefined;
-  readonly interval?: string | undefined;
-  readonly 'data-version'?: string | undefined;
-  readonly id?: string | undefined;
-  readonly replay?: boolean | undefined;
-  readonly file?: string | undefined;
-}
+interface EmitOptions extends GlobalOptions, EmitInput {}
 
 const CHUNK = 1000;
 
@@ -38,9 +26,7 @@ export async function runEmit(args: string[], values: EmitOptions): Promise<numb
     return 2;
   }
   const config = await commandConfig(values);
-  const { events, lines } =
-    values.file !== undefined ? readJsonLines(values.file) : { events: [fromFlags(values)], lines: [] };
-  const where = (i: number) => (values.file !== undefined ? `line ${lines[i]}: ` : '');
+  const { events, where } = eventsOf(values);
   const refused = (refusals: readonly Refusal[], outcome: string, offset = 0) => {
     const errors = refusals.map(
       ({ index, error }) => `${where(offset + index)}${error.reason}: ${error.message}`,
@@ -53,6 +39,9 @@ export async function runEmit(args: string[], values: EmitOptions): Promise<numb
     recordedDomains(config, names),
   );
   if (refusals.length > 0) return refused(refusals, 'nothing enqueued');
+  // Only here: the embedded default commits above without loading BullMQ.
+  const { queueConnection } = await import('../../queue/backend.js');
+  const { EventQueues } = await import('../../queue/event-queues.js');
   const connection = queueConnection(config, { oneShot: true });
   const queue = new EventQueues(connection, config.queue);
   queue.on('error', () => {}); // reported below, through the failed addBulk
@@ -120,36 +109,6 @@ async function commitEvents(
   return 0;
 }
 
-const EVENT_FLAGS = ['asset', 'start', 'end', 'interval', 'data-version', 'id', 'replay'] as const;
-
-/** Flags that contradict each other would otherwise be resolved silently. */
-function usageError(values: EmitOptions): string | undefined {
-  const given = EVENT_FLAGS.filter((flag) => values[flag] !== undefined && values[flag] !== false);
-  if (values.file !== undefined && given.length > 0) {
-    return `--file takes its events from the file; drop --${given.join(', --')}`;
-  }
-  if (values.file === undefined && given.length === 0) {
-    return 'give an event (--asset A --start S --end E, or --interval S/E) or --file F';
-  }
-  if (values.interval !== undefined && (values.start !== undefined || values.end !== undefined)) {
-    return 'give either --interval or --start/--end, not both';
-  }
-  if (values.replay && values['data-version'] === undefined) {
-    return '--replay needs --data-version: the version the range must be rebuilt at';
-  }
-  return undefined;
-}
-
-function fromFlags(values: EmitOptions): Record<string, unknown> {
-  const event: Record<string, unknown> = { asset: values.asset };
-  if (values.interval !== undefined) event.interval = values.interval;
-  else Object.assign(event, { start: values.start, end: values.end });
-  if (values['data-version'] !== undefined) event.version = values['data-version'];
-  if (values.id !== undefined) event.id = values.id;
-  if (values.replay) event.type = 'replay_requirement';
-  return event;
-}
-
 /**
  * The index's recorded domains, so an event the worker would dead-letter as domain_mismatch is
  * refused here. Producers may have no route to PostgreSQL, or it may be down; the queue takes
@@ -168,23 +127,4 @@ async function recordedDomains(
     );
     return new Map();
   }
-}
-
-/** Non-blank lines of a JSON-lines file, parsed, with their 1-based line numbers. */
-function readJsonLines(file: string): { events: unknown[]; lines: number[] } {
-  const events: unknown[] = [];
-  const lines: number[] = [];
-  readFileSync(file === '-' ? 0 : file, 'utf8')
-    .split('\n')
-    .forEach((raw, i) => {
-      const line = raw.trim();
-      if (line.length === 0) return;
-      try {
-        events.push(JSON.parse(line));
-      } catch {
-        throw new Error(`line ${i + 1} of ${file} is not JSON`);
-      }
-      lines.push(i + 1);
-    });
-  return { events, lines };
 }

@@ -1,7 +1,9 @@
 import { type Config, loadConfig } from '../../config/index.js';
 import { resolveDatabase } from '../../embedded/resolve.js';
 import { type ConnectOptions, connect, type Sql } from '../../store/pg/db.js';
+import { dataDirOf, lookUpRecord } from '../../support/daemon-record.js';
 import { createLogger, redactUrl } from '../../support/log.js';
+import { onRelease } from '../releases.js';
 
 export interface GlobalOptions {
   readonly config?: string | undefined;
@@ -11,26 +13,30 @@ export function configFrom(values: GlobalOptions): Config {
   return loadConfig({ path: values.config });
 }
 
-const releases: Array<() => Promise<void>> = [];
 /** The embedded server's data directory, when commandConfig resolved to one. */
 let embeddedDir: string | undefined;
 
 /**
  * The config of a one-shot command, its database_url resolved: with the embedded default, the
- * server of data_dir (started for this command when no daemon runs it; see releaseEmbedded).
+ * server of data_dir (started for this command when no daemon runs it; stopped by main when the command ends).
  */
 export async function commandConfig(values: GlobalOptions): Promise<Config> {
-  const config = configFrom(values);
+  const config = configFrom({ config: values.config ?? recordedConfig() });
   // Quiet: a command's output is its answer; the server's start is reported only when it fails.
   const resolved = await resolveDatabase(config, createLogger('warn'), 'command');
-  releases.push(resolved.release);
+  onRelease(resolved.release);
   embeddedDir = resolved.embedded?.dataDir;
   return resolved.config;
 }
 
-/** Stops an embedded server a command started for itself (main calls it once the command ends). */
-export async function releaseEmbedded(): Promise<void> {
-  for (const release of releases.splice(0)) await release();
+/**
+ * The config file of the daemon recorded in the data directory, for a command given none (`prune`
+ * and `migrate` in the daemon's directory act with its retention and database settings).
+ */
+function recordedConfig(): string | undefined {
+  if (process.env.COVERAGE_ROLLUP_CONFIG) return undefined;
+  const found = lookUpRecord(dataDirOf());
+  return found.kind === 'live' ? (found.record.config ?? undefined) : undefined;
 }
 
 /** Runs `fn` with a short-lived connection, for one-shot commands. */

@@ -1,7 +1,6 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { commitDirectly } from '../../ingest/direct.js';
-import { precheckEvents, type Refusal } from '../../ingest/precheck.js';
-import { normalizeOptions } from '../../ingest/worker.js';
+import { normalizeOptions, precheckEvents, type Refusal } from '../../ingest/precheck.js';
 import { domainsOf } from '../../store/assets/assets.js';
 import { isTransient } from '../../store/pg/transient.js';
 import type { HttpContext } from '../context.js';

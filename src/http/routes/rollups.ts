@@ -8,6 +8,7 @@ import { coveredHiOf, rollupCounts } from '../../store/periods/reads.js';
 import { requestManualRun } from '../../store/periods/writes.js';
 import { currentRuns, type RunView } from '../../store/runs/history.js';
 import { runCountsOf } from '../../store/runs/periods-by-run-state.js';
+import { outboxSummary } from '../../store/triggers.js';
 import type { HttpContext } from '../context.js';
 import { HttpError } from '../errors.js';
 import { isoDuration, policyJson } from '../policy-json.js';
@@ -45,17 +46,17 @@ export function registerRollupRoutes(rollups: readonly RollupRuntime[]): RouteRe
       );
       const page = matching.slice(offset, offset + limit);
       const { sql } = ctx.read();
-      const [counts, runCounts] = await Promise.all([
+      const ids = page.map((r) => r.rollup.id);
+      const [counts, runCounts, outbox] = await Promise.all([
         rollupCounts(
           sql,
           page.map((r) => r.rollup),
           ctx.now(),
         ),
-        runCountsOf(
-          sql,
-          page.map((r) => r.rollup.id),
-        ),
+        runCountsOf(sql, ids),
+        outboxSummary(sql, ids),
       ]);
+      const outboxOf = new Map(outbox.map((o) => [o.id, o]));
       return {
         rollups: page.map(({ rollup, config }) => ({
           id: rollup.id,
@@ -74,6 +75,8 @@ export function registerRollupRoutes(rollups: readonly RollupRuntime[]): RouteRe
             outcome: rollup.run.outcome,
           },
           runs: runCounts.get(rollup.id)!,
+          last_trigger: outboxOf.get(rollup.id)?.last_trigger ?? null,
+          undelivered: outboxOf.get(rollup.id)?.undelivered ?? 0,
         })),
         total: matching.length,
         next_cursor: matching.length > offset + limit ? encodeCursor('r', String(offset + limit)) : null,

@@ -1,4 +1,4 @@
-/** Repair requests: `GET /v1/repairs` and the requests in the period detail. */
+/** Repair requests: `GET /v1/repairs`, `POST /v1/repairs` and the requests in the period detail. */
 import { z } from 'zod';
 import { REPAIR_STATES } from '../../core/repairs/repair.js';
 import { defineOperation } from '../operation.js';
@@ -91,4 +91,62 @@ export const listRepairs = defineOperation({
   query: RepairListQuery,
   answers: { 200: { description: 'one page of repair requests', schema: RepairList } },
   errors: { 400: 'invalid_state, invalid_asset, invalid_limit, invalid_cursor' },
+});
+
+export const RepairBody = coded(
+  z.strictObject({
+    asset: z
+      .string()
+      .min(1)
+      .meta({ description: 'the asset: seen by the index, declared, or read or written by a rollup' }),
+    start: z.union([z.string(), z.int()]).meta({ description: "the window's start, in the asset's form" }),
+    end: z.union([z.string(), z.int()]).meta({ description: 'exclusive' }),
+    target: z.looseObject({ type: z.string() }).optional().meta({
+      description:
+        'where to send it, as a target is written in the config (secrets only as {env: NAME}); default: the repair target of a rollup reading the asset, else of any rollup',
+    }),
+  }),
+  'invalid_payload',
+  'send {asset, start, end} and optionally target',
+);
+
+export const RepairRequested = z.object({
+  asset: z.string(),
+  requested: z
+    .object({
+      id: z.int(),
+      idempotency_key: z.string(),
+      ranges: z.array(RepairRangeJson),
+      ranges_total: z.int(),
+      sent_to: z
+        .string()
+        .meta({ description: 'the target, as an operator finds it: queue backfills, airflow DAG d, ...' }),
+    })
+    .nullable()
+    .meta({
+      description: 'null when nothing was requested: the window is covered, or every range already is',
+    }),
+  open: z
+    .array(z.int())
+    .optional()
+    .meta({ description: 'the open requests that already ask for every range' }),
+  covered: z.literal(true).optional().meta({ description: 'the window is covered: nothing to request' }),
+  cut_at: Bound.optional().meta({
+    description: 'the end the window was cut at: now (data after now cannot exist yet)',
+  }),
+});
+
+export const postRepair = defineOperation({
+  method: 'POST',
+  path: '/v1/repairs',
+  id: 'postRepair',
+  summary: 'Request a repair by hand: the not-complete ranges of a window no open request asks for',
+  description:
+    "No rollup needed. Stored like the scheduler's requests; the lease holder delivers it as attempt 1, re-sends what is still missing and marks it repaired once the index covers it, or abandoned after its attempts. A time window is asked for up to now at most.",
+  access: 'write',
+  body: { description: 'the asset and window, and where to send it', schema: RepairBody },
+  answers: { 200: { description: 'what was requested (or why nothing was)', schema: RepairRequested } },
+  errors: {
+    400: 'invalid_payload; invalid_repair: an unknown asset, a bad or empty window, one starting in the future, a bad target, or no target to send it to',
+  },
 });

@@ -87,6 +87,11 @@ export const RollupSummary = z.object({
     description:
       'periods by the state of their current run, succeeded excepted (failed, timed_out and lost: what needs a look)',
   }),
+  last_trigger: z
+    .string()
+    .nullable()
+    .meta({ description: 'the idempotency key of the latest trigger decision; null before the first' }),
+  undelivered: z.int().meta({ description: 'trigger decisions not yet delivered to the target' }),
 });
 
 export const RollupList = z.object({

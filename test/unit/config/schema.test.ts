@@ -13,6 +13,18 @@ describe('configuration', () => {
     expect(config.rollups).toEqual([]);
   });
 
+  it('listens on this machine only with the embedded database, on every interface with a URL, as http.host says otherwise', () => {
+    expect(loadConfig({ env: {} }).http.host).toBe('127.0.0.1');
+    expect(loadConfig({ env: { DATABASE_URL: 'postgres://db/x' } }).http.host).toBe('0.0.0.0');
+    expect(loadConfig({ env: { REDIS_URL: 'redis://r:1' } }).http.host).toBe('0.0.0.0');
+    expect(parseConfig({ http: { host: '0.0.0.0' } }).http.host).toBe('0.0.0.0');
+    expect(parseConfig({ http: { port: 9 } }).http).toMatchObject({ host: '127.0.0.1', port: 9 });
+    expect(loadConfig({ env: { HTTP_HOST: '0.0.0.0' } }).http.host).toBe('0.0.0.0');
+    expect(loadConfig({ env: { HTTP_HOST: '10.0.0.7', DATABASE_URL: 'postgres://db/x' } }).http.host).toBe(
+      '10.0.0.7',
+    );
+  });
+
   it('takes environment overrides over the file', () => {
     const config = loadConfig({
       path: 'config/example.yaml',
@@ -22,9 +34,11 @@ describe('configuration', () => {
         REDIS_URL: 'redis://r:1',
         PORT: '9999',
         LOG_LEVEL: 'warn',
+        LOG_FORMAT: 'Pretty',
         API_TOKENS: 'aaaaaaaaaaaaaaaa, bbbbbbbbbbbbbbbb',
       },
     });
+    expect(config.log_format).toBe('pretty');
     expect(config.database_url).toBe('postgres://db/x');
     expect(config.database_read_url).toBe('postgres://replica/x');
     expect(config.redis_url).toBe('redis://r:1');
@@ -237,6 +251,60 @@ describe('configuration', () => {
     expect(target({ timeout: 'PT3S' })).toEqual({ type: 'queue', queue: 'q', timeout: 3000 });
     expect(target({})).toEqual({ type: 'queue', queue: 'q' });
     expect(() => target({ timeout: 'soon' })).toThrow(ConfigError);
+  });
+
+  it('reports every error of a file at once, each naming its field', () => {
+    const queue = { type: 'queue', queue: 'q' };
+    const raw = {
+      lease: { ttl: 'PT10S', renew_every: 'PT8S' },
+      assets: [{ name: 'x', domain: 'integer' }, { name: 'x' }],
+      rollups: [
+        // A missing upstream must not hide the same rollup's or another's bad every.
+        { id: 'a', every: 'fortnight', begin: '2025-06-01', target: queue },
+        { id: 'a', upstream: ['x'], every: 'hour', begin: 'not-a-date', target: queue },
+        { id: 'b', upstream: ['x'], every: 'fortnightly', begin: '2025-06-01', target: queue },
+        { id: 'c', upstream: ['x'], every: 10, begin: 0, policy: { deadline: 'PT1H' }, target: queue },
+        { id: 'd', upstream: ['y'], every: 'hour', begin: '2025-06-01', target: { type: 'webhook' } },
+      ],
+    };
+    let message = '';
+    try {
+      parseConfig(raw, 'f.yaml');
+    } catch (error) {
+      message = (error as Error).message;
+    }
+    const lines = message.split('\n');
+    expect(lines[0]).toBe('invalid configuration (f.yaml):');
+    for (const field of [
+      'rollups[a].upstream: required',
+      'rollups[a].every: "fortnight" is neither',
+      'rollups[a].begin: expected a date or date-time',
+      'rollups[b].every: "fortnightly" is neither',
+      'rollups[c].policy.deadline: a deadline needs a time rollup',
+      'rollups[d].target.url: required',
+      'lease.renew_every: must be at most half of lease.ttl',
+      'rollups[a].id: duplicate id a',
+      'assets[x].name: duplicate x',
+    ])
+      expect(
+        lines.some((l) => l.startsWith(`  ${field}`)),
+        field,
+      ).toBe(true);
+    expect(lines).toHaveLength(10);
+  });
+
+  it('reports every rollup it cannot build at once', () => {
+    const rollup = { upstream: ['a'], target: { type: 'queue', queue: 'q' } };
+    const config = parseConfig({
+      rollups: [
+        { ...rollup, id: 'i', every: 10, begin: 0, policy: { deadline: 'PT1H' } },
+        { ...rollup, id: 'j', every: 10, begin: 0, repair: { target: { type: 'queue', queue: 'r' } } },
+        { ...rollup, id: 'k', every: 'hour', begin: '2025-06-01' },
+      ],
+    });
+    expect(() => defineRollups(config, 'f.yaml')).toThrow(
+      'invalid configuration (f.yaml):\n  rollups[i].policy.deadline: a deadline needs a time rollup; integer periods have no end time\n  rollups[j].repair: ',
+    );
   });
 
   it('refuses rollups it cannot build, naming the rollup and field', () => {

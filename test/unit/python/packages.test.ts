@@ -29,7 +29,13 @@ function project(folder: string): { name: string; version: string; dependencies:
 describe('the Python distributions', () => {
   it('are the ones the product names', () => {
     const names = folders.map((f) => project(f).name);
-    expect(names).toEqual(expect.arrayContaining(['coverage-rollup', 'airflow-provider-coverage-rollup']));
+    expect(names).toEqual(
+      expect.arrayContaining([
+        'coverage-rollup',
+        'airflow-provider-coverage-rollup',
+        'dagster-coverage-rollup',
+      ]),
+    );
     for (const folder of folders) expect(project(folder).name, folder).toBe(folder);
   });
 

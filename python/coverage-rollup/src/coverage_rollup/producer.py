@@ -74,25 +74,36 @@ class Producer:
     @classmethod
     def from_env(cls, **overrides: Any) -> Producer:
         """The daemon's own settings: ``QUEUE_BACKEND``, ``REDIS_URL``, ``DATABASE_URL``, and
-        ``QUEUE_NAME``, ``QUEUE_PREFIX``, ``QUEUE_GROUPS`` for the queue's config.
+        ``QUEUE_NAME``, ``QUEUE_PREFIX``, ``QUEUE_GROUPS`` for the queue's config (an empty one
+        counts as unset, as the daemon reads them).
 
-        With neither URL set, the daemon's embedded default is found as the CLI finds it: the
-        PostgreSQL address in ``<data_dir>/server.json`` (``COVERAGE_ROLLUP_DATA_DIR``, default
-        ``./.coverage-rollup``).
+        What they leave unset comes from the daemon running beside us, found as the CLI finds it:
+        its record, ``<data_dir>/daemon.json`` (``daemon_record``): its queue backend, name,
+        prefix and groups and, with neither URL set, its database (or Redis) URL. With no daemon
+        running, a stopped embedded default is found by the PostgreSQL address in
+        ``<data_dir>/server.json``. The data directory is ``COVERAGE_ROLLUP_DATA_DIR``, else
+        ``./.coverage-rollup``.
         """
         env = os.environ
+        data_dir = env.get("COVERAGE_ROLLUP_DATA_DIR") or None
+        record = daemon_record(data_dir) or {}
+        recorded = record.get("queue") or {}
         redis_url = env.get("REDIS_URL") or None
         database_url = env.get("DATABASE_URL") or None
         backend = env.get("QUEUE_BACKEND") or None
-        if redis_url is None and database_url is None and backend != "redis":
-            database_url = embedded_database_url(env.get("COVERAGE_ROLLUP_DATA_DIR"))
+        if redis_url is None and database_url is None:
+            backend = backend or recorded.get("backend")
+            if backend == "redis":
+                redis_url = record.get("redis_url")
+            else:
+                database_url = record.get("database_url") or embedded_database_url(data_dir)
         settings: dict[str, Any] = {
             "backend": backend,
             "redis_url": redis_url,
             "database_url": database_url,
-            "queue": env.get("QUEUE_NAME") or "asset-events",
-            "prefix": env.get("QUEUE_PREFIX") or "bull",
-            "groups": int(env.get("QUEUE_GROUPS") or "1"),
+            "queue": env.get("QUEUE_NAME") or recorded.get("name") or "asset-events",
+            "prefix": env.get("QUEUE_PREFIX") or recorded.get("prefix") or "bull",
+            "groups": int(env.get("QUEUE_GROUPS") or recorded.get("groups") or 1),
         }
         settings.update(overrides)
         return cls(**settings)
@@ -175,6 +186,26 @@ class Producer:
             # BullMQ's PostgreSQL backend takes no prefix: the schema is its namespace.
             return {"backend": "postgres", "connection": self.url, "schema": queue_schema(prefix)}
         return {"connection": self.url, "prefix": prefix}
+
+
+def daemon_record(data_dir: str | None = None) -> dict[str, Any] | None:
+    """The record of the daemon running with data directory ``data_dir`` (default
+    ``./.coverage-rollup``): ``daemon.json``, written by ``coverage-rollup start`` once it is ready
+    and removed when it stops (its fields: docs/operations.md, "The daemon's record"). None when
+    there is none, or when its ``pid`` is gone (a daemon killed with -9 leaves it behind)."""
+    path = Path(data_dir or ".coverage-rollup") / "daemon.json"
+    try:
+        record = json.loads(path.read_text())
+        pid = int(record["pid"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    try:
+        os.kill(pid, 0)
+    except PermissionError:
+        pass  # alive, another user's process
+    except OSError:
+        return None
+    return record if isinstance(record, dict) else None
 
 
 def embedded_database_url(data_dir: str | None = None) -> str | None:

@@ -33,7 +33,7 @@ export function renderAssetCard(view: AssetView, page: PageView): SafeHtml {
   return html`<section class="card asset" data-asset="${view.name}" data-stale="${f.stale === null ? 'unknown' : String(f.stale)}">
 <header><h3><a href="${pageHref({ asset: view.name })}">${view.name}</a></h3>${assetHeadline(view)}</header>
 ${f.stale ? html`<p class="stale-reason bad">stale: ${f.stale_reason}</p>` : ''}
-<p class="facts">${domain} · ${view.eventCount.toLocaleString('en-US')} events · ${view.segmentCount.toLocaleString('en-US')} segments · ${extent}</p>
+<p class="facts">${domain} · ${plural(view.eventCount, 'event', 'events')} · ${plural(view.segmentCount, 'segment', 'segments')} · ${extent}</p>
 <p class="window">${span(domain, window)}${domain === 'time' ? ' UTC' : ''} (${formatLength(domain, window.end - window.start)}) · ${formatRatio(view.ratio)} of this window complete${view.missing > 0 ? ` · ${formatLength(domain, view.missing)} missing` : ''}</p>
 ${windowNav({ asset: view.name }, domain, window, page)}
 <div class="timeline">${track}</div>

@@ -48,7 +48,7 @@ a { color: #1d5fbf; }
 .legend { display: flex; flex-wrap: wrap; gap: 4px 16px; color: var(--muted); font-size: 13px; }
 .legend span.group { font-weight: 600; color: var(--ink); }
 .sw { display: inline-block; width: 12px; height: 12px; border-radius: 2px; vertical-align: -1px; }
-.card { background: #fff; border: 1px solid var(--line); border-radius: 6px; padding: 10px 14px; margin: 10px 0; }
+.card { background: #fff; border: 1px solid var(--line); border-radius: 6px; padding: 10px 14px; margin: 10px 0; overflow-x: auto; }
 .card header { display: flex; flex-wrap: wrap; justify-content: space-between; gap: 4px 16px; align-items: baseline; }
 .card h3 { margin: 0; font-size: 15px; overflow-wrap: anywhere; }
 .card p { margin: 3px 0; }
@@ -87,10 +87,25 @@ details.healthy > summary { cursor: pointer; color: #1e7b43; font-weight: 600; }
 ul.why { padding-left: 20px; } ul.why li { margin: 4px 0; }
 table.upstreams td { white-space: normal; vertical-align: top; } table.upstreams ol { margin: 2px 0; padding-left: 18px; }
 .card h2 { margin: 0; font-size: 16px; }
-.error { background: #fff4f2; border: 1px solid #f3b9b2; padding: 10px 14px; border-radius: 6px; }
+p.error { background: #fff4f2; border: 1px solid #f3b9b2; padding: 10px 14px; border-radius: 6px; }
 .run-badge { display: inline-block; padding: 0 6px; border-radius: 8px; color: #fff; font-size: 12px; white-space: nowrap; }
 table.runs td.error { white-space: normal; min-width: 200px; max-width: 460px; overflow-wrap: anywhere; }
-table.runs td.id { font-family: ui-monospace, monospace; font-size: 12px; }
+table.runs td.has-error { background: #fff4f2; }
+table.run-history td { white-space: normal; vertical-align: top; }
+table.run-history .nw { white-space: nowrap; }
+table.runs td.id { font-family: ui-monospace, monospace; font-size: 12px; overflow-wrap: anywhere; min-width: 16ch; }
+main.wide { max-width: 1440px; }
+.scroll { overflow-x: auto; }
+@media (max-width: 900px) {
+  table.run-history thead { display: none; }
+  table.run-history, table.run-history tbody, table.run-history tr, table.run-history td { display: block; width: auto; }
+  table.run-history tr { border-bottom: 1px solid var(--line); padding: 6px 0; }
+  table.overview th, table.overview td { white-space: normal; }
+  table.overview td a { overflow-wrap: anywhere; }
+  table.run-history td, table.run-history td.num, table.runs.run-history td.error { border: 0; padding: 1px 8px; text-align: left; max-width: none; min-width: 0; }
+  table.run-history td:empty { display: none; }
+  table.run-history td::before { content: attr(data-label) ": "; color: var(--muted); }
+}
 table.open-repairs td.ranges { white-space: normal; min-width: 240px; }
 ${Object.entries(COLOURS)
   .map(([state, colour]) => `.s-${state} { fill: ${colour}; background: ${colour}; }`)
@@ -158,7 +173,7 @@ ${pager(page)}
 }
 
 export function renderPeriodPage(rollup: Rollup, answer: PeriodExplanation, nowMs: number): string {
-  const body = html`${pageHeader(new Date(nowMs))}<main>${renderPeriodBody(rollup, answer, nowMs)}</main>`;
+  const body = html`${pageHeader(new Date(nowMs))}<main class="wide">${renderPeriodBody(rollup, answer, nowMs)}</main>`;
   return shell(`${rollup.id} ${answer.period.key}: ${answer.period.state}`, body, true);
 }
 

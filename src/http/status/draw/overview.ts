@@ -24,7 +24,7 @@ export function renderOverviewAssets(assets: readonly OverviewAsset[]): SafeHtml
           : '';
     return html`<tr data-asset="${a.name}" data-stale="${f.stale === null ? 'unknown' : String(f.stale)}"><td><a href="${pageHref({ asset: a.name })}">${a.name}</a></td><td>${verdict}</td><td>${a.domain}</td><td>${until}</td><td class="num ${f.stale ? 'bad' : ''}">${lag}</td><td class="num">${a.segment_count.toLocaleString('en-US')}</td><td class="num">${a.event_count.toLocaleString('en-US')}</td></tr>`;
   });
-  return html`<table class="overview"><thead><tr><th>asset</th><th>freshness</th><th>domain</th><th>covered until</th><th class="num">behind now</th><th class="num">segments</th><th class="num">events</th></tr></thead><tbody>${rows}</tbody></table>`;
+  return html`<div class="scroll"><table class="overview"><thead><tr><th>asset</th><th>freshness</th><th>domain</th><th>covered until</th><th class="num">behind now</th><th class="num">segments</th><th class="num">events</th></tr></thead><tbody>${rows}</tbody></table></div>`;
 }
 
 export function renderOverviewRollups(rollups: readonly OverviewRollup[]): SafeHtml {
@@ -33,5 +33,5 @@ export function renderOverviewRollups(rollups: readonly OverviewRollup[]): SafeH
     (r) =>
       html`<tr data-rollup="${r.id}"><td><a href="${pageHref({ rollup: r.id })}">${r.id}</a></td><td>${r.every}</td><td class="num">${r.upstreams}</td><td class="num">${r.failedRuns > 0 ? html`<span class="bad">${r.failedRuns.toLocaleString('en-US')}</span>` : ''}</td>${PERIOD_STATES.map((s) => html`<td class="num">${r.counts[s] > 0 ? html`<span class="sw s-${s}"></span> ${r.counts[s].toLocaleString('en-US')}` : ''}</td>`)}<td class="why">${r.counts.waiting + r.counts.missed > 0 ? renderWhyWaiting(r.why, r.domain) : ''}</td></tr>`,
   );
-  return html`<table class="overview"><thead><tr><th>rollup</th><th>every</th><th class="num">upstreams</th><th class="num">failed runs</th>${PERIOD_STATES.map((s) => html`<th class="num">${s.replace('_', ' ')}</th>`)}<th>why waiting</th></tr></thead><tbody>${rows}</tbody></table>`;
+  return html`<div class="scroll"><table class="overview"><thead><tr><th>rollup</th><th>every</th><th class="num">upstreams</th><th class="num">failed runs</th>${PERIOD_STATES.map((s) => html`<th class="num">${s.replace('_', ' ')}</th>`)}<th>why waiting</th></tr></thead><tbody>${rows}</tbody></table></div>`;
 }

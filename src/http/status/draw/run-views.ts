@@ -31,11 +31,11 @@ export function renderFailedRuns(view: FailedRunsView, nowMs: number): SafeHtml 
   if (view.total === 0) return '';
   const rows = view.rows.map(
     (r) =>
-      html`<tr data-rollup="${r.rollupId}" data-key="${r.key}" data-run-state="${r.state}"><td><a href="${pageHref({ rollup: r.rollupId })}">${r.rollupId}</a></td><td><a href="${r.href}">${r.key}</a></td><td>${runBadge(r.state)}</td><td class="num">#${r.generation} attempt ${r.attempt}</td><td class="error" title="${r.error ?? ''}">${shortError(r.error)}</td><td>${r.finishedAt === null ? '—' : when(iso(r.finishedAt), nowMs)}</td><td>${nextStep(r.nextRetryAt, nowMs)}</td></tr>`,
+      html`<tr data-rollup="${r.rollupId}" data-key="${r.key}" data-run-state="${r.state}"><td><a href="${pageHref({ rollup: r.rollupId })}">${r.rollupId}</a></td><td><a href="${r.href}">${r.key}</a></td><td>${runBadge(r.state)}</td><td class="num">#${r.generation} attempt ${r.attempt}</td><td class="error${r.error === null ? '' : ' has-error'}" title="${r.error ?? ''}">${shortError(r.error)}</td><td>${r.finishedAt === null ? '—' : when(iso(r.finishedAt), nowMs)}</td><td>${nextStep(r.nextRetryAt, nowMs)}</td></tr>`,
   );
   const more = view.total - view.rows.length;
   return html`<h2 id="failed-runs">Failed runs <span class="more">${view.total.toLocaleString('en-US')} ${view.total === 1 ? 'period whose run' : 'periods whose run'} failed, timed out or was lost · newest first</span></h2>
-<table class="overview runs failed-runs"><thead><tr><th>rollup</th><th>period</th><th>run</th><th>attempt</th><th>error</th><th>ended</th><th>next</th></tr></thead><tbody>${rows}</tbody></table>${more > 0 ? html`<p class="more">and ${more.toLocaleString('en-US')} more; focus a rollup to see its periods</p>` : ''}`;
+<div class="scroll"><table class="overview runs failed-runs"><thead><tr><th>rollup</th><th>period</th><th>run</th><th>attempt</th><th>error</th><th>ended</th><th>next</th></tr></thead><tbody>${rows}</tbody></table></div>${more > 0 ? html`<p class="more">and ${more.toLocaleString('en-US')} more; focus a rollup to see its periods</p>` : ''}`;
 }
 
 /** A period's attempts as the page gets them: newest first, each with its reports in order. */
@@ -78,10 +78,30 @@ const EFFECT_TEXT: Record<string, string> = {
   refused: 'refused: a finished run does not move that way',
 };
 
-/** Every attempt of the period, newest first: state, times, error and next retry, and its reports. */
+/**
+ * An instant in a table cell that wraps only between its date, its time and how long ago it was,
+ * never inside them (a narrow column otherwise breaks 2026-12-07 at its hyphens).
+ */
+function whenCell(text: string | null, nowMs: number): SafeHtml | string {
+  if (text === null) return '—';
+  const [date, time, ...rest] = when(text, nowMs).split(' ');
+  return html`<span class="nw">${date}</span> <span class="nw">${time} ${rest[0] ?? ''}</span> <span class="nw">${rest.slice(1).join(' ')}</span>`;
+}
+
+/** A run id that may wrap after its rollup id and before its generation, and nowhere else if it fits. */
+function runIdCell(runId: string): SafeHtml {
+  const at = runId.lastIndexOf('@');
+  if (at < 0) return html`${runId}`;
+  return html`${runId.slice(0, at + 1)}<wbr>${runId.slice(at + 1)}`;
+}
+
+/**
+ * Every attempt of the period, newest first: state, times, error and next retry, and its reports.
+ * Each cell carries its column's name (data-label): on a narrow screen the rows stack as cards.
+ */
 export function renderRunHistory(history: RunHistory, nowMs: number): SafeHtml {
   if (history.length === 0) return html`<p class="none">No run yet: the period has not been triggered.</p>`;
-  const at = (iso: string | null) => (iso === null ? '—' : when(iso, nowMs));
+  const at = (iso: string | null) => whenCell(iso, nowMs);
   const took = (a: RunView) =>
     a.started_at !== null && a.finished_at !== null
       ? formatLength('time', Math.max(0, Date.parse(a.finished_at) - Date.parse(a.started_at)) * 1000)
@@ -95,8 +115,8 @@ export function renderRunHistory(history: RunHistory, nowMs: number): SafeHtml {
         )}</ol></details>`;
   const rows = history.map(
     (a) =>
-      html`<tr data-generation="${a.generation}" data-attempt="${a.attempt}" data-run-state="${a.state}"><td class="num">#${a.generation}</td><td class="num">${a.attempt}</td><td>${a.cause}</td><td>${runBadge(a.state)}</td><td>${at(a.created_at)}</td><td>${at(a.started_at)}</td><td>${at(a.finished_at)}</td><td class="num">${took(a)}</td><td class="error ${RUN_TONE[a.state]}">${a.error ?? ''}${a.version !== null ? html` <span class="ver">version ${a.version}</span>` : ''}${reports(a)}</td><td>${a.next_retry_at === null ? '' : when(a.next_retry_at, nowMs)}</td><td class="id">${a.run_id}${a.deliveries > 1 ? html` <span class="more">(${a.deliveries} deliveries)</span>` : ''}</td></tr>`,
+      html`<tr data-generation="${a.generation}" data-attempt="${a.attempt}" data-run-state="${a.state}"><td class="num" data-label="generation">#${a.generation}</td><td class="num" data-label="attempt">${a.attempt}</td><td data-label="cause">${a.cause}</td><td data-label="state">${runBadge(a.state)}</td><td data-label="started" title="${a.created_at === null ? '' : `created ${when(a.created_at, nowMs)}`}">${at(a.started_at)}</td><td data-label="ended">${at(a.finished_at)}</td><td class="num" data-label="took">${took(a)}</td><td class="error ${RUN_TONE[a.state]}${a.error === null ? '' : ' has-error'}" data-label="error and reports">${a.error ?? ''}${a.version !== null ? html` <span class="ver">version ${a.version}</span>` : ''}${reports(a)}</td><td data-label="next retry">${a.next_retry_at === null ? '' : at(a.next_retry_at)}</td><td class="id" data-label="run id">${runIdCell(a.run_id)}${a.deliveries > 1 ? html` <span class="more">(${a.deliveries} deliveries)</span>` : ''}</td></tr>`,
   );
   const capped = history.length >= MAX_RUNS;
-  return html`<table class="overview runs run-history"><thead><tr><th>generation</th><th>attempt</th><th>cause</th><th>state</th><th>created</th><th>started</th><th>ended</th><th>took</th><th>error and reports</th><th>next retry</th><th>run id</th></tr></thead><tbody>${rows}</tbody></table>${capped ? html`<p class="more">the newest ${MAX_RUNS} attempts; older ones are in the database</p>` : ''}`;
+  return html`<table class="overview runs run-history"><thead><tr><th>generation</th><th>attempt</th><th>cause</th><th>state</th><th title="hover a start for when the attempt was made">started</th><th>ended</th><th>took</th><th>error and reports</th><th>next retry</th><th>run id</th></tr></thead><tbody>${rows}</tbody></table>${capped ? html`<p class="more">the newest ${MAX_RUNS} attempts; older ones are in the database</p>` : ''}`;
 }
