@@ -4,7 +4,7 @@
  */
 import type { FastifyRequest } from 'fastify';
 import { describe, expect, it } from 'vitest';
-import { TokenAuth } from '../../src/http/auth.js';
+import { TokenAuth } from '../../../src/http/auth.js';
 
 const API = 'api-token-0123456789abcdef';
 const LOCAL = 'local-token-0123456789abcdef';
