@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Config } from '../config/index.js';
 import { defineRollups, type RollupRuntime } from '../config/rollups.js';
 import { checkSecretEnv } from '../config/secret-env.js';
+import { resolveTokens } from '../config/tokens.js';
 import { isClusterUrl } from '../core/connections/redis-url.js';
 import { TokenAuth } from '../http/auth.js';
 import { registerGraphRoute } from '../http/routes/graph.js';
@@ -82,6 +83,7 @@ export async function startDaemon(
     'starting coverage-rollup',
   );
   if (config.scheduler.enabled) checkSecretEnv(config, process.env);
+  const scoped = resolveTokens(config, process.env);
   await ensureDatabase(config.database_url, log);
   // Every pool gives up a stale flow within queue.pg_stall_timeout (src/store/pg/stale-connections.ts).
   const stale = { staleAfterMs: config.queue.pg_stall_timeout, log: log.child({ component: 'postgres' }) };
@@ -250,7 +252,10 @@ export async function startDaemon(
         queues,
         log,
         metrics,
-        auth: new TokenAuth(config.api_tokens, config.read_tokens, options.localToken),
+        auth: new TokenAuth(config.api_tokens, config.read_tokens, options.localToken, {
+          scoped,
+          metricsPublic: config.metrics.public,
+        }),
         now: Date.now,
         ...(schedulerStatus ? { schedulerStatus } : {}),
         retentionStatus: () => retention.status(),
