@@ -33,6 +33,7 @@ import { type ReadHandle, ReadReplica } from '../store/pg/read-replica.js';
 import { countRepairs } from '../store/repairs/listings.js';
 import { migrate } from '../store/upkeep/migrate.js';
 import { type Logger, redactUrl } from '../support/log.js';
+import { explainListenError } from './listen-error.js';
 import { MAINTENANCE_EVERY_MS, MaintenanceLoop } from './maintenance-loop.js';
 import { RetentionLoop } from './retention-loop.js';
 import { closeAll, shutdownBudget, within } from './shutdown.js';
@@ -268,7 +269,10 @@ export async function startDaemon(
         registerStatusPage(rollups),
       ],
     );
-    const url = await http.listen({ host: config.http.host, port: config.http.port });
+    const { host, port } = config.http;
+    const url = await http.listen({ host, port }).catch((error: unknown) => {
+      throw explainListenError(error, host, port);
+    });
     closers.unshift(() => http.close());
     log.info({ url }, 'listening');
 

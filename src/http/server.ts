@@ -75,7 +75,7 @@ export function buildServer(ctx: HttpContext, extraRoutes: readonly RouteRegistr
       throw new Error(`${methods.join(', ')} ${url} is not described: add it to src/http/operations.ts`);
     }
   });
-  app.addHook('onRoute', retryReadsOnLostConnection);
+  app.addHook('onRoute', retryReadsOnLostConnection(ctx.config.queue.pg_stall_timeout));
   for (const register of [
     registerHealthRoutes,
     registerOpenApiRoute,

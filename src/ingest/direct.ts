@@ -16,7 +16,7 @@ import type { NormalizedEvent, NormalizeOptions } from '../core/events/events.js
 import { domainsOf } from '../store/assets/assets.js';
 import { type CommitOutcome, commitEvents, EventsRefused } from '../store/assets/commit.js';
 import type { Sql } from '../store/pg/db.js';
-import { backoffMs, isTransient } from '../store/pg/transient.js';
+import { retryTransient } from '../store/pg/transient.js';
 import type { IngestResult } from './event-job.js';
 import { checkEvents, type Refusal } from './precheck.js';
 
@@ -55,15 +55,13 @@ export async function commitDirectly(
  */
 export async function commitChecked(sql: Sql, events: readonly NormalizedEvent[]): Promise<DirectOutcome> {
   let outcomes: CommitOutcome[];
-  for (let attempt = 0; ; attempt++) {
-    try {
-      outcomes = await commitEvents(sql, events, { allOrNothing: true });
-      break;
-    } catch (error) {
-      if (error instanceof EventsRefused) return { kind: 'refused', refusals: error.refused };
-      if (!isTransient(error) || attempt + 1 >= ATTEMPTS) throw error;
-      await new Promise((resolve) => setTimeout(resolve, backoffMs(attempt)));
-    }
+  try {
+    outcomes = await retryTransient(() => commitEvents(sql, events, { allOrNothing: true }), {
+      attempts: ATTEMPTS,
+    });
+  } catch (error) {
+    if (error instanceof EventsRefused) return { kind: 'refused', refusals: error.refused };
+    throw error;
   }
   return {
     kind: 'committed',

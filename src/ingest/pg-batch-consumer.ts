@@ -13,7 +13,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Queue } from 'bullmq';
 import type { Sql } from '../store/pg/db.js';
-import { backoffMs, isTransient } from '../store/pg/transient.js';
+import { backoffMs, retryTransient } from '../store/pg/transient.js';
 import {
   type ClaimedJob,
   type Completion,
@@ -226,14 +226,11 @@ class PgBatchConsumer implements EventConsumer {
   }
 
   private async settle(statement: () => Promise<void>): Promise<void> {
-    for (let attempt = 0; ; attempt++) {
-      try {
-        return await statement();
-      } catch (error) {
-        if (!isTransient(error) || attempt + 1 >= SETTLE_ATTEMPTS || this.closing) throw error;
-        await this.alarm.sleep(backoffMs(attempt));
-      }
-    }
+    await retryTransient(statement, {
+      attempts: SETTLE_ATTEMPTS,
+      sleep: (ms) => this.alarm.sleep(ms),
+      stopped: () => this.closing,
+    });
   }
 
   private async complete(jobs: Completion[]): Promise<void> {

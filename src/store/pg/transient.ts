@@ -35,3 +35,49 @@ export function isTransient(error: unknown): boolean {
 export function backoffMs(attempt: number, baseMs = 100, maxMs = 5000): number {
   return Math.random() * Math.min(maxMs, baseMs * 2 ** attempt);
 }
+
+export interface RetryOptions {
+  /** Tries at most this many times in all (default: no limit but withinMs). */
+  readonly attempts?: number;
+  /** No new try once this long has passed since the first failure (default: no limit but attempts). */
+  readonly withinMs?: number;
+  /** Which failures are tried again (default: isTransient); any other is thrown at once. */
+  readonly retryable?: (error: unknown) => boolean;
+  /** Told of each failure about to be tried again. */
+  readonly onRetry?: (error: unknown, attempt: number) => void;
+  /** Waits between tries (default: a timer); a loop that is woken early passes its own. */
+  readonly sleep?: (ms: number) => Promise<void>;
+  /** True once the caller stops (shutting down): the failure is thrown as it is. */
+  readonly stopped?: () => boolean;
+}
+
+/**
+ * Runs `run` again while it fails transiently, after backoffMs, until a try succeeds or the
+ * attempts or the time are used up (the last failure is thrown then). Every caller that retries a
+ * statement on a lost connection uses this one loop: ingest's direct commits, the batch consumer's
+ * settlements, the HTTP reads. A retry runs on whatever connection the pool gives next, and
+ * src/store/pg/stale-connections.ts gives up stranded ones within the stall bound, so tries
+ * spread over that bound end on a fresh one.
+ */
+export async function retryTransient<T>(run: () => Promise<T>, options: RetryOptions = {}): Promise<T> {
+  const {
+    attempts = Number.POSITIVE_INFINITY,
+    withinMs = Number.POSITIVE_INFINITY,
+    retryable = isTransient,
+    onRetry,
+    sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)),
+    stopped,
+  } = options;
+  let firstFailure: number | undefined;
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await run();
+    } catch (error) {
+      firstFailure ??= Date.now();
+      const left = firstFailure + withinMs - Date.now();
+      if (!retryable(error) || attempt + 1 >= attempts || left <= 0 || stopped?.()) throw error;
+      onRetry?.(error, attempt);
+      await sleep(Math.min(backoffMs(attempt), left));
+    }
+  }
+}
