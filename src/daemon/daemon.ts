@@ -85,6 +85,9 @@ export async function startDaemon(
   );
   if (config.scheduler.enabled) checkSecretEnv(config, process.env);
   const scoped = resolveTokens(config, process.env);
+  // Names and scopes only: the tokens themselves are never logged.
+  if (scoped.length > 0)
+    log.info({ tokens: scoped.map((t) => ({ name: t.name, scopes: [...t.grant.scopes] })) }, 'scoped tokens');
   await ensureDatabase(config.database_url, log);
   // Every pool gives up a stale flow within queue.pg_stall_timeout (src/store/pg/stale-connections.ts).
   const stale = { staleAfterMs: config.queue.pg_stall_timeout, log: log.child({ component: 'postgres' }) };

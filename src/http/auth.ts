@@ -44,7 +44,7 @@ export interface AuthOptions {
  */
 export class TokenAuth {
   private readonly known: ReadonlyArray<{ readonly digest: Buffer; readonly caller: Caller }>;
-  /** Some token other than the local one may write. */
+  /** Some token other than the local one may write (api_tokens, or a scoped token with a write scope). */
   private readonly writesEnabled: boolean;
   /** Reads need a token: read_tokens or scoped tokens are set. */
   private readonly readsGated: boolean;
@@ -74,7 +74,8 @@ export class TokenAuth {
         ? []
         : [{ digest: digest(localToken), caller: { name: 'local', grant: FULL_GRANT } }]),
     ];
-    this.writesEnabled = writeTokens.length > 0 || scoped.length > 0;
+    this.writesEnabled =
+      writeTokens.length > 0 || scoped.some(({ grant }) => [...grant.scopes].some((s) => s !== 'read'));
     this.readsGated = readTokens.length > 0 || scoped.length > 0;
     this.anyToken = this.writesEnabled || readTokens.length > 0;
     this.metricsPublic = options.metricsPublic ?? false;

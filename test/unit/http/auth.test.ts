@@ -135,6 +135,14 @@ describe('scoped tokens', () => {
     expect(refusal(() => new TokenAuth([API], []).requireMetrics(bearing()))).toBe('allowed');
   });
 
+  it('leave writes disabled where every scoped token only reads', () => {
+    const readers = new TokenAuth([], [], LOCAL, { scoped: [WATCHER] });
+    expect(refusal(() => readers.authorize(bearing(WATCHER.value), { scope: 'events' }))).toBe(
+      'writes_disabled',
+    );
+    expect(refusal(() => readers.authorize(bearing(LOCAL), { scope: 'events' }))).toBe('allowed');
+  });
+
   it('open an admin read where no token is configured at all, as every read is', () => {
     const none = new TokenAuth([], [], LOCAL);
     expect(refusal(() => none.authorize(bearing(), { scope: 'admin' }, true))).toBe('allowed');
