@@ -78,7 +78,8 @@ await waitFor(
     const rows = await db.sql<{ n: number }[]>`select coalesce(sum(event_count), 0)::int as n from assets`;
     return rows[0]!.n >= 35 + YEAR / MINUTE;
   },
-  { what: 'events indexed' },
+  // Generous: ~525,000 minutes of coverage and two rollups, on a machine other suites share.
+  { what: 'events indexed', timeout: 120_000 },
 );
 await waitFor(
   async () => {
@@ -86,7 +87,7 @@ await waitFor(
       await db.sql`select 1 from periods where rollup_id = 'orders_hourly' and state = 'triggered'`;
     return rows.length === 3;
   },
-  { what: 'hours 08, 09 and 11 triggered' },
+  { what: 'hours 08, 09 and 11 triggered', timeout: 120_000 },
 );
 
 async function page(path: string, headers: Record<string, string> = {}) {
