@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
-import { commitDirectly } from '../../ingest/direct.js';
-import { normalizeOptions, precheckEvents, type Refusal } from '../../ingest/precheck.js';
+import { directCommitter } from '../../ingest/direct.js';
+import { checkEvents, normalizeOptions, precheckEvents, type Refusal } from '../../ingest/precheck.js';
 import { domainsOf } from '../../store/assets/assets.js';
 import { isTransient } from '../../store/pg/transient.js';
 import type { HttpContext } from '../context.js';
@@ -11,12 +11,13 @@ import { postEvents, postReplayRequirement } from '../schemas/events.js';
 /**
  * Writes are validated here with the same code the worker uses, so a 400 says why not, per item,
  * and nothing of the batch goes on. Then, where the queue lives in the index's own PostgreSQL
- * (ctx.direct), the batch is committed into the index in this request's transaction and the
- * answer (200) comes after the commit; on Redis it goes through the same queue as every
+ * (ctx.direct), the batch is committed into the index, in a transaction shared with the requests
+ * that came meanwhile, and the answer (200) comes after the commit; on Redis it goes through the same queue as every
  * producer's events, and a 202 means "will be ingested".
  */
 export function registerEventRoutes(app: FastifyInstance, ctx: HttpContext): void {
   const options = normalizeOptions(ctx.config);
+  const direct = ctx.direct ? { sql: ctx.direct, committer: directCommitter(ctx.direct) } : undefined;
 
   const refuse = (refusals: readonly Refusal[], total: number, outcome: string): never => {
     for (const { error } of refusals) ctx.metrics.eventsRejected.inc({ reason: error.reason });
@@ -43,8 +44,15 @@ export function registerEventRoutes(app: FastifyInstance, ctx: HttpContext): voi
     return { accepted: jobs.length, ids: jobs.map((j) => j.id ?? null) };
   };
 
-  const commit = async (sql: NonNullable<HttpContext['direct']>, items: unknown[], reply: FastifyReply) => {
-    const outcome = await commitDirectly(sql, items, options).catch((error: unknown) => {
+  const commit = async (
+    { sql, committer }: NonNullable<typeof direct>,
+    items: unknown[],
+    reply: FastifyReply,
+  ) => {
+    // Checked alone before they join a shared commit: a bad event refuses its own request only.
+    const checked = await checkEvents(items, options, (names) => domainsOf(sql, names));
+    if (checked.refusals.length > 0) refuse(checked.refusals, items.length, 'none was committed');
+    const outcome = await committer.add(checked.events).catch((error: unknown) => {
       if (!isTransient(error)) throw error;
       ctx.log.warn({ err: error, events: items.length }, 'POST /v1/events: PostgreSQL did not answer');
       throw new HttpError(
@@ -60,7 +68,7 @@ export function registerEventRoutes(app: FastifyInstance, ctx: HttpContext): voi
   };
 
   const accept = (items: unknown[], reply: FastifyReply) =>
-    ctx.direct ? commit(ctx.direct, items, reply) : enqueue(items, reply);
+    direct ? commit(direct, items, reply) : enqueue(items, reply);
 
   route(app, ctx, postEvents, async ({ body }, _request, reply) =>
     accept(Array.isArray(body) ? body : [body], reply),
