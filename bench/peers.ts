@@ -36,7 +36,14 @@ import {
   YEAR,
   yearSlices,
 } from './peers/coverage.js';
-import { airflowOwn, dagsterOwn, oursIntoAirflow, oursIntoDagster, summary } from './peers/latency.js';
+import {
+  airflowOwn,
+  dagsterOwn,
+  type OurStages,
+  oursIntoAirflow,
+  oursIntoDagster,
+  summary,
+} from './peers/latency.js';
 import {
   AIRFLOW_MAX_PAGE,
   AIRFLOW_PRODUCER,
@@ -182,8 +189,8 @@ async function eventsPerSecond(airflow: RealAirflow, dagster: PeerDagster | unde
 
 async function latency(airflow: RealAirflow, dagster: PeerDagster | undefined, ours: Daemon) {
   const minutesId = await airflowAssetId(airflow, 'peer.minutes');
-  const results = { airflow_own: [] as number[], ours_into_airflow: [] as number[] };
-  const dagsterResults = { dagster_own: [] as number[], ours_into_dagster: [] as number[] };
+  const results = { airflow_own: [] as number[], ours_into_airflow: [] as OurStages[] };
+  const dagsterResults = { dagster_own: [] as number[], ours_into_dagster: [] as OurStages[] };
   for (let r = 0; r < LATENCY_REPS; r++) {
     const hour = LATENCY_DAY + (r + 1) * HOUR;
     results.airflow_own.push(await airflowOwn(airflow, minutesId, hour));

@@ -65,7 +65,7 @@ export async function loadAirflow(airflow: RealAirflow, assetId: number, slices:
         from unnest(
           ${chunk.map((s) => JSON.stringify({ start: iso(s.start), end: iso(s.end) }))}::text[],
           ${chunk.map((s) => airflowKey(s.start))}::text[],
-          ${chunk.map((s) => new Date(s.end + 30_000))}::timestamptz[]
+          ${chunk.map((s) => new Date(s.end + 30_000).toISOString())}::timestamptz[]
         ) as u(x, k, t)`;
     }
   } finally {

@@ -51,6 +51,32 @@ async function postOurs(url: string, token: string, event: Record<string, unknow
 
 const iso = (ms: number) => new Date(ms).toISOString().replace('.000Z', 'Z');
 
+/** Where our side's time went: from the last answer to the decision, and to the target's acceptance. */
+export interface OurStages {
+  readonly total: number;
+  readonly decided: number | null;
+  readonly delivered: number | null;
+}
+
+async function ourStages(
+  daemon: { url: string; token: string },
+  rollup: string,
+  hour: number,
+  last: number,
+  end: number,
+): Promise<OurStages> {
+  const key = new Date(hour).toISOString().slice(0, 13);
+  const response = await fetch(`${daemon.url}/v1/rollups/${rollup}/periods/${key}`, {
+    headers: { authorization: `Bearer ${daemon.token}` },
+  });
+  const answer = (await response.json()) as {
+    triggers?: Array<{ decided_at?: string; delivered_at?: string }>;
+  };
+  const trigger = answer.triggers?.[0];
+  const at = (t: string | undefined) => (t ? Date.parse(t) - last : null);
+  return { total: end - last, decided: at(trigger?.decided_at), delivered: at(trigger?.delivered_at) };
+}
+
 /** When Airflow queued `dagId`'s run of the hour starting at `hour` (its partition key `%Y-%m-%dT%H`). */
 async function airflowQueuedAt(airflow: RealAirflow, dagId: string, hour: number): Promise<number> {
   const key = airflowKey(hour).slice(0, 13);
@@ -84,7 +110,7 @@ export async function oursIntoAirflow(
   daemon: { url: string; token: string },
   asset: string,
   hour: number,
-): Promise<number> {
+): Promise<OurStages> {
   const last = await sendAll(60, (i) =>
     postOurs(daemon.url, daemon.token, {
       asset,
@@ -92,7 +118,8 @@ export async function oursIntoAirflow(
       end: iso(hour + (i + 1) * MINUTE),
     }),
   );
-  return (await airflowQueuedAt(airflow, 'peer_hourly_consumer', hour)) - last;
+  const queued = await airflowQueuedAt(airflow, 'peer_hourly_consumer', hour);
+  return ourStages(daemon, 'peer_airflow', hour, last, queued);
 }
 
 /** Dagster's key of a time partition, `%Y-%m-%d-%H:%M`. */
@@ -122,7 +149,7 @@ export async function oursIntoDagster(
   daemon: { url: string; token: string },
   asset: string,
   hour: number,
-): Promise<number> {
+): Promise<OurStages> {
   const last = await sendAll(12, (i) =>
     postOurs(daemon.url, daemon.token, {
       asset,
@@ -142,14 +169,22 @@ export async function oursIntoDagster(
     },
     { timeout: RUN_WAIT_MS, interval: 100, what: `our materialization of ${dagsterKey(hour)}` },
   );
-  return recorded - last;
+  return ourStages(daemon, 'peer_dagster', hour, last, recorded);
 }
 
-/** p50 and every value, milliseconds. */
-export function summary(values: readonly number[]) {
+/** p50 and every value, milliseconds; for our side, the stages of each too. */
+export function summary(values: ReadonlyArray<number | OurStages>) {
+  const totals = values.map((v) => (typeof v === 'number' ? v : v.total));
+  const stages = values.flatMap((v) => (typeof v === 'number' ? [] : [v]));
   return {
     n: values.length,
-    p50_ms: values.length > 0 ? round(median(values), 0) : null,
-    all_ms: values.map((v) => Math.round(v)),
+    p50_ms: totals.length > 0 ? round(median(totals), 0) : null,
+    all_ms: totals.map((v) => Math.round(v)),
+    ...(stages.length > 0
+      ? {
+          decided_after_ms: stages.map((s) => s.decided && Math.round(s.decided)),
+          delivered_after_ms: stages.map((s) => s.delivered && Math.round(s.delivered)),
+        }
+      : {}),
   };
 }

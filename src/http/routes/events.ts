@@ -1,6 +1,12 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { directCommitter } from '../../ingest/direct.js';
-import { checkEvents, normalizeOptions, precheckEvents, type Refusal } from '../../ingest/precheck.js';
+import {
+  checkEvents,
+  normalizeOptions,
+  precheckEvents,
+  type Refusal,
+  rememberDomains,
+} from '../../ingest/precheck.js';
 import { domainsOf } from '../../store/assets/assets.js';
 import { isTransient } from '../../store/pg/transient.js';
 import type { HttpContext } from '../context.js';
@@ -18,6 +24,7 @@ import { postEvents, postReplayRequirement } from '../schemas/events.js';
 export function registerEventRoutes(app: FastifyInstance, ctx: HttpContext): void {
   const options = normalizeOptions(ctx.config);
   const direct = ctx.direct ? { sql: ctx.direct, committer: directCommitter(ctx.direct) } : undefined;
+  const recorded = rememberDomains((names) => domainsOf(direct?.sql ?? ctx.sql, names));
 
   const refuse = (refusals: readonly Refusal[], total: number, outcome: string): never => {
     for (const { error } of refusals) ctx.metrics.eventsRejected.inc({ reason: error.reason });
@@ -37,20 +44,16 @@ export function registerEventRoutes(app: FastifyInstance, ctx: HttpContext): voi
   };
 
   const enqueue = async (items: unknown[], reply: FastifyReply) => {
-    const refusals = await precheckEvents(items, options, (names) => domainsOf(ctx.sql, names));
+    const refusals = await precheckEvents(items, options, recorded);
     if (refusals.length > 0) refuse(refusals, items.length, 'none was enqueued');
     const jobs = await ctx.eventsQueue.addBulk(items);
     reply.status(202);
     return { accepted: jobs.length, ids: jobs.map((j) => j.id ?? null) };
   };
 
-  const commit = async (
-    { sql, committer }: NonNullable<typeof direct>,
-    items: unknown[],
-    reply: FastifyReply,
-  ) => {
+  const commit = async ({ committer }: NonNullable<typeof direct>, items: unknown[], reply: FastifyReply) => {
     // Checked alone before they join a shared commit: a bad event refuses its own request only.
-    const checked = await checkEvents(items, options, (names) => domainsOf(sql, names));
+    const checked = await checkEvents(items, options, recorded);
     if (checked.refusals.length > 0) refuse(checked.refusals, items.length, 'none was committed');
     const outcome = await committer.add(checked.events).catch((error: unknown) => {
       if (!isTransient(error)) throw error;
