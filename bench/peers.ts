@@ -10,7 +10,7 @@
  * 2. Events accepted per second: single-event requests from BENCH_CLIENTS (1,8,32) clients for
  *    BENCH_SECONDS (10) each, to Airflow's `POST /api/v2/assets/events`, Dagster's
  *    `report_asset_materialization` and our `POST /v1/events`; ours in batches of 1000 too.
- * 3. Decision latency (bench/peers/latency.ts), BENCH_LATENCY_REPS (3) hours each way.
+ * 3. Decision latency (bench/peers/latency.ts), BENCH_LATENCY_REPS (5) hours each way.
  *
  * Prints one JSON document per part as it ends, and last the summary: both sides' figures and
  * the ratios, "how many times better we are" (above 1 is ahead), with the goals beside them.
@@ -59,7 +59,7 @@ const CLIENTS = (process.env.BENCH_CLIENTS ?? '1,8,32').split(',').map(Number);
 /** The client count the events/s ratios are read at. */
 const RATIO_CLIENTS = Number(process.env.BENCH_RATIO_CLIENTS ?? 8);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
-const LATENCY_REPS = Number(process.env.BENCH_LATENCY_REPS ?? 3);
+const LATENCY_REPS = Number(process.env.BENCH_LATENCY_REPS ?? 5);
 const MONTH_REPS = Number(process.env.BENCH_MONTH_REPS ?? 7);
 const YEAR_REPS = Number(process.env.BENCH_YEAR_REPS ?? 3);
 const HOUR = 3_600_000;
@@ -97,9 +97,9 @@ async function coverage(airflow: RealAirflow, ours: Daemon) {
   await loadAirflow(airflow, id, slices);
   const airflowLoadS = (performance.now() - t0) / 1000;
   t0 = performance.now();
-  // Ours through its API: batches of 5000, two in flight.
+  // Ours through its API: batches of 1000 (its largest), four in flight.
   await closedLoop(
-    { clients: 2, batch: 5000, requests: Math.ceil(slices.length / 5000) },
+    { clients: 4, batch: 1000, requests: Math.ceil(slices.length / 1000) },
     async (first, n) => {
       const body = slices.slice(first, first + n).map((s) => ({
         asset: 'peer.slices',
