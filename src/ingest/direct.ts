@@ -15,14 +15,13 @@
  * follows the log by `seq` from its cursors, so it learns of these events exactly as of
  * queue-committed ones, and retention drops nothing its cursors have not passed.
  */
-import type { NormalizedEvent, NormalizeOptions } from '../core/events/events.js';
-import { domainsOf } from '../store/assets/assets.js';
+import type { NormalizedEvent } from '../core/events/events.js';
 import { type CommitOutcome, commitEvents, EventsRefused } from '../store/assets/commit.js';
 import type { Sql } from '../store/pg/db.js';
 import { backoffMs, isTransient } from '../store/pg/transient.js';
 import type { IngestResult } from './event-job.js';
 import { GroupCommitter } from './group-commit.js';
-import { checkEvents, type Refusal } from './precheck.js';
+import type { Refusal } from './precheck.js';
 
 export type DirectOutcome =
   /** Committed: one result per item, in item order, as the queue job would have completed with. */
@@ -37,21 +36,6 @@ export type DirectOutcome =
  * queue that did not answer.
  */
 const ATTEMPTS = 4;
-
-/**
- * Checks `items` and commits them all in one transaction, or none: any refused item (by the
- * checks, or by the index itself when a concurrent commit set an asset's domain first) refuses
- * the batch. Resolves after the commit.
- */
-export async function commitDirectly(
-  sql: Sql,
-  items: readonly unknown[],
-  options: NormalizeOptions,
-): Promise<DirectOutcome> {
-  const { events, refusals } = await checkEvents(items, options, (names) => domainsOf(sql, names));
-  if (refusals.length > 0) return { kind: 'refused', refusals };
-  return commitChecked(sql, events);
-}
 
 /**
  * Commits events checkEvents passed, all or none, in one transaction (retried while it fails

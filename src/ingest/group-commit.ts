@@ -49,8 +49,9 @@ interface Batch<T, R> {
  * Group commit: callers add one item each and wait; items are committed together when a batch is
  * full or after maxWaitMs. Transient failures are retried with backoff for as long as it takes
  * (the callers' jobs stay active meanwhile), or `attempts` times; any other failure splits the
- * batch, so one poisoned item fails alone and every caller of a failing commit hears of it. After abandon(), waiting callers are left unsettled: their jobs go back to the
- * queue by lock expiry, never failed.
+ * batch, so one poisoned item fails alone and every caller of a failing commit hears of it.
+ * After abandon(), waiting callers are left unsettled: their jobs go back to the queue by lock
+ * expiry, never failed.
  *
  * A caller may withdraw its item by releasing its Hold (its job was given back to the queue): the
  * item leaves the pending batch, or is dropped from an in-flight batch's retries; a batch whose

@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { normalizeEvent } from '../../src/core/events/events.js';
-import { commitDirectly } from '../../src/ingest/direct.js';
+import { directCommitter } from '../../src/ingest/direct.js';
 import { commitEvents, EventsRefused } from '../../src/store/assets/commit.js';
 import { connect } from '../../src/store/pg/db.js';
 import { isTransient } from '../../src/store/pg/transient.js';
@@ -194,9 +194,10 @@ describe('POST /v1/events on the PostgreSQL backend', () => {
   it('gives up on a PostgreSQL that refuses connections with its transient error (the route answers 503)', async () => {
     const down = connect('postgres://127.0.0.1:1/nowhere', { max: 1, connectTimeout: 2 });
     try {
-      const error = await commitDirectly(down, [{ asset: 'd.x', start: 0, end: 1 }], {
-        maxPayloadBytes: 65_536,
-      }).catch((e: unknown) => e);
+      const event = normalizeEvent({ asset: 'd.x', start: 0, end: 1 }, { maxPayloadBytes: 65_536 });
+      const error = await directCommitter(down)
+        .add([event])
+        .catch((e: unknown) => e);
       expect(isTransient(error)).toBe(true);
     } finally {
       await down.end({ timeout: 1 });

@@ -18,8 +18,8 @@ import { postEvents, postReplayRequirement } from '../schemas/events.js';
  * Writes are validated here with the same code the worker uses, so a 400 says why not, per item,
  * and nothing of the batch goes on. Then, where the queue lives in the index's own PostgreSQL
  * (ctx.direct), the batch is committed into the index, in a transaction shared with the requests
- * that came meanwhile, and the answer (200) comes after the commit; on Redis it goes through the same queue as every
- * producer's events, and a 202 means "will be ingested".
+ * that came meanwhile, and the answer (200) comes after the commit; on Redis it goes through the
+ * same queue as every producer's events, and a 202 means "will be ingested".
  */
 export function registerEventRoutes(app: FastifyInstance, ctx: HttpContext): void {
   const options = normalizeOptions(ctx.config);
