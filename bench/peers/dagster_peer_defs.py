@@ -32,7 +32,9 @@ ingest = dg.AssetSpec(key=["peers", "ingest"])
     key=["peers", "hourly_rollup"],
     deps=[slices],
     partitions_def=HOURLY,
-    automation_condition=dg.AutomationCondition.eager().without(dg.AutomationCondition.in_latest_time_window()),
+    automation_condition=dg.AutomationCondition.eager().without(
+        dg.AutomationCondition.in_latest_time_window()
+    ),
 )
 def hourly_rollup(context: dg.AssetExecutionContext) -> None:
     context.log.info(f"building hour {context.partition_key}")
