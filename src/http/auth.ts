@@ -29,6 +29,14 @@ export class TokenAuth {
     this.check(request, [...this.writeDigests, ...this.localDigests]);
   }
 
+  /**
+   * Who a write that passed requireWrite is recorded as: `local` for this machine's commands (the
+   * local token), else `api` (a token of api_tokens; tokens are never recorded).
+   */
+  writerOf(request: FastifyRequest): string {
+    return this.localDigests.length > 0 && this.matches(request, this.localDigests) ? 'local' : 'api';
+  }
+
   requireRead(request: FastifyRequest): void {
     if (this.readDigests.length === 0) return;
     this.check(request, [...this.readDigests, ...this.writeDigests, ...this.localDigests]);

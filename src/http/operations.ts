@@ -1,6 +1,7 @@
 /** Every operation the daemon serves, in the order the description lists them. */
 import type { Operation } from './operation.js';
 import { assetCoverage, listAssets } from './schemas/assets.js';
+import { deleteRollup, getRollupDefinition, putRollup, reloadConfig } from './schemas/catalog.js';
 import { postEvents, postReplayRequirement } from './schemas/events.js';
 import { getGraph } from './schemas/graph.js';
 import { healthz, metrics, openapi, readyz } from './schemas/health.js';
@@ -17,11 +18,15 @@ export const OPERATIONS: readonly Operation[] = [
   listPeriods,
   periodDetail,
   triggerPeriod,
+  putRollup,
+  getRollupDefinition,
+  deleteRollup,
   retryPeriod,
   postRunReport,
   listRepairs,
   postRepair,
   getGraph,
+  reloadConfig,
   healthz,
   readyz,
   metrics,

@@ -30,6 +30,8 @@ export interface DispatchContext {
   readonly rollupOf: (rollupId: string) => Rollup | undefined;
   /** The configured target type of a rollup, for the run metrics' `target` label. */
   readonly targetTypeOf: (rollupId: string) => string | undefined;
+  /** The rollups in the catalog now: only their runs are delivered. */
+  readonly rollupIds: () => readonly string[];
 }
 
 /**
@@ -44,7 +46,7 @@ export async function deliverDue(
   ctx: DispatchContext,
   signal: AbortSignal,
 ): Promise<{ delivered: number; more: boolean }> {
-  const rows = await dueRuns(ctx.sql, BATCH);
+  const rows = await dueRuns(ctx.sql, BATCH, ctx.rollupIds());
   const results: Array<{ row: DueRun; result: DeliveryResult }> = [];
   let next = 0;
   let failure: { error: unknown } | undefined;

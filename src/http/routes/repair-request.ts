@@ -1,5 +1,5 @@
 /** `POST /v1/repairs`: a repair request by hand (src/http/repair-request.ts). */
-import type { RollupRuntime } from '../../config/rollups.js';
+import type { RollupCatalog } from '../../config/catalog.js';
 import { HttpError } from '../errors.js';
 import { RepairRefused, requestRepair } from '../repair-request.js';
 import { route } from '../route.js';
@@ -7,7 +7,7 @@ import { postRepair } from '../schemas/repairs.js';
 import type { RouteRegistrar } from '../server.js';
 
 /** Needs the rollups: a default target, and the assets they read or write. */
-export function registerRepairRequest(rollups: readonly RollupRuntime[]): RouteRegistrar {
+export function registerRepairRequest(catalog: RollupCatalog): RouteRegistrar {
   return (app, ctx) =>
     route(app, ctx, postRepair, async ({ body }) => {
       const ask = {
@@ -17,7 +17,14 @@ export function registerRepairRequest(rollups: readonly RollupRuntime[]): RouteR
         target: body.target,
       };
       try {
-        const answer = await requestRepair(ctx.sql, ctx.config.assets, rollups, ask, (f) => f, ctx.now());
+        const answer = await requestRepair(
+          ctx.sql,
+          ctx.config.assets,
+          catalog.current().rollups,
+          ask,
+          (f) => f,
+          ctx.now(),
+        );
         if (answer.requested)
           ctx.log.info({ asset: body.asset, repair: answer.requested.id }, 'repair requested by hand');
         return answer;

@@ -31,6 +31,7 @@ const context = (sql: Sql, targets: Targets): DispatchContext => ({
   policyOf: policyLookup(new Map()),
   targetTypeOf: () => 'queue',
   rollupOf: () => undefined,
+  rollupIds: () => ['r'],
 });
 
 describe('deliverDue', () => {
