@@ -6,6 +6,8 @@
  * instance, which reads the row (or its own file) again: standbys follow without a restart.
  * Changes in one process run one at a time.
  */
+
+import { randomUUID } from 'node:crypto';
 import {
   type ApiRollup,
   buildCatalog,
@@ -40,7 +42,6 @@ import {
   writeApiRollup,
 } from '../store/api-rollups.js';
 import type { Sql } from '../store/pg/db.js';
-import { INSTANCE_ID } from '../store/pg/instance.js';
 import type { Logger } from '../support/log.js';
 import { literalSecretFields, redactTarget } from '../targets/secrets.js';
 
@@ -63,6 +64,8 @@ export class LiveCatalog implements EditableCatalog {
   private file: { config: Config; origin: string };
   private api = new Map<string, ApiRollup>();
   private readonly listeners: Array<(next: Catalog, previous: Catalog) => void> = [];
+  /** Names this catalog's own notices (two daemons may share a process, and so an instance id). */
+  private readonly id = randomUUID();
   /** Changes in this process, one at a time. */
   private queue: Promise<unknown> = Promise.resolve();
   private unlisten: (() => Promise<void>) | undefined;
@@ -153,7 +156,7 @@ export class LiveCatalog implements EditableCatalog {
         );
       try {
         const result = this.reloadFile();
-        await notifyCatalog(this.options.sql, { file: INSTANCE_ID });
+        await notifyCatalog(this.options.sql, { file: this.id });
         return result;
       } catch (error) {
         this.reloadFailed(error);
@@ -297,7 +300,7 @@ export class LiveCatalog implements EditableCatalog {
   /** Another instance's change: its API rollup read again, or this instance's own file. */
   private async follow(notice: CatalogNotice): Promise<void> {
     if ('file' in notice) {
-      if (notice.file === INSTANCE_ID || this.options.file === undefined) return;
+      if (notice.file === this.id || this.options.file === undefined) return;
       try {
         this.reloadFile();
       } catch (error) {
