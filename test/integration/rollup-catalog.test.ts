@@ -19,7 +19,9 @@ import { startWebhookSink } from '../helpers/webhook-sink.js';
 
 // Deliveries of the first period's trigger are held until `release` is called (a pass in flight).
 let hold: Promise<void> | undefined;
-const sink = await startWebhookSink();
+// Paths answered 503 (a delivery retried later, its run left pending).
+const failing = new Set<string>();
+const sink = await startWebhookSink((path) => (failing.has(path) ? 503 : 200));
 afterAll(() => sink.close());
 
 const db = await createTestDatabase();
@@ -38,7 +40,10 @@ const hourly = (id: string, upstream: string, extra: Record<string, unknown> = {
   ...extra,
 });
 
-function writeConfig(rollups: readonly unknown[], extra: Record<string, unknown> = {}): void {
+/** file_cb stays in every later file (as delivery, once switched), unless a list names it. */
+function writeConfig(listed: readonly unknown[], extra: Record<string, unknown> = {}): void {
+  const named = listed.some((r) => (r as { id?: string }).id === 'file_cb');
+  const rollups = named ? listed : [...listed, hourly('file_cb', 'cat.cb')];
   const raw = withTestBackend({
     database_url: db.url,
     redis_url: REDIS_URL,
@@ -54,7 +59,11 @@ function writeConfig(rollups: readonly unknown[], extra: Record<string, unknown>
   writeFileSync(file, JSON.stringify(raw));
 }
 
-writeConfig([hourly('file_a', 'cat.a'), hourly('file_cal', 'cat.cal')]);
+writeConfig([
+  hourly('file_a', 'cat.a'),
+  hourly('file_cal', 'cat.cal'),
+  hourly('file_cb', 'cat.cb', { run: { outcome: 'callback' } }),
+]);
 
 async function start(): Promise<Daemon> {
   const config = loadConfig({ path: file });
@@ -211,7 +220,58 @@ describe('rollups through the API', () => {
   });
 });
 
+describe('a removed rollup', () => {
+  it('never delivers the runs it left pending, once removed', async () => {
+    failing.add('/hook/api_retry');
+    const put = await call(leader, 'PUT', '/v1/rollups/api_retry', hourly('api_retry', 'cat.retry'));
+    expect(put.status).toBe(200);
+    await emit('cat.retry', '2026-11-02T10:00:00Z', '2026-11-02T11:00:00Z');
+    await waitFor(() => delivered('api_retry').length > 0, { what: 'a refused delivery' });
+    expect((await call(standby, 'DELETE', '/v1/rollups/api_retry')).status).toBe(200);
+    await waitFor(async () => !(await ids(leader)).includes('api_retry:api'));
+    failing.delete('/hook/api_retry');
+    const tried = delivered('api_retry').length;
+    // The run stays pending and due; a later decision of another rollup is the barrier.
+    await emit('cat.a', '2026-11-02T14:00:00Z', '2026-11-02T15:00:00Z');
+    await waitFor(
+      () => delivered('file_a').some((c) => (c.body.period as { key: string }).key === '2026-11-02T14'),
+      {
+        what: 'file_a 14:00 delivered',
+      },
+    );
+    const [run] = await db.sql<{ state: string; due_at: Date }[]>`
+      select state, due_at from runs where rollup_id = 'api_retry'`;
+    expect(run!.state).toBe('pending');
+    await waitFor(
+      async () => {
+        const [{ now }] = await db.sql<[{ now: Date }]>`select now()`;
+        return now.getTime() > run!.due_at.getTime() + 500;
+      },
+      { what: 'the pending run to be overdue' },
+    );
+    await emit('cat.a', '2026-11-02T15:00:00Z', '2026-11-02T16:00:00Z');
+    await waitFor(() =>
+      delivered('file_a').some((c) => (c.body.period as { key: string }).key === '2026-11-02T15'),
+    );
+    expect(delivered('api_retry').length).toBe(tried);
+  });
+});
+
 describe('reload', () => {
+  it('a webhook rollup switched to run.outcome delivery ends the runs it left waiting for a callback', async () => {
+    await emit('cat.cb', '2026-11-02T10:00:00Z', '2026-11-02T11:00:00Z');
+    const started = async () =>
+      (await db.sql<{ state: string }[]>`select state from runs where rollup_id = 'file_cb'`)[0]?.state;
+    await waitFor(async () => (await started()) === 'started', {
+      what: 'file_cb started, waiting for its callback',
+    });
+    writeConfig([hourly('file_a', 'cat.a'), hourly('file_cal', 'cat.cal'), hourly('file_cb', 'cat.cb')]);
+    const answer = await call(leader, 'POST', '/v1/admin/reload');
+    expect(answer.body.rollups.changed).toEqual(['file_cb']);
+    await waitFor(async () => (await started()) === 'succeeded', { what: 'file_cb succeeded on delivery' });
+    expect(delivered('file_cb')).toHaveLength(1);
+  });
+
   it('a bad file changes nothing, answers every problem and counts the failure', async () => {
     writeConfig([hourly('file_a', 'cat.a'), { ...hourly('broken', 'x'), every: 'sometimes', colour: 'red' }]);
     const answer = await call(leader, 'POST', '/v1/admin/reload');
@@ -331,6 +391,7 @@ describe('reload', () => {
       'api_slow:api',
       'file_a:file',
       'file_cal:file',
+      'file_cb:file',
       'file_mid:file',
       'file_race:file',
       ...Array.from({ length: 6 }, (_, i) => `race_${i}:api`),
