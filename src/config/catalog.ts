@@ -26,6 +26,8 @@ export interface CatalogEntry {
   readonly source: RollupOrigin;
   /** For an API rollup: who wrote it and when. */
   readonly written?: { readonly by: string; readonly at: Date };
+  /** For an API rollup: its definition's JSON text, by which an unchanged one is not parsed again. */
+  readonly text?: string;
 }
 
 /** One version of the catalog; never changed, replaced by the next. File rollups first, in file order. */
@@ -128,34 +130,50 @@ export function buildCatalog(
   const heading = `invalid configuration (${file.origin} and the rollups written through the API):`;
   const fileRollups = file.config.rollups;
   const fileIds = new Set(fileRollups.map((r) => r.id));
-  const clashes = api.filter((a) => fileIds.has(a.id));
-  const raw = { rollups: api.map((a) => a.definition) };
-  const parsed = apiSchema.safeParse(raw);
-  const problems = clashes.map(
-    (a) =>
-      `  rollups[${a.id}].id: defined in the config file and through the API (written by ${a.writtenBy} at ${a.writtenAt.toISOString()}): remove one (DELETE /v1/rollups/${a.id} for the API's)`,
-  );
-  if (!parsed.success) problems.push(...describeIssues(parsed.error.issues, raw, apiSchema, new Map()));
-  else {
-    const all = [...fileRollups, ...parsed.data.rollups];
+  const problems = api
+    .filter((a) => fileIds.has(a.id))
+    .map(
+      (a) =>
+        `  rollups[${a.id}].id: defined in the config file and through the API (written by ${a.writtenBy} at ${a.writtenAt.toISOString()}): remove one (DELETE /v1/rollups/${a.id} for the API's)`,
+    );
+  const parsed = api.map((a) => parseApiRollup(a, previous));
+  for (const p of parsed) if ('problems' in p) problems.push(...p.problems);
+  const all = [...fileRollups, ...parsed.flatMap((p) => ('config' in p ? [p.config] : []))];
+  if (problems.length === 0) {
     const name = (index: number) => `rollups[${all[index]?.id ?? index}]`;
     for (const p of graphProblems(all)) problems.push(`  ${name(p.index)}.${p.field}: ${p.message}`);
     for (const p of clusterTargetProblems(file.config, all))
       problems.push(`  ${name(p.index)}.target.prefix: ${p.message}`);
   }
   if (problems.length > 0) throw new ConfigError(`${heading}\n${problems.join('\n')}`);
-  const all = [...fileRollups, ...(parsed.data?.rollups ?? [])];
-  const runtimes = api.length === 0 ? defineRollups(file.config, file.origin) : defineAll(file, all, heading);
-  const written = new Map(api.map((a) => [a.id, a]));
+  const known = previous ? new Map(previous.rollups.map((r) => [r.rollup.id, r])) : undefined;
+  const runtimes =
+    api.length === 0 ? defineRollups(file.config, file.origin, known) : defineAll(file, all, heading, known);
+  const written = new Map(api.map((a, i) => [a.id, { a, text: (parsed[i] as { text: string }).text }]));
   const entries = runtimes.map((runtime, i): CatalogEntry => {
-    const before = previous?.entry(runtime.rollup.id);
-    const same = before !== undefined && sameDefinition(before.runtime, runtime);
-    const kept = same ? before.runtime : runtime;
-    if (i < fileRollups.length) return { runtime: kept, source: 'file' };
+    if (i < fileRollups.length) return { runtime, source: 'file' };
     const w = written.get(runtime.rollup.id)!;
-    return { runtime: kept, source: 'api', written: { by: w.writtenBy, at: w.writtenAt } };
+    return { runtime, source: 'api', written: { by: w.a.writtenBy, at: w.a.writtenAt }, text: w.text };
   });
   return new Catalog(entries, file.config);
+}
+
+/**
+ * One API rollup through the config's rollup schema (its errors named `rollups[<id>]`), or the
+ * previous catalog's config for it when its definition is the same text: a catalog of a thousand
+ * API rollups is not parsed again for each write.
+ */
+function parseApiRollup(
+  a: ApiRollup,
+  previous: Catalog | undefined,
+): { config: RollupConfig; text: string } | { problems: string[] } {
+  const text = JSON.stringify(a.definition);
+  const before = previous?.entry(a.id);
+  if (before?.text === text) return { config: before.runtime.config, text };
+  const raw = { rollups: [a.definition] };
+  const result = apiSchema.safeParse(raw);
+  if (!result.success) return { problems: describeIssues(result.error.issues, raw, apiSchema, new Map()) };
+  return { config: result.data.rollups[0]!, text };
 }
 
 /** defineRollups over the file's and the API's rollups together, its errors under `heading`. */
@@ -163,9 +181,10 @@ function defineAll(
   file: { readonly config: Config; readonly origin: string },
   all: readonly RollupConfig[],
   heading: string,
+  known: ReadonlyMap<string, RollupRuntime> | undefined,
 ): RollupRuntime[] {
   try {
-    return defineRollups({ ...file.config, rollups: [...all] }, file.origin);
+    return defineRollups({ ...file.config, rollups: [...all] }, file.origin, known);
   } catch (error) {
     if (!(error instanceof ConfigError)) throw error;
     throw new ConfigError(`${heading}\n${error.message.split('\n').slice(1).join('\n')}`);
@@ -202,10 +221,6 @@ export function calendarChanged(before: RollupRuntime, after: RollupRuntime): bo
 export function calendarKey({ rollup }: RollupRuntime): string {
   const { every, timezone, origin } = rollup.calendar;
   return JSON.stringify([every, timezone, origin, rollup.begin]);
-}
-
-function sameDefinition(a: RollupRuntime, b: RollupRuntime): boolean {
-  return JSON.stringify(a.config) === JSON.stringify(b.config);
 }
 
 /**
