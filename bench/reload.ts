@@ -104,6 +104,12 @@ async function main(): Promise<void> {
         ...[...before.periods.keys()].filter((k) => !k.startsWith(`${id}@`) && !after.periods.has(k)),
       ].length,
     });
+    // The scheduler has evaluated every period a change marked: the next measurement starts clean.
+    const settled = () =>
+      until(
+        async () => (await db.sql`select 1 from periods where dirty limit 1`).length === 0,
+        'nothing dirty',
+      );
     const recorded = (id: string, since: number | undefined) => async () => {
       const [row] = await db.sql<{ at: Date }[]>`select updated_at as at from rollups where id = ${id}`;
       return row !== undefined && row.at.getTime() !== since;
@@ -120,10 +126,12 @@ async function main(): Promise<void> {
       const { ms, answer } = await call('POST', '/v1/admin/reload');
       await until(recorded(id, before.rollups.get(id)), `${id} recorded`);
       const appliedMs = performance.now() - started;
+      await settled();
       const after = await snapshot();
       write();
       await call('POST', '/v1/admin/reload'); // back as it was
       await until(recorded(id, after.rollups.get(id)), `${id} recorded again`);
+      await settled();
       return {
         http_ms: round(ms, 1),
         applied_ms: round(appliedMs, 1),
@@ -148,11 +156,13 @@ async function main(): Promise<void> {
     const put = await call('PUT', '/v1/rollups/api0', apiRollup);
     await until(recorded('api0', undefined), 'api0 recorded');
     const putApplied = performance.now() - started;
+    await settled();
     const afterPut = await snapshot();
     const changeStarted = performance.now();
     const changed = await call('PUT', '/v1/rollups/api0', { ...apiRollup, policy: { settle: 'PT1M' } });
     await until(recorded('api0', afterPut.rollups.get('api0')), 'api0 recorded again');
     const changeApplied = performance.now() - changeStarted;
+    await settled();
     const afterChange = await snapshot();
 
     process.stdout.write(

@@ -120,10 +120,11 @@ export async function startDaemon(
       metrics,
       rollups().map((r) => r.config),
     );
-    catalog.onChange((next) =>
+    // The new and changed rollups' counters (a thousand unchanged ones are not gone through again).
+    catalog.onChange((next, previous) =>
       startCountersAtZero(
         metrics,
-        next.rollups.map((r) => r.config),
+        next.rollups.filter((r) => previous.get(r.rollup.id) !== r).map((r) => r.config),
       ),
     );
     metrics.setPeriodSource(periodGaugeSource(sql, rollups, log));
