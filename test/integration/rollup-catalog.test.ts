@@ -95,6 +95,7 @@ async function call(d: Daemon, method: string, path: string, body?: unknown) {
     ...(body === undefined ? {} : { body: JSON.stringify(body) }),
   });
   const text = await response.text();
+  // biome-ignore lint/suspicious/noExplicitAny: the answers' shapes are what the assertions check
   return { status: response.status, body: text === '' ? {} : (JSON.parse(text) as Record<string, any>) };
 }
 
