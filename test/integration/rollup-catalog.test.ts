@@ -2,17 +2,20 @@
  * Rollups that change while the daemons run: PUT/DELETE through the API and a reload of the config
  * file, on a leader and its standby (two daemons on one database), through HTTP and the scheduler.
  */
+
+import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config/index.js';
+import { CONFIG_ENV_VARS, loadConfig } from '../../src/config/index.js';
 import { defineRollups } from '../../src/config/rollups.js';
 import { type Daemon, startDaemon } from '../../src/daemon/daemon.js';
 import { createLogger } from '../../src/support/log.js';
 import { TEST_TOKEN } from '../helpers/daemon.js';
 import { createTestDatabase } from '../helpers/db.js';
 import { REDIS_URL, withTestBackend } from '../helpers/env.js';
+import { DAEMON_ENTRY } from '../helpers/process.js';
 import { createTestPrefix } from '../helpers/redis.js';
 import { waitFor } from '../helpers/wait.js';
 import { startWebhookSink } from '../helpers/webhook-sink.js';
@@ -405,6 +408,33 @@ describe('reload', () => {
     await emit('cat.race', '2026-11-02T10:00:00Z', '2026-11-02T11:00:00Z');
     for (const id of ['file_race', ...Array.from({ length: 6 }, (_, i) => `race_${i}`)])
       await waitFor(() => delivered(id).length > 0, { what: `${id} delivered` });
+  });
+});
+
+describe('coverage-rollup reload', () => {
+  const reload = (...args: string[]) =>
+    new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
+      const env: NodeJS.ProcessEnv = { ...process.env, COVERAGE_ROLLUP_TOKEN: TEST_TOKEN };
+      for (const key of CONFIG_ENV_VARS) delete env[key];
+      execFile(
+        process.execPath,
+        [DAEMON_ENTRY, 'reload', '--url', standby.url, ...args],
+        { env, timeout: 30_000 },
+        (error, stdout, stderr) =>
+          resolve({ code: error ? (typeof error.code === 'number' ? error.code : -1) : 0, stdout, stderr }),
+      );
+    });
+
+  it('says what changed, and exits 1 with every problem for a bad file', async () => {
+    const same = await reload();
+    expect(same.code, same.stderr).toBe(0);
+    expect(same.stdout).toMatch(/^reloaded: 0 added; 0 changed; 0 removed; \d+ unchanged\n$/);
+    writeConfig([{ ...hourly('file_a', 'cat.a'), every: 'fortnight' }]);
+    const bad = await reload();
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toContain('nothing changed');
+    expect(bad.stderr).toMatch(/rollups\[file_a\]\.every: "fortnight"/);
+    expect(await ids(standby)).toContain('file_race:file');
   });
 });
 
