@@ -105,7 +105,7 @@ export async function startDaemon(
       origin: options.configFile?.path ?? 'config',
       schedules: config.scheduler.enabled,
     });
-    closers.push(() => catalog.close());
+    closers.unshift(() => catalog.close()); // before the pool it listens on ends
     const rollups = () => catalog.current().rollups;
     for (const { declared, recorded } of await registerDeclaredAssets(
       sql,
