@@ -327,6 +327,10 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
     if (next === this.applied) return;
     const { sql, log } = this.options;
     const change = catalogChange(this.applied, next);
+    if (change.added.length + change.changed.length + change.removed.length === 0) {
+      this.applied = next; // a reload that changed no rollup
+      return;
+    }
     this.use(next, change);
     const touched = [...change.added, ...change.changed].map((id) => next.get(id)!);
     await syncRollups(sql, touched.map(storedSpec), log);
