@@ -68,6 +68,12 @@ describe('buildCatalog', () => {
     expect(message).toMatch(/rollups\[a2\]\.upstrem: unknown key; did you mean upstream\?/);
   });
 
+  it('refuses a period too long for the calendar as a problem of every, not an exception', () => {
+    expect(errors(() => buildCatalog(file([]), [api('a1', { every: 'P1000000Y' })]))).toMatch(
+      /rollups\[a1\]\.every: period 1 of UTC is out of range/,
+    );
+  });
+
   it('checks the file and the API together: an id in both, a cycle across them, a domain clash', () => {
     expect(errors(() => buildCatalog(file([rollup('f1')]), [api('f1')]))).toMatch(
       /rollups\[f1\]\.id: defined in the config file and through the API/,
