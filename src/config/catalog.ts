@@ -107,11 +107,6 @@ export interface EditableCatalog extends RollupCatalog {
     | undefined;
 }
 
-/** A catalog that never changes (a command, a test): what the daemon gets without a file to reload. */
-export function fixedCatalog(catalog: Catalog): RollupCatalog {
-  return { current: () => catalog, onChange: () => {} };
-}
-
 /** The API's rollups as the config's `rollups:` list: the schema that names their fields. */
 const apiSchema = z.strictObject({ rollups: z.array(rollupSchema) });
 
@@ -218,7 +213,7 @@ export function calendarChanged(before: RollupRuntime, after: RollupRuntime): bo
   return calendarKey(before) !== calendarKey(after);
 }
 
-export function calendarKey({ rollup }: RollupRuntime): string {
+function calendarKey({ rollup }: RollupRuntime): string {
   const { every, timezone, origin } = rollup.calendar;
   return JSON.stringify([every, timezone, origin, rollup.begin]);
 }

@@ -86,7 +86,7 @@ export function defineRollups(
 }
 
 /** Whether two rollup configs are the same (as parsed: durations in ms, defaults filled in). */
-export function sameConfig(a: RollupConfig, b: RollupConfig): boolean {
+function sameConfig(a: RollupConfig, b: RollupConfig): boolean {
   return a === b || JSON.stringify(a) === JSON.stringify(b);
 }
 

@@ -1,5 +1,5 @@
 import type { Rollup } from '../core/rollups/rollup.js';
-import { DEFAULT_RUN_POLICY, type RunPolicy } from '../core/runs/runs.js';
+import type { RunPolicy } from '../core/runs/runs.js';
 import { attemptPayload } from '../core/runs/trigger.js';
 import type { Metrics } from '../metrics/registry.js';
 import type { Sql } from '../store/pg/db.js';
@@ -134,9 +134,4 @@ function logDelivery(
     { ...logContext(row), error: result.error },
     'delivery refused by the target; the attempt failed',
   );
-}
-
-/** The run policy of a configured rollup, or the defaults for runs of one no longer configured. */
-export function policyLookup(policies: ReadonlyMap<string, RunPolicy>): (rollupId: string) => RunPolicy {
-  return (id) => policies.get(id) ?? DEFAULT_RUN_POLICY;
 }
