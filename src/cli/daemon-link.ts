@@ -46,7 +46,12 @@ export class BadUrlError extends Error {
   override readonly name = 'BadUrlError';
 }
 
-export function whereTo(values: LinkOptions, env: NodeJS.ProcessEnv = process.env): Where {
+export function whereTo(
+  values: LinkOptions,
+  env: NodeJS.ProcessEnv = process.env,
+  /** A command only a running daemon can do (`reload`): steps 2, 4 and 5 are skipped. */
+  daemonOnly = false,
+): Where {
   const dir = dataDirOf(env);
   if (values.url !== undefined) {
     const url = baseUrl(values.url);
@@ -57,14 +62,14 @@ export function whereTo(values: LinkOptions, env: NodeJS.ProcessEnv = process.en
       link: { url, token: env.COVERAGE_ROLLUP_TOKEN || local?.token, from: '--url', record: local },
     };
   }
-  if (values.config !== undefined || env.COVERAGE_ROLLUP_CONFIG) return { kind: 'database' };
+  if (!daemonOnly && (values.config !== undefined || env.COVERAGE_ROLLUP_CONFIG)) return { kind: 'database' };
   const found = lookUpRecord(dir);
   if (found.kind === 'live') {
     const { record } = found;
     return { kind: 'daemon', link: { url: record.url, token: record.token, from: found.path, record } };
   }
-  if (env.DATABASE_URL || env.REDIS_URL) return { kind: 'database' };
-  if (existsSync(join(dir, 'server.json'))) return { kind: 'database' };
+  if (!daemonOnly && (env.DATABASE_URL || env.REDIS_URL)) return { kind: 'database' };
+  if (!daemonOnly && existsSync(join(dir, 'server.json'))) return { kind: 'database' };
   return {
     kind: 'none',
     why:

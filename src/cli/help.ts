@@ -29,6 +29,8 @@ Commands:
   repair ASSET --start S --end E [--target T] [--json]
                              ask the producer for the not-complete ranges of [S, E) (a repair
                              request by hand; the lease holder delivers and follows it)
+  reload [--json]            the running daemon reads its config file's rollups again (added,
+                             changed and removed ones apply within a pass; a bad file changes nothing)
   demo [--serve] [--chain] [--database NAME]  a one-minute tour on a fresh demo database (config/demo.yaml)
 
 Options:
@@ -189,6 +191,22 @@ Options:
 ${DAEMON_OPTIONS}
 Exit codes: 0 done (also when the window had nothing to retry), 1 the named period could not be
 retried (no run yet, or its run is open or succeeded), 2 usage or runtime error.
+`,
+  reload: `Usage: coverage-rollup reload [--json] [--url URL]
+
+Asks the running daemon to read its config file again (POST /v1/admin/reload; docs/rollups.md):
+the file is checked first, whole, with the rollups written through the API; a bad file changes
+nothing and every problem is printed. Rollups added, changed (a new calendar rebuilds their
+untriggered periods) and removed take effect within one scheduler pass, on every instance (each
+reads its own file). Settings besides rollups need a restart: they are listed.
+
+Options:
+  --json              print the daemon's answer: {rollups: {added, changed, removed, unchanged}, restart_required}
+  --url URL           this daemon (the token from COVERAGE_ROLLUP_TOKEN, one of its api_tokens)
+Without --url, the daemon recorded in the data directory (./.coverage-rollup, or
+COVERAGE_ROLLUP_DATA_DIR) is asked, with the token it recorded for this machine's commands.
+
+Exit codes: 0 reloaded, 1 the file was refused (nothing changed), 2 usage or runtime error.
 `,
   repair: `Usage: coverage-rollup repair ASSET --start S --end E [--target T] [--json] [--url URL | --config FILE]
 

@@ -110,6 +110,10 @@ async function main(argv: string[]): Promise<number> {
         async (link) => (await import('./remote/repair.js')).repairOverHttp(rest, values, link),
         async () => (await import('./commands/repair.js')).runRepair(rest, values),
       );
+    case 'reload':
+      return onDaemonOrDatabase('reload', values, async (link) =>
+        (await import('./remote/reload.js')).reloadOverHttp(rest, values, link),
+      );
     default: {
       const near = nearest(command ?? '', Object.keys(COMMAND_HELP));
       const hint = near === undefined ? '' : ` (did you mean ${near}?)`;
@@ -131,20 +135,23 @@ async function onDaemonOrDatabase(
   command: string,
   values: LinkOptions,
   overHttp: (link: LinkFinder) => Promise<number>,
-  direct: () => Promise<number>,
+  /** Absent: only a running daemon can do it (the database is never read directly). */
+  direct?: () => Promise<number>,
 ): Promise<number> {
   let where: Where;
   try {
-    where = whereTo(values);
+    where = whereTo(values, process.env, direct === undefined);
   } catch (error) {
     if (!(error instanceof BadUrlError)) throw error;
     process.stderr.write(`coverage-rollup ${command}: ${error.message}\n`);
     return 2;
   }
-  if (where.kind === 'database') return direct();
+  if (where.kind === 'database' && direct) return direct();
   // Asked for only once the command's arguments are checked: a usage error comes first.
   const link = () => {
     if (where.kind === 'none') throw new NoDaemonError(noDaemonMessage(command, where.why));
+    if (where.kind === 'database')
+      throw new Error('unreachable: a daemon-only command never reads a database');
     return where.link;
   };
   try {

@@ -47,6 +47,7 @@ export const COMMAND_OPTIONS: Readonly<Record<string, readonly Option[]>> = {
   prune: ['dry-run', 'json'],
   retry: ['period', 'failed', 'start', 'end', 'json', 'url'],
   repair: ['start', 'end', 'target', 'json', 'url'],
+  reload: ['json', 'url'],
   demo: ['serve', 'chain', 'database'],
 };
 

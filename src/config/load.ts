@@ -14,13 +14,28 @@ export interface ConfigSource {
   readonly env?: NodeJS.ProcessEnv;
 }
 
-export function loadConfig({ path, env = process.env }: ConfigSource = {}): Config {
+export function loadConfig(source: ConfigSource = {}): Config {
+  const { raw, origin, fromEnv } = readConfigInput(source);
+  return parseConfig(raw, origin, fromEnv);
+}
+
+/** The config as read, before its schema: the file with the environment's overrides applied. */
+export interface ConfigInput {
+  readonly raw: unknown;
+  /** The file's path, or 'defaults' without one: errors name it. */
+  readonly origin: string;
+  /** The fields an environment variable set, for errors that say where a value came from. */
+  readonly fromEnv: ReadonlyMap<string, string>;
+}
+
+/** Reads the file (throws ConfigError when it cannot be read or is not YAML) and applies the environment. */
+export function readConfigInput({ path, env = process.env }: ConfigSource = {}): ConfigInput {
   const file = path ?? env.COVERAGE_ROLLUP_CONFIG;
   const raw = file ? readYaml(file) : {};
   const fromEnv = new Map(
     Object.entries(ENV_FIELDS).filter(([, name]) => env[name] !== undefined && env[name] !== ''),
   );
-  return parseConfig(applyEnv(raw, env), file ?? 'defaults', fromEnv);
+  return { raw: applyEnv(raw, env), origin: file ?? 'defaults', fromEnv };
 }
 
 /** Config fields an environment variable overrides, for errors that name where a value came from. */

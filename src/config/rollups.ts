@@ -20,13 +20,23 @@ export interface RollupRuntime {
  * rollup's domain, so an upstream that is another rollup's output must be in the reader's domain,
  * as must a declared asset.
  */
-export function defineRollups(config: Config, origin?: string): RollupRuntime[] {
+export function defineRollups(
+  config: Config,
+  origin?: string,
+  /** Rollups already built (a running catalog's): one whose config is the same is taken as it is. */
+  known?: ReadonlyMap<string, RollupRuntime>,
+): RollupRuntime[] {
   const heading = origin === undefined ? 'invalid configuration:' : `invalid configuration (${origin}):`;
   const problems: string[] = [];
   const say = (i: number, error: RollupDefinitionError) =>
     problems.push(definitionLine(`rollups[${config.rollups[i]!.id}]`, error));
   const defined: Array<{ readonly index: number; readonly runtime: RollupRuntime }> = [];
   config.rollups.forEach((spec, index) => {
+    const before = known?.get(spec.id);
+    if (before !== undefined && sameConfig(before.config, spec)) {
+      defined.push({ index, runtime: before });
+      return;
+    }
     const built = buildRollup(spec);
     if (built instanceof RollupDefinitionError) say(index, built);
     else defined.push({ index, runtime: { rollup: built, config: spec } });
@@ -73,6 +83,11 @@ export function defineRollups(config: Config, origin?: string): RollupRuntime[] 
   }
   if (problems.length > 0) throw new ConfigError(`${heading}\n${problems.join('\n')}`);
   return defined.map((d) => d.runtime);
+}
+
+/** Whether two rollup configs are the same (as parsed: durations in ms, defaults filled in). */
+function sameConfig(a: RollupConfig, b: RollupConfig): boolean {
+  return a === b || JSON.stringify(a) === JSON.stringify(b);
 }
 
 /** One rollup's definition, or why it cannot be built (the field, and what is wrong with it). */

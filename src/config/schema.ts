@@ -311,16 +311,27 @@ function checkQueueGroups(config: Config, ctx: z.RefinementCtx): void {
       message: `on Redis Cluster the prefix needs a hash tag, e.g. "{${prefix}}" (or set queue.groups > 1)`,
     });
   }
-  config.rollups.forEach((r, i) => {
-    if (r.target.type !== 'queue') return;
-    const targetPrefix = r.target.prefix ?? prefix;
-    if (!hasHashTag(targetPrefix)) {
-      ctx.addIssue({
-        code: 'custom',
-        path: ['rollups', i, 'target', 'prefix'],
-        message: `on Redis Cluster a queue target's prefix needs a hash tag, e.g. "{${targetPrefix.replace(/[{}]/g, '')}}"`,
-      });
-    }
+  for (const { index, message } of clusterTargetProblems(config, config.rollups))
+    ctx.addIssue({ code: 'custom', path: ['rollups', index, 'target', 'prefix'], message });
+}
+
+/** Queue targets whose prefix lacks the hash tag Redis Cluster needs (none off Cluster). */
+export function clusterTargetProblems(
+  config: Pick<Config, 'redis_url' | 'queue'>,
+  rollups: readonly RollupConfig[],
+): Array<{ index: number; message: string }> {
+  if (!isClusterUrl(config.redis_url) || config.queue.backend === 'postgres') return [];
+  return rollups.flatMap((r, index) => {
+    if (r.target.type !== 'queue') return [];
+    const targetPrefix = r.target.prefix ?? config.queue.prefix;
+    return hasHashTag(targetPrefix)
+      ? []
+      : [
+          {
+            index,
+            message: `on Redis Cluster a queue target's prefix needs a hash tag, e.g. "{${targetPrefix.replace(/[{}]/g, '')}}"`,
+          },
+        ];
   });
 }
 export type RollupConfig = Config['rollups'][number];

@@ -1,10 +1,11 @@
 import type { FastifyInstance } from 'fastify';
-import type { Config } from '../config/index.js';
+import type { Config, ConfigSource } from '../config/index.js';
 import { defineRollups, type RollupRuntime } from '../config/rollups.js';
 import { checkSecretEnv } from '../config/secret-env.js';
 import { resolveTokens } from '../config/tokens.js';
 import { isClusterUrl } from '../core/connections/redis-url.js';
 import { TokenAuth } from '../http/auth.js';
+import { registerCatalogRoutes } from '../http/routes/catalog.js';
 import { registerGraphRoute } from '../http/routes/graph.js';
 import { registerRepairRequest } from '../http/routes/repair-request.js';
 import { registerRollupRoutes } from '../http/routes/rollups.js';
@@ -34,6 +35,7 @@ import { countRepairs } from '../store/repairs/listings.js';
 import { migrate } from '../store/upkeep/migrate.js';
 import { type Logger, redactUrl } from '../support/log.js';
 import { explainListenError } from './listen-error.js';
+import { LiveCatalog } from './live-catalog.js';
 import { MAINTENANCE_EVERY_MS, MaintenanceLoop } from './maintenance-loop.js';
 import { RetentionLoop } from './retention-loop.js';
 import { closeAll, shutdownBudget, within } from './shutdown.js';
@@ -59,14 +61,16 @@ export interface Daemon {
 export interface DaemonOptions {
   /** A token the API accepts for everything, for this machine's commands (`start` records it). */
   readonly localToken?: string;
+  /** The config file `reload` reads again (`start`'s --config); without it there is nothing to reload. */
+  readonly configFile?: ConfigSource;
 }
 
 /** Starts every part of one instance: migrations, ingest, HTTP and (when configured) the scheduler. */
 export async function startDaemon(
   config: Config,
   log: Logger,
-  /** Already built from this config (`start` builds them before anything starts). */
-  rollups: RollupRuntime[] = defineRollups(config),
+  /** Already built from this config (`start` builds them before anything starts); the catalog checks them again with the API's. */
+  _rollups: RollupRuntime[] = defineRollups(config),
   options: DaemonOptions = {},
 ): Promise<Daemon> {
   log.info(
@@ -96,16 +100,41 @@ export async function startDaemon(
   const budget = shutdownBudget(config.shutdown_timeout);
   try {
     await migrate(sql, log);
-    for (const { declared, recorded } of await registerDeclaredAssets(sql, declaredAssets(config, rollups))) {
+    const metrics = createMetrics();
+    // The file's rollups and the API's; reload, PUT and DELETE change it while the daemon runs.
+    const catalog = await LiveCatalog.open({
+      sql,
+      log: log.child({ component: 'catalog' }),
+      metrics,
+      file: options.configFile,
+      config,
+      origin: options.configFile?.path ?? 'config',
+      schedules: config.scheduler.enabled,
+    });
+    closers.unshift(() => catalog.close()); // before the pool it listens on ends
+    const rollups = () => catalog.current().rollups;
+    for (const { declared, recorded } of await registerDeclaredAssets(
+      sql,
+      declaredAssets(config, rollups()),
+    )) {
       log.warn(
         { asset: declared.name, declared: { domain: declared.domain, zone: declared.zone }, recorded },
         'config declares this asset unlike the index recorded it at first sight; the recorded domain stands, and events with the other are dead-lettered',
       );
     }
-    const metrics = createMetrics();
-    startCountersAtZero(metrics, config.rollups);
-    if (rollups.length > 0) metrics.setPeriodSource(periodGaugeSource(sql, rollups, log));
-    if (rollups.length > 0) metrics.setOpenRunSource(openRunGaugeSource(sql, log));
+    startCountersAtZero(
+      metrics,
+      rollups().map((r) => r.config),
+    );
+    // The new and changed rollups' counters (a thousand unchanged ones are not gone through again).
+    catalog.onChange((next, previous) =>
+      startCountersAtZero(
+        metrics,
+        next.rollups.filter((r) => previous.get(r.rollup.id) !== r).map((r) => r.config),
+      ),
+    );
+    metrics.setPeriodSource(periodGaugeSource(sql, rollups, log));
+    metrics.setOpenRunSource(openRunGaugeSource(sql, log));
     metrics.setRepairSource({ counts: boundedScrape(() => countRepairs(sql), log, 'repair gauges') });
     const queues = queueConnection(config, { log });
     closers.unshift(() => queues.close());
@@ -122,7 +151,9 @@ export async function startDaemon(
     closers.unshift(() => eventsQueue.close());
 
     // Before ingest: its first pass makes the partitions ingest writes into.
-    const retention = new RetentionLoop(sql, config, log.child({ component: 'retention' }), metrics);
+    const retention = new RetentionLoop(sql, config, log.child({ component: 'retention' }), metrics, () =>
+      catalog.current().entries.flatMap((e) => (e.source === 'file' ? [e.runtime.config] : [])),
+    );
     await retention.start();
     closers.unshift(() => retention.stop());
     const maintenance = new MaintenanceLoop(
@@ -144,7 +175,8 @@ export async function startDaemon(
     );
     closers.unshift(() => ingest.close(budget.leftMs()));
 
-    const scheduling = config.scheduler.enabled && rollups.length > 0;
+    // Also without rollups: the API or a reload may add some while it runs.
+    const scheduling = config.scheduler.enabled;
     let schedulerStatus: (() => Record<string, unknown>) | undefined;
     let running: Scheduler | undefined;
     if (scheduling) {
@@ -185,7 +217,7 @@ export async function startDaemon(
         sql,
         queues,
         queuePrefix: config.queue.prefix,
-        rollups,
+        catalog,
         fence: lease,
         log: log.child({ component: 'scheduler' }),
         metrics,
@@ -226,7 +258,7 @@ export async function startDaemon(
           renewalFailures: status.renewalFailures,
           losses: status.losses,
         });
-        return { ...status, rollups: rollups.length };
+        return { ...status, rollups: rollups().length };
       };
     }
 
@@ -266,12 +298,15 @@ export async function startDaemon(
         maintenanceStatus: () => maintenance.status(),
       },
       [
-        registerRollupRoutes(rollups),
-        registerRepairRequest(rollups),
-        registerGraphRoute(rollups),
-        registerStatusPage(rollups),
+        registerRollupRoutes(catalog),
+        registerCatalogRoutes(catalog),
+        registerRepairRequest(catalog),
+        registerGraphRoute(catalog),
+        registerStatusPage(catalog),
       ],
     );
+    // Other instances' changes: followed once this one serves them.
+    await catalog.listen();
     const { host, port } = config.http;
     const url = await http.listen({ host, port }).catch((error: unknown) => {
       throw explainListenError(error, host, port);

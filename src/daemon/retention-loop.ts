@@ -1,4 +1,4 @@
-import type { Config } from '../config/index.js';
+import type { Config, RollupConfig } from '../config/index.js';
 import type { Metrics } from '../metrics/registry.js';
 import type { Sql } from '../store/pg/db.js';
 import { type PruneReport, prune, type RetentionOptions } from '../store/upkeep/retention.js';
@@ -34,6 +34,8 @@ export class RetentionLoop {
     private readonly config: Config,
     private readonly log: Logger,
     private readonly metrics: Metrics,
+    /** The config's rollups now (a reload changes them); the API's are read by the pass itself. */
+    private readonly rollups: () => readonly RollupConfig[] = () => config.rollups,
   ) {
     this.loop = new Periodic(() => this.runPass(), config.retention.prune_every);
   }
@@ -63,7 +65,10 @@ export class RetentionLoop {
 
   private async runPass(): Promise<void> {
     try {
-      const report = await prune(this.sql, retentionOptions(this.config));
+      const report = await prune(
+        this.sql,
+        retentionOptions({ ...this.config, rollups: [...this.rollups()] }),
+      );
       if (!report.ran) return; // another instance's pass: its metrics are its own
       this.record(report);
     } catch (error) {

@@ -27,7 +27,7 @@ export interface Answer {
 }
 
 export interface Operation {
-  readonly method: 'GET' | 'POST';
+  readonly method: 'GET' | 'POST' | 'PUT' | 'DELETE';
   /** In OpenAPI form: `/v1/assets/{asset}/coverage`. */
   readonly path: string;
   readonly id: string;

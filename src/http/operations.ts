@@ -2,6 +2,7 @@
 import type { Operation } from './operation.js';
 import { assetCoverage, listAssets } from './schemas/assets.js';
 import { listAudit } from './schemas/audit.js';
+import { deleteRollup, getRollupDefinition, putRollup, reloadConfig } from './schemas/catalog.js';
 import { postEvents, postReplayRequirement } from './schemas/events.js';
 import { getGraph } from './schemas/graph.js';
 import { healthz, metrics, openapi, readyz } from './schemas/health.js';
@@ -18,12 +19,16 @@ export const OPERATIONS: readonly Operation[] = [
   listPeriods,
   periodDetail,
   triggerPeriod,
+  putRollup,
+  getRollupDefinition,
+  deleteRollup,
   retryPeriod,
   postRunReport,
   listRepairs,
   postRepair,
   getGraph,
   listAudit,
+  reloadConfig,
   healthz,
   readyz,
   metrics,

@@ -14,11 +14,16 @@ import type { PeriodGaugeSource } from './registry.js';
  * through boundedScrape: cut off from PostgreSQL, /metrics still answers at once with the last
  * counts. Every rollup with a deadline is exported, at 0 when nothing is late.
  */
-export function periodGaugeSource(db: Db, rollups: readonly RollupRuntime[], log: Logger): PeriodGaugeSource {
-  const defs = rollups.map((r) => r.rollup);
+export function periodGaugeSource(
+  db: Db,
+  /** The rollups now (the catalog changes while the daemon runs). */
+  rollups: () => readonly RollupRuntime[],
+  log: Logger,
+): PeriodGaugeSource {
   const read = boundedScrape(
     async () => {
       const now = Date.now();
+      const defs = rollups().map((r) => r.rollup);
       const [counts, late] = await Promise.all([
         rollupCounts(db, defs, now),
         periodsPastDeadline(db, defs, now),
@@ -29,7 +34,12 @@ export function periodGaugeSource(db: Db, rollups: readonly RollupRuntime[], log
     'period gauges',
   );
   // The last answer, kept when a read fails or comes late; 0 for each until a first one.
-  let late = new Map(defs.filter((r) => r.policy.deadlineMs !== undefined).map((r) => [r.id, 0]));
+  let late = new Map(
+    rollups()
+      .map((r) => r.rollup)
+      .filter((r) => r.policy.deadlineMs !== undefined)
+      .map((r) => [r.id, 0]),
+  );
   // The same label objects at every scrape: their text is formatted once (lean-registry.ts).
   const byState = labelsOf<{ rollup: string; state: string }>();
   const byRollup = labelsOf<{ rollup: string }>();

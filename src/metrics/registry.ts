@@ -180,6 +180,12 @@ export function createMetrics() {
       help: 'Times this instance stepped down from the lease',
       registers,
     }),
+    configReloads: new Counter({
+      name: 'coverage_rollup_config_reloads_total',
+      help: "Reloads of the rollups of the config file (POST /v1/admin/reload, or another instance's), by result: ok or failed (nothing changed)",
+      labelNames: ['result'] as const,
+      registers,
+    }),
     eventLogBytes: new Gauge({
       name: 'coverage_rollup_event_log_bytes',
       help: 'Size of the event log on disk (every partition, with indexes), as of the last retention pass',

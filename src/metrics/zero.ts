@@ -23,6 +23,7 @@ export function startCountersAtZero(metrics: Metrics, rollups: readonly RollupCo
   for (const reason of BAD_INPUT_REASONS) metrics.eventsRejected.inc({ reason }, 0);
   for (const status of ['committed', 'duplicate'] as const) metrics.eventsIngested.inc({ status }, 0);
   for (const result of ['ok', 'failed'] as const) metrics.leaseRenewals.inc({ result }, 0);
+  for (const result of ['ok', 'failed'] as const) metrics.configReloads.inc({ result }, 0);
   for (const what of [
     'partitions',
     'events',

@@ -1,5 +1,5 @@
 import type { Rollup } from '../core/rollups/rollup.js';
-import { DEFAULT_RUN_POLICY, type RunPolicy } from '../core/runs/runs.js';
+import type { RunPolicy } from '../core/runs/runs.js';
 import { attemptPayload } from '../core/runs/trigger.js';
 import type { Metrics } from '../metrics/registry.js';
 import type { Sql } from '../store/pg/db.js';
@@ -30,6 +30,8 @@ export interface DispatchContext {
   readonly rollupOf: (rollupId: string) => Rollup | undefined;
   /** The configured target type of a rollup, for the run metrics' `target` label. */
   readonly targetTypeOf: (rollupId: string) => string | undefined;
+  /** The rollups in the catalog now: only their runs are delivered. */
+  readonly rollupIds: () => readonly string[];
 }
 
 /**
@@ -44,7 +46,7 @@ export async function deliverDue(
   ctx: DispatchContext,
   signal: AbortSignal,
 ): Promise<{ delivered: number; more: boolean }> {
-  const rows = await dueRuns(ctx.sql, BATCH);
+  const rows = await dueRuns(ctx.sql, BATCH, ctx.rollupIds());
   const results: Array<{ row: DueRun; result: DeliveryResult }> = [];
   let next = 0;
   let failure: { error: unknown } | undefined;
@@ -132,9 +134,4 @@ function logDelivery(
     { ...logContext(row), error: result.error },
     'delivery refused by the target; the attempt failed',
   );
-}
-
-/** The run policy of a configured rollup, or the defaults for runs of one no longer configured. */
-export function policyLookup(policies: ReadonlyMap<string, RunPolicy>): (rollupId: string) => RunPolicy {
-  return (id) => policies.get(id) ?? DEFAULT_RUN_POLICY;
 }

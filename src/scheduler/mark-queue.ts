@@ -19,15 +19,31 @@ const MAX_ROUNDS = 20;
 const FULL_CHECK_MS = 60_000;
 
 export class MarkQueue {
-  private readonly byId: ReadonlyMap<string, RollupRuntime>;
-  private readonly byUpstream: ReadonlyMap<string, RollupRuntime[]>;
-  private readonly upstreams: ReadonlySet<string>;
+  private byId: ReadonlyMap<string, RollupRuntime> = new Map();
+  private byUpstream: ReadonlyMap<string, RollupRuntime[]> = new Map();
+  private upstreams: ReadonlySet<string> = new Set();
   /** Rollups whose upstreams have notified new events since they were last marked. */
   private readonly toMark = new Set<string>();
   /** When every rollup was last compared with its logs (scheduler clock, ms); 0: at the next pass. */
   private fullCheckAt = 0;
 
-  constructor(private readonly rollups: readonly RollupRuntime[]) {
+  constructor(private rollups: readonly RollupRuntime[]) {
+    this.use(rollups);
+  }
+
+  /**
+   * The catalog changed: these rollups from now on. `fresh` (added or changed ones) are marked at
+   * the next pass, from their cursors (none yet for a new one, so from the start of its logs);
+   * removed ones are forgotten.
+   */
+  replace(rollups: readonly RollupRuntime[], fresh: readonly string[]): void {
+    this.use(rollups);
+    for (const id of [...this.toMark]) if (!this.byId.has(id)) this.toMark.delete(id);
+    for (const id of fresh) if (this.byId.has(id)) this.toMark.add(id);
+  }
+
+  private use(rollups: readonly RollupRuntime[]): void {
+    this.rollups = rollups;
     this.byId = new Map(rollups.map((r) => [r.rollup.id, r]));
     const pairs = rollups.flatMap((r) => r.rollup.upstream.map((asset) => ({ asset, r })));
     this.byUpstream = new Map(

@@ -83,17 +83,39 @@ interface Scan {
   settled: { seqs: number; end: number } | null;
 }
 
-const fresh = (): Scan => ({ nextAt: 0, lastAt: 0, backlog: null, walkSeqs: null, settled: null });
+const fresh_ = (): Scan => ({ nextAt: 0, lastAt: 0, backlog: null, walkSeqs: null, settled: null });
 
 export class RepairScan {
-  private readonly repairing: readonly RollupRuntime[];
+  private repairing: readonly RollupRuntime[] = [];
   /** The repairing rollups reading each asset. */
-  private readonly byUpstream = new Map<string, string[]>();
+  private byUpstream = new Map<string, string[]>();
   private scans = new Map<string, Scan>();
   private cursor = 0;
 
   constructor(private readonly options: ScanOptions) {
-    this.repairing = [...options.byId.values()].filter((r) => r.config.repair && r.rollup.domain === 'time');
+    this.use();
+  }
+
+  /**
+   * The catalog changed (options.byId holds the new one): `fresh` rollups (added or changed) scan
+   * from scratch at once, removed ones no more, the others keep where they were.
+   */
+  replace(fresh: readonly string[]): void {
+    this.use();
+    const changed = new Set(fresh);
+    this.scans = new Map(
+      this.repairing.map((r) => {
+        const kept = changed.has(r.rollup.id) ? undefined : this.scans.get(r.rollup.id);
+        return [r.rollup.id, kept ?? fresh_()];
+      }),
+    );
+  }
+
+  private use(): void {
+    this.repairing = [...this.options.byId.values()].filter(
+      (r) => r.config.repair && r.rollup.domain === 'time',
+    );
+    this.byUpstream = new Map();
     for (const r of this.repairing)
       for (const asset of r.rollup.upstream)
         this.byUpstream.set(asset, [...(this.byUpstream.get(asset) ?? []), r.rollup.id]);
@@ -101,7 +123,7 @@ export class RepairScan {
 
   /** A new lease: every rollup scans at once, from its newest periods. */
   reset(): void {
-    this.scans = new Map(this.repairing.map((r) => [r.rollup.id, fresh()]));
+    this.scans = new Map(this.repairing.map((r) => [r.rollup.id, fresh_()]));
   }
 
   /**

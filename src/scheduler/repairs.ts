@@ -28,7 +28,8 @@ export interface RepairOptions {
   readonly sql: Sql;
   /** Where attempts are delivered (the scheduler's targets, which it closes). */
   readonly targets: Targets;
-  readonly rollups: readonly RollupRuntime[];
+  /** The rollups in the catalog by id: the scheduler's map, which it keeps current. */
+  readonly byId: ReadonlyMap<string, RollupRuntime>;
   readonly fence: Fence;
   readonly log: Logger;
   readonly metrics: Metrics;
@@ -48,13 +49,18 @@ export class Repairs {
   private dueAt = 0;
 
   constructor(private readonly options: RepairOptions) {
-    this.byId = new Map(options.rollups.map((r) => [r.rollup.id, r]));
+    this.byId = options.byId;
     this.scans = new RepairScan({
       ...options,
       byId: this.byId,
       scanMs: options.scanMs ?? 15_000,
       budget: options.budget ?? REPAIR_BUDGET,
     });
+  }
+
+  /** The catalog changed (the byId map given holds it now): `fresh` rollups scan again from scratch. */
+  replace(fresh: readonly string[]): void {
+    this.scans.replace(fresh);
   }
 
   /** A new lease: every rollup scans at once, from its newest periods; every request is looked at. */

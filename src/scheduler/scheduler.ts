@@ -1,8 +1,11 @@
 import { EventEmitter } from 'node:events';
+import { type Catalog, type CatalogChange, catalogChange, type RollupCatalog } from '../config/catalog.js';
 import type { RollupRuntime } from '../config/rollups.js';
+import { DEFAULT_RUN_POLICY } from '../core/runs/runs.js';
 import { type Fence, LeaseLostError } from '../lease/fence.js';
 import type { Metrics, SchedulerStep } from '../metrics/registry.js';
 import type { QueueConnection } from '../queue/backend.js';
+import { registerDeclaredAssets } from '../store/assets/assets.js';
 import { listenForCommits } from '../store/assets/commit-listen.js';
 import { schedulerWake } from '../store/periods/reads.js';
 import { databaseNow, type Sql } from '../store/pg/db.js';
@@ -13,7 +16,7 @@ import { redactTarget } from '../targets/secrets.js';
 import { Targets } from '../targets/targets.js';
 import { catchUpDeadlines, DeadlineSweep } from './deadline-sweep.js';
 import { endDeliveredRuns } from './delivered-runs.js';
-import { type DispatchContext, deliverDue, policyLookup } from './dispatch.js';
+import { type DispatchContext, deliverDue } from './dispatch.js';
 import { evaluatePending } from './evaluate.js';
 import { type CheckIntervals, DEFAULT_CHECKS } from './follow-runs.js';
 import { MarkQueue } from './mark-queue.js';
@@ -26,7 +29,8 @@ export interface SchedulerOptions {
   /** Where queue targets add their jobs. */
   readonly queues: QueueConnection;
   readonly queuePrefix: string;
-  readonly rollups: readonly RollupRuntime[];
+  /** The rollups: read at each pass, a change applied before the pass's work (apply-catalog.ts). */
+  readonly catalog: RollupCatalog;
   readonly fence: Fence;
   readonly log: Logger;
   readonly metrics: Metrics;
@@ -76,7 +80,10 @@ const IDLE: Step = { work: false, busy: false };
  */
 export class Scheduler extends EventEmitter<SchedulerEvents> {
   private readonly targets: Targets;
-  private readonly byId: ReadonlyMap<string, RollupRuntime>;
+  /** The catalog's rollups by id, as this scheduler applied it (kept current by applyCatalog). */
+  private readonly byId = new Map<string, RollupRuntime>();
+  private applied: Catalog;
+  private ids: readonly string[];
   private running = false;
   /** Ends the sleep between passes; remembers a wake-up during a pass (fresh work came meanwhile). */
   private readonly alarm = new Alarm(true);
@@ -96,28 +103,32 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
     super();
     this.clock = options.clock ?? (() => databaseNow(options.sql));
     this.pacing = new RunPacing(options.sql, () => this.kick());
-    // Every configured target, repair targets included: a stored one's literal secrets are found there.
-    const live = options.rollups.flatMap((r) => [
-      r.config.target,
-      ...(r.config.repair ? [r.config.repair.target] : []),
-    ]);
-    this.targets = new Targets(options.queues, options.queuePrefix, live, process.env, (runId) =>
-      this.pacing.finishedJob(runId),
+    this.applied = options.catalog.current();
+    const { rollups } = this.applied;
+    this.targets = new Targets(
+      options.queues,
+      options.queuePrefix,
+      liveTargets(rollups),
+      process.env,
+      (runId) => this.pacing.finishedJob(runId),
     );
-    this.byId = new Map(options.rollups.map((r) => [r.rollup.id, r]));
+    for (const r of rollups) this.byId.set(r.rollup.id, r);
     this.dispatch = {
       sql: options.sql,
       targets: this.targets,
       concurrency: options.dispatchConcurrency,
       log: options.log,
       metrics: options.metrics,
-      policyOf: policyLookup(new Map(options.rollups.map((r) => [r.rollup.id, r.rollup.run]))),
+      policyOf: (id) => this.byId.get(id)?.rollup.run ?? DEFAULT_RUN_POLICY,
       targetTypeOf: (id) => this.byId.get(id)?.config.target.type,
       rollupOf: (id) => this.byId.get(id)?.rollup,
+      rollupIds: () => this.ids,
     };
-    this.marks = new MarkQueue(options.rollups);
+    this.ids = [...this.byId.keys()];
+    this.marks = new MarkQueue(rollups);
     this.repairs = new Repairs({
       ...options,
+      byId: this.byId,
       targets: this.targets,
       ...(options.repairScanMs === undefined ? {} : { scanMs: options.repairScanMs }),
       ...(options.repairBudget === undefined ? {} : { budget: options.repairBudget }),
@@ -126,6 +137,8 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
 
   async start(): Promise<void> {
     this.running = true;
+    // A changed catalog is applied by the next pass, at once.
+    this.options.catalog.onChange(() => this.kick());
     this.unlisten = await listenForCommits(this.options.sql, {
       onCommit: (assets) => {
         this.repairs.note(assets);
@@ -199,6 +212,7 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
   private async passWork(token: number, signal: AbortSignal, work: { done: boolean }): Promise<number> {
     const { sql, log, metrics, leaseTtlMs } = this.options;
     await this.syncOnNewLease(token);
+    await this.applyCatalog();
     const now = await this.clock();
     const step = async <T extends Step>(name: SchedulerStep, none: T, run: () => Promise<T>): Promise<T> => {
       const backoff = this.failing.get(name);
@@ -275,18 +289,12 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
    */
   private async syncOnNewLease(token: number): Promise<void> {
     if (this.syncedToken === token) return;
-    const { sql, rollups, log } = this.options;
-    const specs = rollups.map((r) => ({
-      rollup: r.rollup,
-      spec: {
-        ...r.config,
-        target: redactTarget(r.config.target),
-        ...(r.config.repair
-          ? { repair: { ...r.config.repair, target: redactTarget(r.config.repair.target) } }
-          : {}),
-      },
-    }));
-    await syncRollups(sql, specs, log);
+    const { sql, log } = this.options;
+    // The catalog as it is now, whole: nothing is left for applyCatalog.
+    const catalog = this.options.catalog.current();
+    this.use(catalog, catalogChange(this.applied, catalog));
+    const { rollups } = catalog;
+    await syncRollups(sql, rollups.map(storedSpec), log);
     // Before any pass follows runs: a run of these left started would time out and be delivered again.
     await endDeliveredRuns(
       this.dispatch,
@@ -302,7 +310,57 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
     this.repairs.reset();
     this.failing.clear(); // a new lease tries every step at once
     this.marks.checkAll();
+    this.applied = catalog;
     log.info({ lease_token: token, rollups: rollups.length }, 'leading: evaluating everything pending');
+  }
+
+  /**
+   * A catalog changed since the last pass (a reload, an API write, here or on another instance):
+   * only the added and changed rollups are recorded (a new calendar rebuilds their untriggered
+   * periods, as at start), their outputs registered, and the runs a switch to run.outcome delivery
+   * left waiting ended, as on a new lease; then they are marked from their cursors. Removed ones
+   * are no longer marked, evaluated, swept or delivered to; their history stays. Applied again
+   * whole if a statement fails (the next pass retries).
+   */
+  private async applyCatalog(): Promise<void> {
+    const next = this.options.catalog.current();
+    if (next === this.applied) return;
+    const { sql, log } = this.options;
+    const change = catalogChange(this.applied, next);
+    if (change.added.length + change.changed.length + change.removed.length === 0) {
+      this.applied = next; // a reload that changed no rollup
+      return;
+    }
+    this.use(next, change);
+    const touched = [...change.added, ...change.changed].map((id) => next.get(id)!);
+    await syncRollups(sql, touched.map(storedSpec), log);
+    await registerDeclaredAssets(sql, outputsOf(touched, next));
+    await endDeliveredRuns(
+      this.dispatch,
+      touched.filter((r) => r.rollup.run.outcome === 'delivery').map((r) => r.rollup.id),
+    );
+    this.applied = next;
+    log.info(
+      { added: change.added, changed: change.changed, removed: change.removed, rollups: next.rollups.length },
+      'rollups changed: applied',
+    );
+  }
+
+  /** The scheduler's view of the rollups becomes `catalog`'s; `change` says which ones are new to it. */
+  private use(catalog: Catalog, change: CatalogChange): void {
+    const { rollups } = catalog;
+    this.byId.clear();
+    for (const r of rollups) this.byId.set(r.rollup.id, r);
+    this.ids = [...this.byId.keys()];
+    this.targets.setLive(liveTargets(rollups));
+    const fresh = [...change.added, ...change.changed];
+    this.marks.replace(rollups, fresh);
+    this.repairs.replace(fresh);
+    for (const id of [...fresh, ...change.removed]) this.sweeps.delete(id);
+    for (const id of fresh) {
+      const r = this.byId.get(id)!;
+      if (r.rollup.policy.deadlineMs !== undefined) this.sweeps.set(id, new DeadlineSweep(r.rollup));
+    }
   }
 
   /**
@@ -386,4 +444,33 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
   private sleep(ms: number): Promise<void> {
     return this.running ? this.alarm.sleep(ms) : Promise.resolve();
   }
+}
+
+/** Every configured target, repair targets included: a stored one's literal secrets are found there. */
+function liveTargets(rollups: readonly RollupRuntime[]) {
+  return rollups.flatMap((r) => [r.config.target, ...(r.config.repair ? [r.config.repair.target] : [])]);
+}
+
+/** A rollup as recorded in `rollups.definition`: literal secrets replaced by placeholders. */
+function storedSpec(r: RollupRuntime) {
+  return {
+    rollup: r.rollup,
+    spec: {
+      ...r.config,
+      target: redactTarget(r.config.target),
+      ...(r.config.repair
+        ? { repair: { ...r.config.repair, target: redactTarget(r.config.repair.target) } }
+        : {}),
+    },
+  };
+}
+
+/** The outputs of these rollups not declared under `assets:`: known, all gap, before their first run. */
+function outputsOf(rollups: readonly RollupRuntime[], catalog: Catalog) {
+  const named = new Set(catalog.config.assets.map((a) => a.name));
+  return rollups.flatMap(({ rollup }) =>
+    rollup.output === undefined || named.has(rollup.output)
+      ? []
+      : [{ name: rollup.output, domain: rollup.domain, zone: 'UTC' }],
+  );
 }

@@ -85,6 +85,16 @@ export function envReferences(target: TargetConfig): { field: string; name: stri
   return refs;
 }
 
+/** The fields of a target holding a literal secret (not an `{env: NAME}` reference). */
+export function literalSecretFields(target: TargetConfig): string[] {
+  const fields: string[] = [];
+  mapSecrets(target, (value: Secret, field: string) => {
+    if (typeof value === 'string') fields.push(field);
+    return value;
+  });
+  return fields;
+}
+
 /** The secret values of a resolved target, for scrubbing them out of error text. */
 export function secretValues(target: ResolvedTarget): string[] {
   const values: string[] = [];

@@ -40,12 +40,17 @@ export class Targets {
   constructor(
     queues: JobQueues,
     defaultPrefix: string,
-    private readonly live: readonly TargetConfig[],
+    private live: readonly TargetConfig[],
     private readonly env: NodeJS.ProcessEnv = process.env,
     /** Told the id of a queue job that finished (a wake-up; see queue.ts). */
     onFinished?: (runId: string) => void,
   ) {
     this.deps = { queues, defaultPrefix, onFinished };
+  }
+
+  /** The rollups changed: these are the configured targets (literal secrets are found here) from now on. */
+  setLive(live: readonly TargetConfig[]): void {
+    this.live = live;
   }
 
   /** Delivers a decision to the stored target; a secret that cannot be resolved is a retried failure. */

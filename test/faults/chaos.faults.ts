@@ -1,3 +1,4 @@
+import { readFileSync, writeFileSync } from 'node:fs';
 import { Queue } from 'bullmq';
 import { afterAll, describe, expect, it, onTestFinished } from 'vitest';
 import { connect, type Sql } from '../../src/store/pg/db.js';
@@ -19,6 +20,7 @@ import {
   seedFromEnv,
   shuffle,
   sleep,
+  TOKEN,
   terminateConnections,
 } from './lib.js';
 import { checkRuns, startDownstreamWorker, unfinishedRuns } from './run-checks.js';
@@ -30,7 +32,9 @@ import { buildStream, intAsset, timeAsset } from './stream.js';
  * ≥ 100,000 events stream in (holes, late fills, duplicates, reprocessed spans), it SIGKILLs
  * ingesting processes at 10 random moments and restarts them, SIGKILLs Redis once and restarts it
  * on the same AOF directory, terminates every PostgreSQL connection of the database once, and
- * SIGSTOPs the scheduler lease holder past its TTL before SIGCONT. Then it checks, and prints as
+ * SIGSTOPs the scheduler lease holder past its TTL before SIGCONT; mid-stream, every process's
+ * config file gains a rollup and changes another's rerun rule, and one scheduling process is asked
+ * to reload (the others follow its notification). Then it checks, and prints as
  * JSON: no acknowledged event lost, the index equal to range_agg over the event log, one decision
  * per (rollup, period, generation) and none missing, every decision delivered, no trigger by a
  * fenced holder. A downstream worker that always succeeds consumes the target queue throughout:
@@ -111,6 +115,43 @@ const rollups: Array<{ id: string; upstream: string[] } & Record<string, unknown
   },
 ];
 
+/** The rollup the mid-run reload adds (over upstreams other rollups read too), and the one it changes. */
+const LATE_ROLLUP = {
+  id: 'ints-late',
+  upstream: [intAsset(0), intAsset(4), intAsset(8)],
+  every: 5_000,
+  begin: 0,
+  rerun: 'on_update',
+  run,
+  target: queueTarget,
+};
+const reloaded = { ok: false };
+
+/**
+ * Every process's config file gets the new rollups (each reads its own file); one scheduling
+ * process is asked to reload, the others follow its notification.
+ */
+async function reloadMidRun(slots: readonly Slot[]): Promise<Record<string, unknown>> {
+  rollups.push(LATE_ROLLUP);
+  const changed = rollups.find((r) => r.id === 'ints-1')!;
+  changed.rerun = 'on_update';
+  for (const slot of slots) {
+    const own = JSON.parse(readFileSync(slot.proc.configPath, 'utf8')) as Record<string, unknown>;
+    writeFileSync(slot.proc.configPath, `${JSON.stringify({ ...own, rollups }, null, 2)}\n`);
+  }
+  const asked = slots.find((s) => s.scheduler && !s.proc.suspended && s.proc.url !== undefined)!;
+  const response = await fetch(`${asked.proc.url}/v1/admin/reload`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${TOKEN}` },
+  });
+  const answer = (await response.json()) as { rollups?: { added: string[]; changed: string[] } };
+  reloaded.ok =
+    response.status === 200 &&
+    JSON.stringify(answer.rollups?.added) === '["ints-late"]' &&
+    JSON.stringify(answer.rollups?.changed) === '["ints-1"]';
+  return { process: asked.proc.name, status: response.status, answer };
+}
+
 const config = (scheduler: boolean) =>
   daemonConfig({
     databaseUrl: db.url,
@@ -189,10 +230,11 @@ describe('the daemon under faults and load', () => {
 
     // ---- the faults, in order of stream progress ----
     const faults: Array<Record<string, unknown>> = [];
-    type Fault = { at: number; kind: 'sigkill' | 'redis' | 'pg' | 'sigstop' };
+    type Fault = { at: number; kind: 'sigkill' | 'redis' | 'pg' | 'sigstop' | 'reload' };
     const plan: Fault[] = [
       ...Array.from({ length: 10 }, () => ({ at: 0.04 + random() * 0.92, kind: 'sigkill' as const })),
       { at: 0.3, kind: 'redis' },
+      { at: 0.45, kind: 'reload' },
       { at: 0.5, kind: 'pg' },
       { at: 0.65, kind: 'sigstop' },
     ];
@@ -222,6 +264,12 @@ describe('the daemon under faults and load', () => {
         await sleep(1500);
         await redis.launch();
         faults.push({ fault: 'redis SIGKILL + restart on the same AOF', down_ms: Date.now() - down, ...at });
+      } else if (fault.kind === 'reload') {
+        faults.push({
+          fault: 'reload: a rollup added, another changed',
+          ...(await reloadMidRun(slots)),
+          ...at,
+        });
       } else if (fault.kind === 'pg') {
         const terminated = await terminateConnections(db.name);
         faults.push({ fault: 'pg_terminate_backend on every connection of the database', terminated, ...at });
@@ -393,6 +441,8 @@ describe('the daemon under faults and load', () => {
       triggers_by_fenced_holder_log_history: badByLogs.length,
       ...runs.checks,
       jobs_failed_in_events_queue: finalCounts.failed,
+      // The reload was taken: the added rollup is in the checks above like the others.
+      reload_refused: reloaded.ok ? 0 : 1,
       dead_lettered: deadLettered,
       unexpected_process_exits: unexpectedExits.length,
       // The pause happened and the standby took the lease over while the holder was stopped.

@@ -1,7 +1,10 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { Queue } from 'bullmq';
 import { afterAll } from 'vitest';
 import { type Config, parseConfig } from '../../src/config/index.js';
-import { type Daemon, startDaemon } from '../../src/daemon/daemon.js';
+import { type Daemon, type DaemonOptions, startDaemon } from '../../src/daemon/daemon.js';
 import { queueConnection } from '../../src/queue/backend.js';
 import { createLogger } from '../../src/support/log.js';
 import type { TestDatabase } from './db.js';
@@ -15,24 +18,40 @@ export function testConfig(
   prefix: string,
   overrides: Record<string, unknown> = {},
 ): Config {
-  return parseConfig(
-    withTestBackend({
-      database_url: db.url,
-      redis_url: REDIS_URL,
-      log_level: process.env.TEST_LOG_LEVEL ?? 'silent',
-      http: { host: '127.0.0.1', port: 0 },
-      api_tokens: [TEST_TOKEN],
-      queue: { prefix, batch_wait: 'PT0.002S' },
-      lease: { ttl: 'PT2S', renew_every: 'PT0.5S', retry_every: 'PT0.2S' },
-      shutdown_timeout: 'PT10S',
-      ...overrides,
-    }),
-  );
+  return parseConfig(testConfigInput(db, prefix, overrides));
+}
+
+/** testConfig as written in a file, before parsing. */
+export function testConfigInput(
+  db: TestDatabase,
+  prefix: string,
+  overrides: Record<string, unknown> = {},
+): Record<string, unknown> {
+  return withTestBackend({
+    database_url: db.url,
+    redis_url: REDIS_URL,
+    log_level: process.env.TEST_LOG_LEVEL ?? 'silent',
+    http: { host: '127.0.0.1', port: 0 },
+    api_tokens: [TEST_TOKEN],
+    queue: { prefix, batch_wait: 'PT0.002S' },
+    lease: { ttl: 'PT2S', renew_every: 'PT0.5S', retry_every: 'PT0.2S' },
+    shutdown_timeout: 'PT10S',
+    ...overrides,
+  });
+}
+
+/** Writes a config (as JSON) to a file of its own, removed after the test file; its path. */
+export function writeTestConfig(raw: Record<string, unknown>): string {
+  const dir = mkdtempSync(join(tmpdir(), 'cr-config-'));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+  const path = join(dir, 'config.json');
+  writeFileSync(path, JSON.stringify(raw));
+  return path;
 }
 
 /** Starts a daemon in this process, stopped after the file. */
-export async function startTestDaemon(config: Config): Promise<Daemon> {
-  const daemon = await startDaemon(config, createLogger(config.log_level));
+export async function startTestDaemon(config: Config, options: DaemonOptions = {}): Promise<Daemon> {
+  const daemon = await startDaemon(config, createLogger(config.log_level), undefined, options);
   afterAll(() => daemon.stop());
   return daemon;
 }

@@ -3,9 +3,11 @@
  * `/openapi.json`: a daemon with rollups and read tokens, so every
  * /v1 route has an answer to check and an error to provoke.
  */
+import { writeFileSync } from 'node:fs';
 import type { LightMyRequestResponse } from 'fastify';
 import { describe, expect, it } from 'vitest';
-import { startTestDaemon, TEST_TOKEN, testConfig } from '../helpers/daemon.js';
+import { loadConfig } from '../../src/config/index.js';
+import { startTestDaemon, TEST_TOKEN, testConfigInput, writeTestConfig } from '../helpers/daemon.js';
 import { createTestDatabase } from '../helpers/db.js';
 import { answerChecker, unresolvedRefs } from '../helpers/openapi.js';
 import { type ClientCall, callsOfEveryOperation, typeCheckCalls } from '../helpers/openapi-client.js';
@@ -23,8 +25,9 @@ const hour = { start: `${day}T00:00:00Z`, end: `${day}T01:00:00Z` };
 
 const db = await createTestDatabase();
 const prefix = createTestPrefix();
-const daemon = await startTestDaemon(
-  testConfig(db, prefix, {
+// Started from a file, so POST /v1/admin/reload has one to read again.
+const configPath = writeTestConfig(
+  testConfigInput(db, prefix, {
     read_tokens: [READ_TOKEN],
     rollups: [
       {
@@ -39,6 +42,7 @@ const daemon = await startTestDaemon(
     ],
   }),
 );
+const daemon = await startTestDaemon(loadConfig({ path: configPath }), { configFile: { path: configPath } });
 
 const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
 const reader = bearer(READ_TOKEN);
@@ -53,7 +57,7 @@ const seen = new Map<string, Set<number>>();
 const realAnswers = new Map<string, { path: string; method: string; status: number; body: unknown }>();
 
 interface Call {
-  readonly method?: 'GET' | 'POST';
+  readonly method?: 'GET' | 'POST' | 'PUT' | 'DELETE';
   /** The path as the document writes it. */
   readonly path: string;
   readonly url: string;
@@ -439,6 +443,88 @@ describe('answers conform to the document', () => {
     expect(big.status).toBe(431);
     expect(check('GET', '/healthz', 431, await big.json(), 'application/json')).toEqual({ errors: null });
     seen.get('GET /healthz')!.add(431);
+  });
+
+  it('PUT, GET definition and DELETE /v1/rollups/{id}, POST /v1/admin/reload', async () => {
+    const put = '/v1/rollups/{id}';
+    const rollup = {
+      upstream: ['api.other'],
+      every: 'day',
+      begin: day,
+      target: { type: 'queue', queue: 'api-runs' },
+    };
+    await answer({
+      method: 'PUT',
+      path: put,
+      url: '/v1/rollups/api_put?dry_run=true',
+      headers: writer,
+      body: rollup,
+      status: 200,
+    });
+    await answer({
+      method: 'PUT',
+      path: put,
+      url: '/v1/rollups/api_put',
+      headers: writer,
+      body: rollup,
+      status: 200,
+    });
+    await answer({
+      method: 'PUT',
+      path: put,
+      url: '/v1/rollups/api_put',
+      headers: reader,
+      body: rollup,
+      status: 403,
+    });
+    await answer({
+      method: 'PUT',
+      path: put,
+      url: '/v1/rollups/api_put?dry_run=maybe',
+      headers: writer,
+      body: rollup,
+      status: 400,
+    });
+    const refused = await answer({
+      method: 'PUT',
+      path: put,
+      url: '/v1/rollups/api_bad',
+      headers: writer,
+      body: { ...rollup, every: 'fortnight' },
+      status: 422,
+    });
+    expect(refused.errors[0]).toMatch(/^rollups\[api_bad\]\.every: /);
+    await answer({
+      method: 'PUT',
+      path: put,
+      url: '/v1/rollups/api_hourly',
+      headers: writer,
+      body: rollup,
+      status: 409,
+    });
+    const definition = '/v1/rollups/{id}/definition';
+    await answer({ path: definition, url: '/v1/rollups/api_put/definition', headers: reader, status: 200 });
+    await answer({
+      path: definition,
+      url: '/v1/rollups/api_hourly/definition',
+      headers: reader,
+      status: 200,
+    });
+    await answer({ path: definition, url: '/v1/rollups/nope/definition', headers: reader, status: 404 });
+    await answer({
+      method: 'DELETE',
+      path: put,
+      url: '/v1/rollups/api_hourly',
+      headers: writer,
+      status: 409,
+    });
+    await answer({ method: 'DELETE', path: put, url: '/v1/rollups/api_put', headers: writer, status: 200 });
+    await answer({ method: 'DELETE', path: put, url: '/v1/rollups/api_put', headers: writer, status: 404 });
+    const reload = '/v1/admin/reload';
+    await answer({ method: 'POST', path: reload, url: reload, headers: writer, status: 200 });
+    await answer({ method: 'POST', path: reload, url: reload, headers: reader, status: 403 });
+    writeFileSync(configPath, '{"rollups": [{"id": "x"}]}');
+    await answer({ method: 'POST', path: reload, url: reload, headers: writer, status: 422 });
   });
 
   it('covered every operation: a success for each, and an error for each /v1 one', () => {

@@ -42,7 +42,7 @@ interface Line {
 }
 const lines: Line[] = [];
 const log = createLogger('debug', { write: (line: string) => lines.push(JSON.parse(line)) });
-const source = periodGaugeSource(pool, defineRollups(config), log);
+const source = periodGaugeSource(pool, () => defineRollups(config), log);
 const periods = new SnapshotGauge({
   name: 'periods',
   help: 'test',

@@ -144,6 +144,26 @@ describe('event log partitions and retention', async () => {
     expect(await segmentsOf('read.by.rollup')).toEqual(before);
   });
 
+  it('a rollup written through the API holds back what it has not read, with no reader given', async () => {
+    const t = later(90);
+    await prune(sql, options(), t);
+    await commitEvents(sql, [event('read.by.api', 10, 'api-held-1')], { ingestedAt: t });
+    const [{ part }] = await sql<[{ part: string }]>`
+      select tableoid::regclass::text as part from events where event_id = 'api-held-1'`;
+    // Its upstream as one name, not a list: the config's spelling, stored as sent.
+    await sql`
+      insert into api_rollups (id, definition, written_by)
+      values ('api_only', ${sql.json({ id: 'api_only', upstream: 'read.by.api', every: 'hour' })}, 'api')`;
+    const afterRetention = new Date(t.getTime() + DAY_MS + 2 * HOUR * 1000);
+    const held = await prune(sql, options(), afterRetention);
+    expect(held.held).toContainEqual(
+      expect.objectContaining({ partition: part, rollup: 'api_only', asset: 'read.by.api', cursor: 0 }),
+    );
+    await sql`delete from api_rollups where id = 'api_only'`;
+    const done = await prune(sql, options(), afterRetention);
+    expect(done.dropped.map((d) => d.partition)).toContain(part);
+  });
+
   it('one instance prunes at a time', async () => {
     const other = connect(db.url, { max: 1 });
     try {

@@ -320,3 +320,56 @@ describe('/metrics and /readyz with tokens set', () => {
     expect((await open.http.inject({ url: '/v1/assets' })).statusCode).toBe(401);
   });
 });
+
+describe('rollups written through the API and the reload', () => {
+  const daily = (id: string, upstream: string) => ({ ...rollup(id, upstream), every: 'day' });
+
+  it('take the rollups scope for the rollup id, and are audited with their definitions', async () => {
+    const put = await call(TEAM_A, 'PUT', '/v1/rollups/team_a.daily', daily('team_a.daily', 'team_a.orders'));
+    expect(put).toMatchObject({
+      status: 200,
+      body: { id: 'team_a.daily', source: 'api', written_by: 'team_a' },
+    });
+    const other = await call(
+      TEAM_A,
+      'PUT',
+      '/v1/rollups/team_b.daily',
+      daily('team_b.daily', 'team_b.orders'),
+    );
+    expect(other).toMatchObject({
+      status: 403,
+      body: { code: 'forbidden', scope: 'rollups', message: expect.stringContaining('team_b.daily') },
+    });
+    const dry = await call(TEAM_A, 'PUT', '/v1/rollups/team_a.daily?dry_run=true', {
+      ...daily('team_a.daily', 'team_a.orders'),
+      every: 'hour',
+    });
+    expect(dry.status).toBe(200);
+    expect((await call(TEAM_A, 'DELETE', '/v1/rollups/team_a.daily')).status).toBe(200);
+    const [deleted, written] = (await entries()).filter((e) => e.target === 'team_a.daily');
+    expect(deleted).toMatchObject({
+      token: 'team_a',
+      action: 'rollup_delete',
+      target_type: 'rollup',
+      detail: { before: { every: 'day' }, after: null },
+    });
+    expect(written).toMatchObject({
+      token: 'team_a',
+      action: 'rollup_put',
+      detail: { before: null, after: { id: 'team_a.daily', every: 'day' } },
+    });
+    // The dry run and the refused write left no entry.
+    expect((await entries()).filter((e) => String(e.target).endsWith('.daily'))).toHaveLength(2);
+  });
+
+  it('reload takes the admin scope', async () => {
+    const refused = await call(TEAM_A, 'POST', '/v1/admin/reload');
+    expect(refused).toMatchObject({ status: 403, body: { scope: 'admin' } });
+    // This daemon was started from a config object: nothing to reload, and nothing audited.
+    expect(await call(OPS, 'POST', '/v1/admin/reload')).toMatchObject({
+      status: 409,
+      body: { code: 'no_config_file' },
+    });
+    expect((await entries()).filter((e) => e.action === 'reload')).toHaveLength(0);
+  });
+});

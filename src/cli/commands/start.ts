@@ -102,7 +102,11 @@ export async function runStart(values: GlobalOptions): Promise<number> {
   let daemon: Awaited<ReturnType<typeof startDaemon>>;
   const localToken = randomBytes(24).toString('base64url');
   try {
-    daemon = await startDaemon(resolved.config, log, rollups, { localToken });
+    const path = configPath(values);
+    daemon = await startDaemon(resolved.config, log, rollups, {
+      localToken,
+      ...(path === undefined ? {} : { configFile: { path } }),
+    });
   } catch (error) {
     await resolved.release();
     throw error;

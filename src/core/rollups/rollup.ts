@@ -87,7 +87,9 @@ export function defineRollup(spec: RollupSpec, target: OutcomeTarget): Rollup {
   const calendar = attempt('every', () =>
     createCalendar({ every, timezone: spec.timezone, ...(origin === undefined ? {} : { origin }) }),
   );
-  const begin = calendar.periodContaining(point(spec.begin, 'begin')).start;
+  const first = point(spec.begin, 'begin');
+  // A period too long for the calendar to place (P1000000Y) is refused here, not thrown at start.
+  const begin = attempt('every', () => calendar.periodContaining(first).start);
   if (domain === 'integer' && spec.policy.deadline !== undefined) {
     throw new RollupDefinitionError(
       'policy.deadline',

@@ -1,5 +1,5 @@
 /** `POST /v1/repairs`: a repair request by hand (src/http/repair-request.ts). */
-import type { RollupRuntime } from '../../config/rollups.js';
+import type { RollupCatalog } from '../../config/catalog.js';
 import { recordAudit } from '../../store/audit.js';
 import type { Tx } from '../../store/pg/db.js';
 import { audited } from '../audit.js';
@@ -11,7 +11,7 @@ import { postRepair } from '../schemas/repairs.js';
 import type { RouteRegistrar } from '../server.js';
 
 /** Needs the rollups: a default target, and the assets they read or write. */
-export function registerRepairRequest(rollups: readonly RollupRuntime[]): RouteRegistrar {
+export function registerRepairRequest(catalog: RollupCatalog): RouteRegistrar {
   return (app, ctx) =>
     route(app, ctx, postRepair, async ({ body, caller }) => {
       allow(caller, { scope: 'events', assets: [body.asset] });
@@ -29,7 +29,7 @@ export function registerRepairRequest(rollups: readonly RollupRuntime[]): RouteR
         const answer = await requestRepair(
           ctx.sql,
           ctx.config.assets,
-          rollups,
+          catalog.current().rollups,
           ask,
           (f) => f,
           ctx.now(),

@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import type { RollupCatalog } from '../../config/catalog.js';
 import type { RollupRuntime } from '../../config/rollups.js';
 import { BadInputError } from '../../core/errors.js';
 import { parseBound } from '../../core/intervals/bounds.js';
@@ -24,10 +25,9 @@ import { periodWindow } from './period-window.js';
 import { runJson } from './run-json.js';
 import { registerRunRoutes } from './runs.js';
 
-export function registerRollupRoutes(rollups: readonly RollupRuntime[]): RouteRegistrar {
-  const byId = new Map(rollups.map((r) => [r.rollup.id, r]));
+export function registerRollupRoutes(catalog: RollupCatalog): RouteRegistrar {
   const find = (id: string) => {
-    const r = byId.get(id);
+    const r = catalog.current().get(id);
     if (!r) throw new HttpError(404, 'unknown_rollup', `no rollup ${id} is configured`);
     return r;
   };
@@ -40,7 +40,8 @@ export function registerRollupRoutes(rollups: readonly RollupRuntime[]): RouteRe
       if (!Number.isSafeInteger(offset) || offset < 0)
         throw new HttpError(400, 'invalid_cursor', 'bad cursor');
       const needle = q?.toLowerCase();
-      const matching = rollups.filter(
+      const current = catalog.current();
+      const matching = current.rollups.filter(
         ({ rollup }) =>
           needle === undefined ||
           rollup.id.toLowerCase().includes(needle) ||
@@ -62,6 +63,7 @@ export function registerRollupRoutes(rollups: readonly RollupRuntime[]): RouteRe
       return {
         rollups: page.map(({ rollup, config }) => ({
           id: rollup.id,
+          source: current.entry(rollup.id)?.source ?? ('file' as const),
           upstream: [...rollup.upstream],
           every: config.every,
           timezone: config.timezone,
@@ -119,7 +121,7 @@ export function registerRollupRoutes(rollups: readonly RollupRuntime[]): RouteRe
     });
 
     registerPeriodDetail(find)(app, ctx);
-    registerRunRoutes(rollups)(app, ctx);
+    registerRunRoutes(catalog)(app, ctx);
 
     route(app, ctx, api.triggerPeriod, async ({ params, caller }) => {
       const { rollup } = find(params.id);

@@ -3,7 +3,7 @@
  * `POST /v1/rollups/{id}/periods/{key}/retry` (a manual retry of one period's run).
  */
 import type { FastifyInstance } from 'fastify';
-import type { RollupRuntime } from '../../config/rollups.js';
+import type { RollupCatalog } from '../../config/catalog.js';
 import { noPeriodMessage, periodOfKey } from '../../core/periods/periods.js';
 import { DEFAULT_RUN_POLICY, parseRunId, type RunReport, runId } from '../../core/runs/runs.js';
 import { wakeScheduler } from '../../store/assets/commit.js';
@@ -19,9 +19,7 @@ import { route } from '../route.js';
 import { postRunReport, RunReportBody, retryPeriod } from '../schemas/runs.js';
 import { runJson } from './run-json.js';
 
-export function registerRunRoutes(rollups: readonly RollupRuntime[]) {
-  const byId = new Map(rollups.map((r) => [r.rollup.id, r]));
-
+export function registerRunRoutes(catalog: RollupCatalog) {
   return (app: FastifyInstance, ctx: HttpContext) => {
     route(app, ctx, postRunReport, async ({ body: raw, caller }) => {
       const body = RunReportBody.parse(raw);
@@ -44,11 +42,11 @@ export function registerRunRoutes(rollups: readonly RollupRuntime[]) {
         error: body.error ?? null,
         version: body.version ?? null,
       };
-      const policy = byId.get(ref.rollupId)?.rollup.run ?? DEFAULT_RUN_POLICY;
+      const policy = catalog.current().get(ref.rollupId)?.rollup.run ?? DEFAULT_RUN_POLICY;
       const result = await ctx.sql.begin(async (tx) => {
         const moved = await reportRun(tx, ref, report, 'callback', policy, {
           record: 'all',
-          rollup: byId.get(ref.rollupId)?.rollup ?? null,
+          rollup: catalog.current().get(ref.rollupId)?.rollup ?? null,
         });
         // A retry now owed: wake the lease holder, whose timer does not know of it yet.
         if (moved?.after.nextRetryAt) await wakeScheduler(tx);
@@ -68,7 +66,7 @@ export function registerRunRoutes(rollups: readonly RollupRuntime[]) {
         return moved;
       });
       if (!result) throw new HttpError(404, 'unknown_run', `run ${body.idempotency_key} is gone`);
-      ctx.metrics.runReported(byId.get(ref.rollupId)?.config.target.type ?? '', result);
+      ctx.metrics.runReported(catalog.current().get(ref.rollupId)?.config.target.type ?? '', result);
       const fields = {
         rollup: ref.rollupId,
         generation: ref.generation,
@@ -96,7 +94,7 @@ export function registerRunRoutes(rollups: readonly RollupRuntime[]) {
     });
 
     route(app, ctx, retryPeriod, async ({ params, caller }, _request, reply) => {
-      const runtime = byId.get(params.id);
+      const runtime = catalog.current().get(params.id);
       if (!runtime) throw new HttpError(404, 'unknown_rollup', `no rollup ${params.id} is configured`);
       const { rollup } = runtime;
       const period = periodOfKey(rollup, params.key);

@@ -6,7 +6,7 @@
  * same explanation as `GET /v1/rollups/{id}/periods/{key}`.
  */
 import type { FastifyReply } from 'fastify';
-import type { RollupRuntime } from '../../config/rollups.js';
+import type { RollupCatalog } from '../../config/catalog.js';
 import { BadInputError } from '../../core/errors.js';
 import { noPeriodMessage } from '../../core/periods/periods.js';
 import { loadGraph } from '../graph/load.js';
@@ -24,7 +24,7 @@ import { loadPage } from '../status/load/page.js';
 
 type Query = Record<string, string | string[] | undefined>;
 
-export function registerStatusPage(rollups: readonly RollupRuntime[]): RouteRegistrar {
+export function registerStatusPage(catalog: RollupCatalog): RouteRegistrar {
   return (app, ctx) => {
     app.get<{ Querystring: Query }>('/', async (request, reply) => {
       ctx.auth.requireRead(request);
@@ -39,7 +39,7 @@ export function registerStatusPage(rollups: readonly RollupRuntime[]): RouteRegi
         const query = parseWindowQuery({ window: one('window'), start: one('start'), end: one('end') });
         const pageText = one('page') ?? '1';
         if (!/^[1-9]\d{0,5}$/.test(pageText)) throw new WindowError('page must be a positive integer');
-        const { page, found } = await loadPage(ctx, rollups, query, {
+        const { page, found } = await loadPage(ctx, catalog.current(), query, {
           asset: one('asset'),
           rollup: one('rollup'),
           q: one('q'),
@@ -57,14 +57,14 @@ export function registerStatusPage(rollups: readonly RollupRuntime[]): RouteRegi
     app.get('/graph', async (request, reply) => {
       ctx.auth.requireRead(request);
       const nowMs = ctx.now();
-      const graph = await loadGraph(ctx, ctx.read().sql, rollups, nowMs);
+      const graph = await loadGraph(ctx, ctx.read().sql, catalog.current().rollups, nowMs);
       return send(reply, renderGraphPage(graph, new Date(nowMs)));
     });
 
     app.get<{ Params: { id: string; key: string } }>('/rollups/:id/periods/:key', async (request, reply) => {
       ctx.auth.requireRead(request);
       const { id, key } = request.params;
-      const runtime = rollups.find((r) => r.rollup.id === id);
+      const runtime = catalog.current().get(id);
       if (runtime === undefined) {
         return send(reply.status(404), renderErrorPage(`No rollup named ${id} is configured.`, 'not found'));
       }

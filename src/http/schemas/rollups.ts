@@ -72,8 +72,13 @@ export const Policy = z.object({
   catch_up: z.string().optional(),
 });
 
+export const RollupSource = z.enum(['file', 'api']).meta({
+  description: 'where the rollup is defined: the config file, or the API (PUT /v1/rollups/{id})',
+});
+
 export const RollupSummary = z.object({
   id: z.string(),
+  source: RollupSource,
   upstream: z.array(z.string()),
   every: z.union([z.string(), z.int()]),
   timezone: z.string(),

@@ -264,7 +264,7 @@ export async function schedulerWake(
   const ids = rollupIds as string[];
   const [due] = await sql<{ at: Date | null; delivery: Date | null; skipped: boolean }[]>`
     select (select min(due_at) from periods where due_at is not null and rollup_id = any(${ids}::text[])) as at,
-      (${nextRunWorkSql(sql)}) as delivery,
+      (${nextRunWorkSql(sql, ids)}) as delivery,
       -- The newest pending period, in periods_pending's order, rather than exists(): PostgreSQL
       -- drops an EXISTS' order and limit, and without statistics then scans the table instead.
       (select lo from periods where (dirty or manual_requested) and rollup_id = any(${ids}::text[])

@@ -20,9 +20,10 @@ export interface DueRun {
 
 /**
  * Pending runs due for delivery, newest first: a fresh trigger is not queued behind a burst of
- * catch-up decisions or a backlog of retries. The outbox is this list.
+ * catch-up decisions or a backlog of retries. The outbox is this list, for the rollups in the
+ * catalog: a removed rollup's runs are never delivered (until it is added again).
  */
-export async function dueRuns(sql: Sql, limit: number): Promise<DueRun[]> {
+export async function dueRuns(sql: Sql, limit: number, rollupIds: readonly string[]): Promise<DueRun[]> {
   const rows = await sql<
     (RefRow & {
       run_id: string;
@@ -35,6 +36,7 @@ export async function dueRuns(sql: Sql, limit: number): Promise<DueRun[]> {
     select r.rollup_id, r.period_lo, r.generation, r.attempt, r.run_id, r.deliveries, t.lease_token, t.target, t.payload
     from (
       select * from runs where state = 'pending' and due_at <= statement_timestamp()
+        and rollup_id = any(${rollupIds as string[]}::text[])
       order by due_at desc limit ${limit}
     ) r cross join lateral (${triggerOf(sql)}) t
     order by r.due_at desc`;
@@ -132,10 +134,13 @@ export async function retriesDue(sql: Sql, limit: number): Promise<RunRef[]> {
   return rows.map(refOf);
 }
 
-/** When the scheduler next has run work (a delivery, a check, a timeout, a retry): four index probes. */
-export function nextRunWorkSql(sql: Sql) {
+/**
+ * When the scheduler next has run work (a delivery to these rollups, a check, a timeout, a retry):
+ * four index probes.
+ */
+export function nextRunWorkSql(sql: Sql, rollupIds: readonly string[]) {
   return sql`select least(
-    (select min(due_at) from runs where state = 'pending'),
+    (select min(due_at) from runs where state = 'pending' and rollup_id = any(${rollupIds as string[]}::text[])),
     (select min(check_at) from runs where check_at is not null),
     (select min(timeout_at) from runs where state in ('started', 'running')),
     (select min(next_retry_at) from runs where next_retry_at is not null))`;

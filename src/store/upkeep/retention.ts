@@ -128,11 +128,14 @@ async function prunePass(
 
   const dropped: PruneReport['dropped'] = [];
   const held: Hold[] = [];
+  // The rollups written through the API read their upstreams too, whoever prunes (a daemon, the CLI).
+  const named = new Set(options.readers.map((r) => r.rollup));
+  const readers = [...options.readers, ...(await apiRollupReaders(sql)).filter((r) => !named.has(r.rollup))];
   const old = (await listPartitions(sql)).filter((p) =>
     pastRetention(p, Math.floor(options.eventsMs / 1000), nowSeconds),
   );
   for (const partition of old) {
-    const holds = partition.detaching ? [] : await holdsOn(sql, partition, options.readers);
+    const holds = partition.detaching ? [] : await holdsOn(sql, partition, readers);
     if (holds.length > 0) {
       held.push(...holds);
       continue;
@@ -160,6 +163,14 @@ async function prunePass(
     auditPruned,
     size: await logSize(sql),
   };
+}
+
+/** Each (rollup, upstream) of the rollups written through the API (`upstream` is a name or a list). */
+async function apiRollupReaders(sql: Sql): Promise<Array<{ rollup: string; asset: string }>> {
+  return sql<{ rollup: string; asset: string }[]>`
+    select id as rollup, u.asset from api_rollups,
+      jsonb_array_elements_text(case jsonb_typeof(definition->'upstream')
+        when 'array' then definition->'upstream' else jsonb_build_array(definition->'upstream') end) as u(asset)`;
 }
 
 /**

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
+import { DEFAULT_RUN_POLICY } from '../../../src/core/runs/runs.js';
 import { createMetrics } from '../../../src/metrics/registry.js';
-import { type DispatchContext, deliverDue, policyLookup } from '../../../src/scheduler/dispatch.js';
+import { type DispatchContext, deliverDue } from '../../../src/scheduler/dispatch.js';
 import type { Sql } from '../../../src/store/pg/db.js';
 import { createLogger } from '../../../src/support/log.js';
 import type { Targets } from '../../../src/targets/targets.js';
@@ -28,9 +29,10 @@ const context = (sql: Sql, targets: Targets): DispatchContext => ({
   concurrency: 2,
   log: createLogger('silent'),
   metrics: createMetrics(),
-  policyOf: policyLookup(new Map()),
+  policyOf: () => DEFAULT_RUN_POLICY,
   targetTypeOf: () => 'queue',
   rollupOf: () => undefined,
+  rollupIds: () => ['r'],
 });
 
 describe('deliverDue', () => {

@@ -114,7 +114,7 @@ export function renderRollupCard(view: RollupView, page: PageView): SafeHtml {
   );
   return html`<section class="card rollup" data-rollup="${view.id}">
 <header><h3><a href="${pageHref({ rollup: view.id })}">${view.id}</a></h3>${rollupHeadline(view)}</header>
-<p class="facts">every ${view.every}${domain === 'time' ? ` in ${view.timezone}` : ''} · upstream ${upstream} · ${view.policy} · rerun ${view.rerun} · target ${view.target}</p>
+<p class="facts">every ${view.every}${domain === 'time' ? ` in ${view.timezone}` : ''} · upstream ${upstream} · ${view.policy} · rerun ${view.rerun} · target ${view.target} · from ${view.source === 'api' ? 'the API' : 'the config file'}</p>
 <p class="facts">${lastTrigger(view)}</p>
 <p class="window">${span(domain, window)}${domain === 'time' ? ' UTC' : ''} · ${counts.length > 0 ? counts : 'no periods in this window'}</p>
 ${windowNav({ rollup: view.id }, domain, window, page)}

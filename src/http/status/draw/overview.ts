@@ -31,7 +31,7 @@ export function renderOverviewRollups(rollups: readonly OverviewRollup[]): SafeH
   if (rollups.length === 0) return html`<p class="none">No rollups to show.</p>`;
   const rows = rollups.map(
     (r) =>
-      html`<tr data-rollup="${r.id}"><td><a href="${pageHref({ rollup: r.id })}">${r.id}</a></td><td>${r.every}</td><td class="num">${r.upstreams}</td><td class="num">${r.failedRuns > 0 ? html`<span class="bad">${r.failedRuns.toLocaleString('en-US')}</span>` : ''}</td>${PERIOD_STATES.map((s) => html`<td class="num">${r.counts[s] > 0 ? html`<span class="sw s-${s}"></span> ${r.counts[s].toLocaleString('en-US')}` : ''}</td>`)}<td class="why">${r.counts.waiting + r.counts.missed > 0 ? renderWhyWaiting(r.why, r.domain) : ''}</td></tr>`,
+      html`<tr data-rollup="${r.id}"><td><a href="${pageHref({ rollup: r.id })}">${r.id}</a></td><td>${r.source}</td><td>${r.every}</td><td class="num">${r.upstreams}</td><td class="num">${r.failedRuns > 0 ? html`<span class="bad">${r.failedRuns.toLocaleString('en-US')}</span>` : ''}</td>${PERIOD_STATES.map((s) => html`<td class="num">${r.counts[s] > 0 ? html`<span class="sw s-${s}"></span> ${r.counts[s].toLocaleString('en-US')}` : ''}</td>`)}<td class="why">${r.counts.waiting + r.counts.missed > 0 ? renderWhyWaiting(r.why, r.domain) : ''}</td></tr>`,
   );
-  return html`<div class="scroll"><table class="overview"><thead><tr><th>rollup</th><th>every</th><th class="num">upstreams</th><th class="num">failed runs</th>${PERIOD_STATES.map((s) => html`<th class="num">${s.replace('_', ' ')}</th>`)}<th>why waiting</th></tr></thead><tbody>${rows}</tbody></table></div>`;
+  return html`<div class="scroll"><table class="overview"><thead><tr><th>rollup</th><th>from</th><th>every</th><th class="num">upstreams</th><th class="num">failed runs</th>${PERIOD_STATES.map((s) => html`<th class="num">${s.replace('_', ' ')}</th>`)}<th>why waiting</th></tr></thead><tbody>${rows}</tbody></table></div>`;
 }

@@ -89,8 +89,12 @@ export interface LastTrigger {
   readonly lastError: string | null;
 }
 
+/** Where a rollup is defined: the config file, or the API (PUT /v1/rollups/{id}). */
+export type RollupSource = 'file' | 'api';
+
 export interface RollupView {
   readonly id: string;
+  readonly source: RollupSource;
   readonly upstream: readonly string[];
   readonly domain: Domain;
   readonly every: string;
@@ -163,6 +167,7 @@ export interface PageView {
 
 export interface OverviewRollup {
   readonly id: string;
+  readonly source: RollupSource;
   readonly every: string;
   readonly upstreams: number;
   readonly counts: Readonly<Record<PeriodState, number>>;

@@ -5,6 +5,7 @@
  * cards of the page are drawn.
  */
 
+import type { Catalog } from '../../../config/catalog.js';
 import { maxLags as configuredMaxLags } from '../../../config/index.js';
 import type { RollupRuntime } from '../../../config/rollups.js';
 import { freshnessOf } from '../../../core/intervals/freshness.js';
@@ -46,10 +47,12 @@ export interface PageQuery {
 
 export async function loadPage(
   ctx: HttpContext,
-  rollups: readonly RollupRuntime[],
+  catalog: Catalog,
   query: WindowQuery,
   pq: PageQuery,
 ): Promise<{ page: PageView; found: boolean }> {
+  const { rollups } = catalog;
+  const sourceOf = (id: string) => catalog.entry(id)?.source ?? 'file';
   const now = ctx.now() * 1000;
   const { sql } = ctx.read();
   const notes: string[] = [];
@@ -147,6 +150,7 @@ export async function loadPage(
     const endOf = new Map(ends.rows.map((a) => [a.name, { coveredHi: a.covered_hi }]));
     const rows: OverviewRollup[] = rollupPage.map(({ rollup, config }) => ({
       id: rollup.id,
+      source: sourceOf(rollup.id),
       every: String(config.every),
       upstreams: rollup.upstream.length,
       counts: counts.get(rollup.id)!,
@@ -173,9 +177,18 @@ export async function loadPage(
       assetPage.rows.map((a) => loadAsset(sql, a, query, now, histories.get(a.id), maxLags.get(a.name))),
     ),
     Promise.all(
-      rollupPage.map((r) =>
-        loadRollup(sql, r, byName, query, now, counts.get(r.rollup.id)!, failed.get(r.rollup.id) ?? 0),
-      ),
+      rollupPage.map(async (r) => ({
+        ...(await loadRollup(
+          sql,
+          r,
+          byName,
+          query,
+          now,
+          counts.get(r.rollup.id)!,
+          failed.get(r.rollup.id) ?? 0,
+        )),
+        source: sourceOf(r.rollup.id),
+      })),
     ),
   ]);
   const page: PageView = { ...base, assets: assetViews, rollups: rollupViews };

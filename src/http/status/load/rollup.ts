@@ -38,7 +38,7 @@ export async function loadRollup(
   now: number,
   totals: Readonly<Record<PeriodState, number>>,
   failedRuns: number,
-): Promise<RollupView> {
+): Promise<Omit<RollupView, 'source'>> {
   const { rollup, config } = runtime;
   const extents = rollup.upstream.flatMap((name) => {
     const a = assets.get(name);

@@ -49,11 +49,11 @@ describe('overview tables', () => {
     >;
     const html = String(
       renderOverviewRollups([
-        { id: 'r2', every: 'hour', upstreams: 2, failedRuns: 3, counts, domain: 'time', why },
+        { id: 'r2', source: 'api', every: 'hour', upstreams: 2, failedRuns: 3, counts, domain: 'time', why },
       ]),
     );
     const { headers, rows } = alignment(html);
-    expect(headers).toEqual([false, false, true, true, ...PERIOD_STATES.map(() => true), false]);
+    expect(headers).toEqual([false, false, false, true, true, ...PERIOD_STATES.map(() => true), false]);
     for (const row of rows) expect(row).toEqual(headers);
   });
 });
