@@ -12,7 +12,10 @@ export const AuditEntry = z.object({
   }),
   action: z
     .string()
-    .meta({ description: 'trigger, retry, repair, run_report, rollup_put, rollup_delete, reload (docs/http-api.md "Audit")' }),
+    .meta({
+      description:
+        'trigger, retry, repair, run_report, rollup_put, rollup_delete, reload (docs/http-api.md "Audit")',
+    }),
   target_type: z.enum(['rollup', 'asset', 'run', 'config']),
   target: z.string().meta({ description: 'the rollup id, the asset, the run id (<key>~a<attempt>)' }),
   detail: z.looseObject({}).meta({ description: 'what changed; for a rollup, before and after' }),
