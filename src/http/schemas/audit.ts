@@ -10,12 +10,10 @@ export const AuditEntry = z.object({
     description:
       "the token's name: a name from tokens:, api:<hash> or read:<hash> for one of api_tokens or read_tokens (a short hash of it, never the token), local for this machine's commands",
   }),
-  action: z
-    .string()
-    .meta({
-      description:
-        'trigger, retry, repair, run_report, rollup_put, rollup_delete, reload (docs/http-api.md "Audit")',
-    }),
+  action: z.string().meta({
+    description:
+      'trigger, retry, repair, run_report, rollup_put, rollup_delete, reload (docs/http-api.md "Audit")',
+  }),
   target_type: z.enum(['rollup', 'asset', 'run', 'config']),
   target: z.string().meta({ description: 'the rollup id, the asset, the run id (<key>~a<attempt>)' }),
   detail: z.looseObject({}).meta({ description: 'what changed; for a rollup, before and after' }),
