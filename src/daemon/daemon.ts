@@ -30,8 +30,9 @@ import { connect, ensureDatabase, type Sql } from '../store/pg/db.js';
 import { INSTANCE_ID, SESSION_PREFIX, sessionName } from '../store/pg/instance.js';
 import { type ReadHandle, ReadReplica } from '../store/pg/read-replica.js';
 import { countRepairs } from '../store/repairs/listings.js';
-import { migrate } from '../store/upkeep/migrate.js';
+import { latestVersion, migrate } from '../store/upkeep/migrate.js';
 import { type Logger, redactUrl } from '../support/log.js';
+import { whileSlow } from '../support/slow-step.js';
 import { MAINTENANCE_EVERY_MS, MaintenanceLoop } from './maintenance-loop.js';
 import { RetentionLoop } from './retention-loop.js';
 import { closeAll, shutdownBudget, within } from './shutdown.js';
@@ -82,14 +83,17 @@ export async function startDaemon(
     'starting coverage-rollup',
   );
   if (config.scheduler.enabled) checkSecretEnv(config, process.env);
-  await ensureDatabase(config.database_url, log);
+  await whileSlow(log, 'reaching the database', ensureDatabase(config.database_url, log));
   // Every pool gives up a stale flow within queue.pg_stall_timeout (src/store/pg/stale-connections.ts).
   const stale = { staleAfterMs: config.queue.pg_stall_timeout, log: log.child({ component: 'postgres' }) };
   const sql = connect(config.database_url, { max: 20, ...stale });
   const closers: Array<() => Promise<void>> = [() => sql.end({ timeout: 5 })];
   const budget = shutdownBudget(config.shutdown_timeout);
   try {
-    await migrate(sql, log);
+    // Each step that can be slow (a lock held by another starter, a loaded machine) says so every
+    // 10 s while it runs (support/slow-step.ts): a start never waits in silence.
+    const applied = await whileSlow(log, 'migrating the database schema', migrate(sql, log));
+    log.info({ applied: applied.length, version: latestVersion() }, 'database schema up to date');
     for (const { declared, recorded } of await registerDeclaredAssets(sql, declaredAssets(config, rollups))) {
       log.warn(
         { asset: declared.name, declared: { domain: declared.domain, zone: declared.zone }, recorded },
@@ -117,7 +121,7 @@ export async function startDaemon(
 
     // Before ingest: its first pass makes the partitions ingest writes into.
     const retention = new RetentionLoop(sql, config, log.child({ component: 'retention' }), metrics);
-    await retention.start();
+    await whileSlow(log, 'creating the event log partitions', retention.start());
     closers.unshift(() => retention.stop());
     const maintenance = new MaintenanceLoop(
       sql,
@@ -263,7 +267,11 @@ export async function startDaemon(
         registerStatusPage(rollups),
       ],
     );
-    const url = await http.listen({ host: config.http.host, port: config.http.port });
+    const url = await whileSlow(
+      log,
+      'opening the HTTP port',
+      http.listen({ host: config.http.host, port: config.http.port }),
+    );
     closers.unshift(() => http.close());
     log.info({ url }, 'listening');
 

@@ -26,3 +26,10 @@ export async function waitFor<T>(
     await new Promise((r) => setTimeout(r, interval));
   }
 }
+
+/**
+ * The deadline for what takes a moment on a quiet machine (a daemon or an embedded server
+ * starting, a pass, a trigger): sized for a loaded one, the suite beside two CPU hogs on two cores.
+ * Only a failure ever waits it out; a pass ends as soon as its condition holds.
+ */
+export const LOADED_DEADLINE_MS = 90_000;
