@@ -389,7 +389,10 @@ describe('SIGHUP with the embedded default', () => {
       what: `the daemon to be ready on the terminal\n${output.join('\n')}`,
     });
     daemonPids.add(daemonPid);
-    expect(output.some((l) => /INFO.*ready: status page http:\/\/127\.0\.0\.1:\d+\//.test(l))).toBe(true);
+    // The record is written just before the ready line, which then comes through the terminal.
+    await waitFor(() => output.some((l) => /INFO.*ready: status page http:\/\/127\.0\.0\.1:\d+\//.test(l)), {
+      what: 'the ready line on the terminal',
+    });
     expect(lines).toEqual([]); // no JSON line on a terminal
     expect(serverPids().length).toBeGreaterThan(0);
 
