@@ -1,6 +1,8 @@
 // A downstream worker for a `queue` target: its BullMQ job's outcome IS the run's outcome.
 //   node examples/downstream_worker.mjs      (from the project folder, after npm ci)
-//   env: REDIS_URL, QUEUE (default downstream-runs), PREFIX (default bull), FAIL_ATTEMPTS (see below)
+//   env: QUEUE (default downstream-runs), FAIL_ATTEMPTS (see below); beside a daemon it finds its
+//        queues by itself, elsewhere QUEUE_BACKEND, REDIS_URL or DATABASE_URL, PREFIX
+//        (examples/daemon-queues.mjs)
 //
 // The daemon follows each job it added (docs/targets/queue.md): when the processor returns, the run is
 // `succeeded`; when it throws, BullMQ retries the job as its own `attempts` option says, and the run
@@ -11,15 +13,14 @@
 // Each job's id is the run's idempotency key (rollup@periodstart#generation, plus ~aN for attempt
 // N > 1), so a redelivered trigger is the same job; generation > 1 means a rerun of a period already
 // processed: overwrite the output of earlier generations, do not append to it.
-import { UnrecoverableError, Worker } from 'bullmq';
-import { Redis } from 'ioredis';
+import { UnrecoverableError } from 'bullmq';
+import { daemonQueues } from './daemon-queues.mjs';
 
 // A demonstration switch: attempts up to this number fail, so a retry can be watched.
 const FAIL_ATTEMPTS = Number(process.env.FAIL_ATTEMPTS ?? 0);
 
-const connection = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', {
-  maxRetriesPerRequest: null,
-});
+const QUEUE = process.env.QUEUE || 'downstream-runs';
+const queues = await daemonQueues('downstream_worker.mjs');
 
 /** The work for one period: replace this with the real aggregation. Throw to fail the run. */
 async function runPeriod(payload) {
@@ -33,8 +34,8 @@ async function runPeriod(payload) {
   return { rows: 0, rollup, period: period.key, generation };
 }
 
-const worker = new Worker(
-  process.env.QUEUE ?? 'downstream-runs',
+const worker = queues.worker(
+  QUEUE,
   async (job) => {
     const payload = job.data;
     console.log(
@@ -46,8 +47,6 @@ const worker = new Worker(
     return runPeriod(payload); // the return value is kept with the job; the daemon reads only its state
   },
   {
-    connection,
-    prefix: process.env.PREFIX ?? 'bull',
     // Keep finished jobs for a day: the daemon reads a run's outcome from its job's state, and a
     // run whose job was removed before any outcome of it was seen can only be recorded as `lost`.
     removeOnComplete: { age: 86_400 },
@@ -56,10 +55,11 @@ const worker = new Worker(
 );
 worker.on('failed', (job, error) => console.log(`${job?.id}: failed (${error.message})`));
 worker.on('completed', (job) => console.log(`${job.id}: done`));
+console.log(`downstream worker waiting on ${QUEUE} (${queues.where})`);
 
 async function shutdown() {
   await worker.close(); // waits for the job in hand, so its outcome is recorded
-  connection.disconnect();
+  await queues.close();
 }
 process.on('SIGINT', shutdown);
 process.on('SIGTERM', shutdown);

@@ -1,7 +1,8 @@
 // A producer's backfill worker for repair requests sent to a `queue` target (docs/repairs.md).
-//   node examples/repair_worker.mjs      (from the project folder, after npm ci)
-//   env: REDIS_URL, REPAIR_QUEUE (default repairs), EVENTS_QUEUE (default asset-events),
-//        PREFIX (default bull), VERSION (default backfill), PARTIAL_ATTEMPTS (see below)
+//   REPAIR_QUEUE=backfills node examples/repair_worker.mjs   (from the project folder, after npm ci)
+//   env: REPAIR_QUEUE (default repairs), EVENTS_QUEUE (default asset-events), VERSION (default
+//        backfill), PARTIAL_ATTEMPTS (see below); beside a daemon it finds its queues by itself,
+//        elsewhere QUEUE_BACKEND, REDIS_URL or DATABASE_URL, PREFIX (examples/daemon-queues.mjs)
 //
 // Each job is one attempt of a request: {type: "repair", asset, ranges: [{start, end, kind,
 // required_version}], rollup, period, idempotency_key, attempt, requested_at, ...}. The worker
@@ -14,18 +15,15 @@
 //
 // A `replay_required` range names the version to rebuild at (`required_version`): announce the
 // rebuilt slices at that version (any newer completion ends the requirement).
-import { Queue, Worker } from 'bullmq';
-import { Redis } from 'ioredis';
+import { daemonQueues } from './daemon-queues.mjs';
 
 // A demonstration switch: attempts up to this number rebuild only the first half of each range, so
 // a partial repair and the re-sent rest can be watched.
 const PARTIAL_ATTEMPTS = Number(process.env.PARTIAL_ATTEMPTS ?? 0);
-const prefix = process.env.PREFIX ?? 'bull';
+const REPAIR_QUEUE = process.env.REPAIR_QUEUE || 'repairs';
 
-const connection = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', {
-  maxRetriesPerRequest: null,
-});
-const events = new Queue(process.env.EVENTS_QUEUE ?? 'asset-events', { connection, prefix });
+const queues = await daemonQueues('repair_worker.mjs');
+const events = queues.queue(process.env.EVENTS_QUEUE || 'asset-events');
 
 /** Rebuild [start, end) of the asset: replace with the real work. Returns the range it made complete. */
 async function produceSlice(asset, range, attempt) {
@@ -42,8 +40,8 @@ function half(start, end) {
   return new Date(a + Math.max(1, Math.floor((b - a) / 2))).toISOString();
 }
 
-const worker = new Worker(
-  process.env.REPAIR_QUEUE ?? 'repairs',
+const worker = queues.worker(
+  REPAIR_QUEUE,
   async (job) => {
     const request = job.data;
     if (request?.type !== 'repair' || !Array.isArray(request.ranges))
@@ -67,14 +65,15 @@ const worker = new Worker(
     }
     return { announced: request.ranges.length };
   },
-  { connection, prefix, removeOnComplete: { age: 86_400 }, removeOnFail: { age: 7 * 86_400 } },
+  { removeOnComplete: { age: 86_400 }, removeOnFail: { age: 7 * 86_400 } },
 );
 worker.on('failed', (job, error) => console.log(`${job?.id}: failed (${error.message})`));
+console.log(`repair worker waiting on ${REPAIR_QUEUE} (${queues.where})`);
 
 async function shutdown() {
   await worker.close();
   await events.close();
-  connection.disconnect();
+  await queues.close();
 }
 process.on('SIGINT', shutdown);
 process.on('SIGTERM', shutdown);

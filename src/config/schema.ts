@@ -6,6 +6,7 @@ import { DEFAULT_DATA_DIR } from '../support/daemon-record.js';
 import { isoDuration, nonEmpty, postgresUrl, queueName, zone } from '../support/fields.js';
 import { LOG_FORMATS } from '../support/log.js';
 import { rollupSchema } from './rollup-schema.js';
+import { scopedTokenSchema } from './token-schema.js';
 
 /**
  * One schema, one defaults object. Precedence (lowest first): defaults, the YAML file
@@ -114,6 +115,14 @@ const configObject = z
       .default({ host: '0.0.0.0', port: 8080, body_limit: 1_048_576, max_waiters: 1000, max_wait: 900_000 }),
     api_tokens: z.array(z.string().min(16, 'tokens must be at least 16 characters')).default([]),
     read_tokens: z.array(z.string().min(16, 'tokens must be at least 16 characters')).default([]),
+    // Named tokens with scopes (docs/configuration.md "Tokens"), beside api_tokens and read_tokens.
+    tokens: z.array(scopedTokenSchema).default([]),
+    metrics: z
+      .strictObject({
+        // With read_tokens or tokens set, /metrics and /readyz's detail need a read token unless this.
+        public: z.boolean().default(false),
+      })
+      .default({ public: false }),
     queue: z
       .strictObject({
         // Where BullMQ keeps the queues: Redis (redis_url) or PostgreSQL (database_url, one schema
@@ -210,6 +219,24 @@ const configObject = z
       duplicates(config.assets, 'name').forEach((i) => {
         const name = (config.assets[i] as { name: string }).name;
         ctx.addIssue({ code: 'custom', path: ['assets', i, 'name'], message: `duplicate ${name}` });
+      });
+      duplicates(config.tokens, 'name').forEach((i) => {
+        const name = (config.tokens[i] as { name: string }).name;
+        ctx.addIssue({ code: 'custom', path: ['tokens', i, 'name'], message: `duplicate name ${name}` });
+      });
+      // Two names for one token: the audit could not say which one wrote.
+      const envs = Array.isArray(config.tokens)
+        ? config.tokens.map((t) => (t as { token?: { env?: unknown } } | null)?.token?.env)
+        : [];
+      duplicates(
+        envs.map((env) => ({ env })),
+        'env',
+      ).forEach((i) => {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['tokens', i, 'token', 'env'],
+          message: `${String(envs[i])} is already the token of another entry: each token is one name`,
+        });
       });
     },
     { when: () => true },

@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Config } from '../config/index.js';
 import { defineRollups, type RollupRuntime } from '../config/rollups.js';
 import { checkSecretEnv } from '../config/secret-env.js';
+import { resolveTokens } from '../config/tokens.js';
 import { isClusterUrl } from '../core/connections/redis-url.js';
 import { TokenAuth } from '../http/auth.js';
 import { registerGraphRoute } from '../http/routes/graph.js';
@@ -33,6 +34,7 @@ import { countRepairs } from '../store/repairs/listings.js';
 import { latestVersion, migrate } from '../store/upkeep/migrate.js';
 import { type Logger, redactUrl } from '../support/log.js';
 import { whileSlow } from '../support/slow-step.js';
+import { explainListenError } from './listen-error.js';
 import { MAINTENANCE_EVERY_MS, MaintenanceLoop } from './maintenance-loop.js';
 import { RetentionLoop } from './retention-loop.js';
 import { closeAll, shutdownBudget, within } from './shutdown.js';
@@ -83,6 +85,10 @@ export async function startDaemon(
     'starting coverage-rollup',
   );
   if (config.scheduler.enabled) checkSecretEnv(config, process.env);
+  const scoped = resolveTokens(config, process.env);
+  // Names and scopes only: the tokens themselves are never logged.
+  if (scoped.length > 0)
+    log.info({ tokens: scoped.map((t) => ({ name: t.name, scopes: [...t.grant.scopes] })) }, 'scoped tokens');
   await whileSlow(log, 'reaching the database', ensureDatabase(config.database_url, log));
   // Every pool gives up a stale flow within queue.pg_stall_timeout (src/store/pg/stale-connections.ts).
   const stale = { staleAfterMs: config.queue.pg_stall_timeout, log: log.child({ component: 'postgres' }) };
@@ -254,7 +260,10 @@ export async function startDaemon(
         queues,
         log,
         metrics,
-        auth: new TokenAuth(config.api_tokens, config.read_tokens, options.localToken),
+        auth: new TokenAuth(config.api_tokens, config.read_tokens, options.localToken, {
+          scoped,
+          metricsPublic: config.metrics.public,
+        }),
         now: Date.now,
         ...(schedulerStatus ? { schedulerStatus } : {}),
         retentionStatus: () => retention.status(),
@@ -267,10 +276,13 @@ export async function startDaemon(
         registerStatusPage(rollups),
       ],
     );
+    const { host, port } = config.http;
     const url = await whileSlow(
       log,
       'opening the HTTP port',
-      http.listen({ host: config.http.host, port: config.http.port }),
+      http.listen({ host, port }).catch((error: unknown) => {
+        throw explainListenError(error, host, port);
+      }),
     );
     closers.unshift(() => http.close());
     log.info({ url }, 'listening');

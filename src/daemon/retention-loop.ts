@@ -92,6 +92,7 @@ export class RetentionLoop {
     m.pruned.inc({ what: 'runs' }, report.runsPruned.runs);
     m.pruned.inc({ what: 'run_reports' }, report.runsPruned.reports);
     m.pruned.inc({ what: 'repair_requests' }, report.repairsPruned.requests);
+    m.pruned.inc({ what: 'audit_entries' }, report.auditPruned);
     if (report.created.length > 0)
       this.log.info({ partitions: report.created }, 'event log partitions created');
     for (const d of report.dropped) this.log.info(d, 'event log partition dropped (past retention)');

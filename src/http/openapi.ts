@@ -56,15 +56,29 @@ const NAMED = {
   HeadersTooLarge,
 };
 
+const READ_ERRORS = {
+  401: 'unauthorized: read_tokens or tokens is set and no bearer token was sent',
+  403: 'forbidden: the token is not one the daemon knows, or lacks scope read',
+};
+
+/** The refusals of a write: `writes_disabled`, or `forbidden` naming the scope (and name) it lacks. */
+const writeErrors = (scope: string, names: string) => ({
+  401: 'unauthorized: no bearer token',
+  403: `writes_disabled: no token may write; forbidden: the token is not one the daemon knows, or lacks scope ${scope}${names} (the answer names the scope in \`scope\`${names ? ', and the name' : ''})`,
+});
+
 const ACCESS_ERRORS = {
   public: {},
-  read: {
-    401: 'unauthorized: read_tokens is set and no bearer token was sent',
-    403: 'forbidden: the token is neither a read nor a write token',
+  read: READ_ERRORS,
+  metrics: {
+    401: 'unauthorized: read_tokens or tokens is set, metrics.public is not, and no bearer token was sent',
+    403: READ_ERRORS[403],
   },
-  write: {
-    401: 'unauthorized: no bearer token',
-    403: 'writes_disabled: no write token is configured; forbidden: the token is not a write token',
+  events: writeErrors('events', ', or an asset it writes is outside its assets patterns'),
+  rollups: writeErrors('rollups', ', or the rollup is outside its rollups patterns'),
+  admin: {
+    401: 'unauthorized: a token is configured and no bearer token was sent',
+    403: 'forbidden: the token is not one the daemon knows, or lacks scope admin',
   },
 } as const;
 
@@ -80,15 +94,28 @@ const TAG_DESCRIPTIONS: Record<string, string> = {
   rollups: 'rollups, their periods, and manual triggers',
   runs: 'downstream runs and their outcomes',
   graph: 'how assets and rollups feed each other',
+  audit: 'the writes made through the API, and the tokens that made them',
   operations: 'liveness, readiness, metrics and this description',
 };
 
-const SECURITY = {
-  public: [],
-  // `{}` is "no credentials": reads are open unless read_tokens is set.
-  read: [{}, { bearerAuth: [] }],
-  write: [{ bearerAuth: [] }],
-} as const;
+const BEARER = [{ bearerAuth: [] }];
+/** `{}` is "no credentials": reads are open unless read_tokens or tokens is set. */
+const OPTIONAL_BEARER = [{}, { bearerAuth: [] }];
+
+function securityOf(op: Operation) {
+  switch (op.access) {
+    case 'public':
+      return [];
+    case 'read':
+    case 'metrics':
+      return OPTIONAL_BEARER;
+    case 'admin':
+      // An admin read (the audit) is open, as reads are, where no token is configured at all.
+      return op.method === 'GET' ? OPTIONAL_BEARER : BEARER;
+    default:
+      return BEARER;
+  }
+}
 
 export function openApiDocument(operations: readonly Operation[], version: string): Json {
   const components = componentSchemas(operations);
@@ -122,7 +149,7 @@ export function openApiDocument(operations: readonly Operation[], version: strin
           type: 'http',
           scheme: 'bearer',
           description:
-            'a token from api_tokens (API_TOKENS) for writes; from read_tokens or api_tokens for reads when read_tokens is set',
+            'a token from api_tokens (API_TOKENS) for anything; from read_tokens or api_tokens for reads where read_tokens or tokens is set; a token of tokens for what its scopes (read, events, rollups, admin) and name patterns allow',
         },
       },
     },
@@ -189,7 +216,7 @@ function operationObject(op: Operation, ref: (schema: z.ZodType) => Json): Json 
     tags: [tagOf(op)],
     summary: op.summary,
     ...(op.description ? { description: op.description } : {}),
-    security: SECURITY[op.access],
+    security: securityOf(op),
     parameters: [...parameters(op.params, 'path'), ...parameters(op.query, 'query')],
     ...(op.body
       ? {

@@ -4,12 +4,20 @@
  * them (./openapi.ts), so the description and the code share one definition.
  */
 import type { z } from 'zod';
+import type { Caller } from './auth.js';
 
 /**
- * `public`: anyone. `read`: anyone, unless `read_tokens` is set; then a read or write token.
- * `write`: a token from `api_tokens` / `API_TOKENS` (writes are refused when there is none).
+ * Who may call an operation (src/http/auth.ts decides, route.ts asks it before anything else):
+ * - `public`: anyone.
+ * - `read`: anyone, unless `read_tokens` or `tokens` is set; then a token with the read scope
+ *   (read_tokens, api_tokens, a scoped token with `read`).
+ * - `metrics`: as `read`, unless `metrics.public` is true.
+ * - `events`, `rollups`, `admin`: a token with that scope (api_tokens have every scope); writes
+ *   are refused when no token may write. For `events` and `rollups` the names written must match
+ *   the token's patterns too: the path parameter `scopedBy` names, or the handler checks them
+ *   with `allow(input.caller, need)`. An `admin` GET is open where no token is configured at all.
  */
-export type Access = 'public' | 'read' | 'write';
+export type Access = 'public' | 'read' | 'metrics' | 'events' | 'rollups' | 'admin';
 
 export interface Answer {
   readonly description: string;
@@ -26,6 +34,12 @@ export interface Operation {
   readonly summary: string;
   readonly description?: string;
   readonly access: Access;
+  /**
+   * For `events` and `rollups`: the path parameter that names the asset or rollup written
+   * (`asset`, `id`), checked against the token's patterns before the handler runs. Absent, the
+   * handler checks the names it writes itself (src/http/auth.ts `allow`).
+   */
+  readonly scopedBy?: string;
   /** Its group in the document; defaults to the path's first segment after /v1 (see tagOf). */
   readonly tag?: string;
   readonly params?: z.ZodObject;
@@ -64,6 +78,8 @@ export interface RequestOf<O extends Operation> {
   readonly params: Parsed<O['params']>;
   readonly query: Parsed<O['query']>;
   readonly body: O['body'] extends { schema: infer S } ? Parsed<S> : undefined;
+  /** Who calls: the token's name for the audit, and its grant for `allow`. */
+  readonly caller: Caller;
 }
 
 /** What a handler of `O` may answer: the body of one of its success answers. */

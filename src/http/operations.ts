@@ -1,6 +1,7 @@
 /** Every operation the daemon serves, in the order the description lists them. */
 import type { Operation } from './operation.js';
 import { assetCoverage, listAssets } from './schemas/assets.js';
+import { listAudit } from './schemas/audit.js';
 import { postEvents, postReplayRequirement } from './schemas/events.js';
 import { getGraph } from './schemas/graph.js';
 import { healthz, metrics, openapi, readyz } from './schemas/health.js';
@@ -22,6 +23,7 @@ export const OPERATIONS: readonly Operation[] = [
   listRepairs,
   postRepair,
   getGraph,
+  listAudit,
   healthz,
   readyz,
   metrics,

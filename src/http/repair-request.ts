@@ -15,7 +15,7 @@ import type { Domain } from '../core/types.js';
 import { findAsset } from '../store/assets/assets.js';
 import { wakeScheduler } from '../store/assets/commit.js';
 import { assetSegmentsIn } from '../store/assets/segments-sql.js';
-import type { Sql } from '../store/pg/db.js';
+import type { Sql, Tx } from '../store/pg/db.js';
 import { heldRequests, lockRepairAssets, makeRequests } from '../store/repairs/requests.js';
 import { describeTarget } from '../targets/registry.js';
 import { redactTarget } from '../targets/secrets.js';
@@ -74,6 +74,8 @@ export async function requestRepair(
   ask: RepairAsk,
   field: (name: string) => string,
   nowMs: number,
+  /** Runs in the request's transaction once it is made (the audit's entry), with its id. */
+  also?: (tx: Tx, id: number) => Promise<void>,
 ): Promise<RepairAnswer> {
   const { asset } = ask;
   const repair = repairOf(ask, rollups, field);
@@ -141,6 +143,7 @@ export async function requestRepair(
     };
     const [id] = await makeRequests(tx, [request], now, (m, id) => attemptPayload(m, id, 1, m.ranges, now));
     await wakeScheduler(tx);
+    await also?.(tx, id!);
     return { kind: 'made' as const, id: id!, ...made };
   });
   const point = (p: number) => formatPoint(domain, p);

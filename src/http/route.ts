@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
+import { allow, type Caller } from './auth.js';
 import type { HttpContext } from './context.js';
 import { HttpError } from './errors.js';
 import { type AnswerOf, type Operation, type RequestOf, routeUrl } from './operation.js';
@@ -16,24 +17,55 @@ export function route<O extends Operation>(
   handler: (input: RequestOf<O>, request: FastifyRequest, reply: FastifyReply) => Promise<AnswerOf<O>>,
 ): void {
   const status = Number(Object.keys(op.answers)[0]);
+  if (op.scopedBy !== undefined && !op.path.includes(`{${op.scopedBy}}`))
+    throw new Error(`${op.id}: scopedBy ${op.scopedBy} is not a parameter of ${op.path}`);
+  if (op.scopedBy !== undefined && op.access !== 'events' && op.access !== 'rollups')
+    throw new Error(`${op.id}: scopedBy needs access events or rollups`);
   app.route({
     method: op.method,
     url: routeUrl(op),
     handler: async (request, reply) => {
-      if (op.access === 'read') ctx.auth.requireRead(request);
-      if (op.access === 'write') ctx.auth.requireWrite(request);
+      const caller = callerOf(ctx, op, request);
       refuseNul(request.params, 'path');
       refuseNul(request.query, 'query');
       const params = op.params && validate(op.params, request.params, 'path');
+      if (op.scopedBy !== undefined) allowNamed(caller, op, (params as Record<string, unknown>)[op.scopedBy]);
       const query = op.query && validate(op.query, withoutEmpty(request.query), 'query');
       // Checked, then passed on as sent: a parse rebuilds objects and drops keys named
       // `__proto__`, which are data here (docs/events.md); body schemas transform nothing.
       if (op.body) validate(op.body.schema, request.body, 'body');
-      const input = { params, query, body: request.body } as RequestOf<O>;
+      const input = { params, query, body: request.body, caller } as RequestOf<O>;
       reply.status(status);
       return handler(input, request, reply);
     },
   });
+}
+
+/** The operation's access rule, checked before its input is read (a 401 or 403 before a 400). */
+function callerOf(ctx: HttpContext, op: Operation, request: FastifyRequest): Caller {
+  switch (op.access) {
+    case 'public':
+      return PUBLIC;
+    case 'metrics':
+      ctx.auth.requireMetrics(request);
+      return PUBLIC;
+    default: {
+      const reading = op.access === 'read' || (op.access === 'admin' && op.method === 'GET');
+      return ctx.auth.authorize(request, { scope: op.access }, reading);
+    }
+  }
+}
+
+/** Public operations record nobody. */
+const PUBLIC: Caller = { name: 'anonymous', grant: { scopes: new Set(), assets: [], rollups: [] } };
+
+/** The asset or rollup a path parameter names, against the token's patterns (`scopedBy`). */
+function allowNamed(caller: Caller, op: Operation, name: unknown): void {
+  const named = String(name);
+  allow(
+    caller,
+    op.access === 'events' ? { scope: 'events', assets: [named] } : { scope: 'rollups', rollup: named },
+  );
 }
 
 /**

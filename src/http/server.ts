@@ -12,6 +12,7 @@ import { routeUrl } from './operation.js';
 import { OPERATIONS } from './operations.js';
 import { retryReadsOnLostConnection } from './retry-reads.js';
 import { registerAssetRoutes } from './routes/assets.js';
+import { registerAuditRoute } from './routes/audit.js';
 import { registerEventRoutes } from './routes/events.js';
 import { registerHealthRoutes } from './routes/health.js';
 import { registerOpenApiRoute } from './routes/openapi.js';
@@ -81,6 +82,7 @@ export function buildServer(ctx: HttpContext, extraRoutes: readonly RouteRegistr
     registerAssetRoutes,
     registerEventRoutes,
     registerRepairRoutes,
+    registerAuditRoute,
     ...extraRoutes,
   ]) {
     register(app, ctx);

@@ -202,7 +202,7 @@ export function createMetrics() {
     }),
     pruned: new Counter({
       name: 'coverage_rollup_pruned_total',
-      help: 'What retention removed: partitions and the events in them, compacted triggers, superseded runs and their reports, decided repair requests',
+      help: 'What retention removed: partitions and the events in them, compacted triggers, superseded runs and their reports, decided repair requests, audit entries',
       labelNames: ['what'] as const,
       registers,
     }),

@@ -23,7 +23,15 @@ export function startCountersAtZero(metrics: Metrics, rollups: readonly RollupCo
   for (const reason of BAD_INPUT_REASONS) metrics.eventsRejected.inc({ reason }, 0);
   for (const status of ['committed', 'duplicate'] as const) metrics.eventsIngested.inc({ status }, 0);
   for (const result of ['ok', 'failed'] as const) metrics.leaseRenewals.inc({ result }, 0);
-  for (const what of ['partitions', 'events', 'triggers', 'runs', 'run_reports', 'repair_requests'] as const)
+  for (const what of [
+    'partitions',
+    'events',
+    'triggers',
+    'runs',
+    'run_reports',
+    'repair_requests',
+    'audit_entries',
+  ] as const)
     metrics.pruned.inc({ what }, 0);
   for (const work of ['idle', 'busy'] as const) metrics.schedulerPassSeconds.zero({ work });
   for (const step of SCHEDULER_STEPS) metrics.schedulerStepFailures.inc({ step }, 0);

@@ -46,7 +46,7 @@ async function setUp(): Promise<{ daemon: Daemon; browser: Browser; page: Page }
         upstream: ['web.clicks'],
         every: 'hour',
         begin: day,
-        run: { retries: 3, backoff: 'PT0.1S', timeout: 'PT60S' },
+        run: { retries: 3, backoff: 'PT0.1S', timeout: 'PT60S', outcome: 'callback' },
         target: { type: 'webhook', url: sink.url },
       },
       {
@@ -54,7 +54,7 @@ async function setUp(): Promise<{ daemon: Daemon; browser: Browser; page: Page }
         upstream: ['web.views'],
         every: 'hour',
         begin: day,
-        run: { retries: 0, timeout: 'PT60S' },
+        run: { retries: 0, timeout: 'PT60S', outcome: 'callback' },
         target: { type: 'webhook', url: sink.url },
       },
     ],

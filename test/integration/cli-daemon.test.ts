@@ -39,7 +39,7 @@ const config = testConfig(db, createTestPrefix(), {
       upstream: ['hook.in'],
       every: 'hour',
       begin: day,
-      run: { retries: 0, timeout: 'PT60S' },
+      run: { retries: 0, timeout: 'PT60S', outcome: 'callback' },
       target: { type: 'webhook', url: sink.url },
     },
   ],

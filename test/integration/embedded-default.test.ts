@@ -232,6 +232,30 @@ describe('the embedded default, with no database or Redis configured', () => {
     expect(http.code, http.stderr).toBe(0);
     expect(JSON.parse(http.stdout)).toMatchObject({ accepted: 1, results: [{ status: 'committed' }] });
     expect((await cli(window('p.http'))).code).toBe(0);
+    // The repair worker, asked for an hour p.node misses, finds the queue in the embedded database
+    // and announces the hour there (before, it waited on Redis at 127.0.0.1:6379).
+    const later = ['--start', '2025-06-01T11:00:00Z', '--end', '2025-06-01T12:00:00Z'];
+    const target = ['--target', '{type: queue, queue: backfills}'];
+    expect((await cli(['repair', 'p.node', ...later, ...target])).code).toBe(0);
+    const worker = spawn(process.execPath, [example('repair_worker.mjs')], {
+      env: { ...env, REPAIR_QUEUE: 'backfills' },
+      cwd: dir,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    children.add(worker);
+    const said: string[] = [];
+    for (const stream of [worker.stdout, worker.stderr])
+      stream.on('data', (b: Buffer) => said.push(b.toString()));
+    await waitFor(async () => (await cli(['check', 'p.node', ...later])).code === 0, {
+      what: "the repair worker's hour covered",
+    }).catch((error: Error) => {
+      throw new Error(`${error.message}\n${said.join('')}`);
+    });
+    expect(said.join('')).toContain('repair worker waiting on backfills (postgres schema bull)');
+    const stopped = new Promise((resolve) => worker.once('exit', resolve));
+    worker.kill('SIGTERM');
+    await stopped;
+    everyLine.push(...said.join('').split('\n'));
     // An empty URL counts as unset, as the daemon reads it: with no daemon recorded either, it is
     // refused, never read as node-postgres's local defaults.
     const empty = await run(

@@ -414,11 +414,24 @@ describe('answers conform to the document', () => {
     await answer({ path: '/v1/graph', url: '/v1/graph', status: 401 });
   });
 
+  it('GET /v1/audit', async () => {
+    const path = '/v1/audit';
+    const page = await answer({ path, url: `${path}?limit=1`, headers: writer, status: 200 });
+    expect(page.entries).toHaveLength(1);
+    await answer({ path, url: `${path}?limit=1&cursor=${page.next_cursor}`, headers: writer, status: 200 });
+    await answer({ path, url: `${path}?cursor=bogus`, headers: writer, status: 400 });
+    await answer({ path, url: path, status: 401 });
+    await answer({ path, url: path, headers: reader, status: 403 });
+  });
+
   it('the probes and metrics', async () => {
     await answer({ path: '/healthz', url: '/healthz', status: 200 });
-    const ready = await answer({ path: '/readyz', url: '/readyz', status: 200 });
+    // With read_tokens set, the detail (instance, lease) is for readers; a probe gets the status.
+    expect(await answer({ path: '/readyz', url: '/readyz', status: 200 })).toEqual({ status: 'ready' });
+    const ready = await answer({ path: '/readyz', url: '/readyz', headers: reader, status: 200 });
     expect(ready).toMatchObject({ status: 'ready', scheduler: expect.any(Object) });
-    const metrics = await answer({ path: '/metrics', url: '/metrics', status: 200 });
+    await answer({ path: '/metrics', url: '/metrics', status: 401 });
+    const metrics = await answer({ path: '/metrics', url: '/metrics', headers: reader, status: 200 });
     expect(metrics).toContain('coverage_rollup_');
     // Headers over Node's 16 KB: refused by the HTTP parser before any route, as documented (a
     // real socket: inject() has no parser).

@@ -167,6 +167,8 @@ describe('status page', () => {
     expect(rects(body, 'data-rollup="orders_hourly"', 'waiting').map((t) => t['data-key'])).toContain(
       '2025-06-01T10',
     );
+    // Hours 00 to 07 wait untouched: one drawn piece whose tooltip counts periods, not their length.
+    expect(body).toMatch(/<title>8 periods [^<]*: 8 waiting<\/title>/);
     expect(body).toMatch(/last trigger: <strong>covered<\/strong> at \d{4}-\d\d-\d\d \d\d:\d\d/);
     // Each single period links to its why; the partial hour 10 is shaded by its ratio.
     expect(body).toContain(

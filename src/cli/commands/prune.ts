@@ -30,6 +30,7 @@ function describe(r: PruneReport): string {
     `${would}compact ${r.triggersCompacted} delivered trigger(s) past history retention`,
     `${would}delete ${r.runsPruned.runs} superseded run(s) past history retention, with ${r.runsPruned.reports} run report(s)`,
     `${would}delete ${r.repairsPruned.requests} decided repair request(s) past history retention, with ${r.repairsPruned.waiters} waiter(s) and ${r.repairsPruned.attempts} attempt(s)`,
+    `${would}delete ${r.auditPruned} audit entr${r.auditPruned === 1 ? 'y' : 'ies'} past history retention`,
   ];
   if (r.held.length > 0) {
     lines.push('held back (a scheduler cursor has not passed these events; is the scheduler running?):');

@@ -1,8 +1,11 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
+import { limitsNames } from '../../core/access/scopes.js';
+import { normalizeEvent } from '../../core/events/events.js';
 import { commitDirectly } from '../../ingest/direct.js';
 import { normalizeOptions, precheckEvents, type Refusal } from '../../ingest/precheck.js';
 import { domainsOf } from '../../store/assets/assets.js';
 import { isTransient } from '../../store/pg/transient.js';
+import { allow } from '../auth.js';
 import type { HttpContext } from '../context.js';
 import { HttpError } from '../errors.js';
 import { route } from '../route.js';
@@ -17,6 +20,14 @@ import { postEvents, postReplayRequirement } from '../schemas/events.js';
  */
 export function registerEventRoutes(app: FastifyInstance, ctx: HttpContext): void {
   const options = normalizeOptions(ctx.config);
+  const assetsOf = (items: unknown[]) =>
+    items.flatMap((item) => {
+      try {
+        return [normalizeEvent(item, options).asset];
+      } catch {
+        return [];
+      }
+    });
 
   const refuse = (refusals: readonly Refusal[], total: number, outcome: string): never => {
     for (const { error } of refusals) ctx.metrics.eventsRejected.inc({ reason: error.reason });
@@ -62,9 +73,14 @@ export function registerEventRoutes(app: FastifyInstance, ctx: HttpContext): voi
   const accept = (items: unknown[], reply: FastifyReply) =>
     ctx.direct ? commit(ctx.direct, items, reply) : enqueue(items, reply);
 
-  route(app, ctx, postEvents, async ({ body }, _request, reply) =>
-    accept(Array.isArray(body) ? body : [body], reply),
-  );
+  route(app, ctx, postEvents, async ({ body, caller }, _request, reply) => {
+    const items = Array.isArray(body) ? body : [body];
+    // All or nothing, before anything is enqueued or committed: one asset outside the token's
+    // patterns refuses the batch. An item that does not normalise names no asset; it is refused
+    // (400) by the checks that follow.
+    if (limitsNames(caller.grant, 'events')) allow(caller, { scope: 'events', assets: assetsOf(items) });
+    return accept(items, reply);
+  });
 
   route(app, ctx, postReplayRequirement, async ({ params, body }, _request, reply) =>
     accept([{ ...body, type: 'replay_requirement', asset: params.asset }], reply),

@@ -24,7 +24,7 @@ export function registerHealthRoutes(app: FastifyInstance, ctx: HttpContext): vo
 
   route(app, ctx, healthz, async () => ({ status: 'ok' as const }));
 
-  route(app, ctx, readyz, async (_input, _request, reply) => {
+  route(app, ctx, readyz, async (_input, request, reply) => {
     const checks: Record<string, unknown> = {};
     let ready = true;
     try {
@@ -54,7 +54,10 @@ export function registerHealthRoutes(app: FastifyInstance, ctx: HttpContext): vo
     if (ctx.retentionStatus) checks.retention = ctx.retentionStatus();
     if (ctx.maintenanceStatus) checks.maintenance = ctx.maintenanceStatus();
     reply.status(ready ? 200 : 503);
-    return { status: ready ? ('ready' as const) : ('not_ready' as const), ...checks };
+    const status = ready ? ('ready' as const) : ('not_ready' as const);
+    // The detail names the instance, the lease token and the database's state: for readers only
+    // where reads need a token (a probe without one still gets its status and its answer code).
+    return ctx.auth.mayReadDetail(request) ? { status, ...checks } : { status };
   });
 
   route(app, ctx, metrics, async (_input, _request, reply) => {

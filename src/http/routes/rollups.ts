@@ -3,12 +3,14 @@ import type { RollupRuntime } from '../../config/rollups.js';
 import { BadInputError } from '../../core/errors.js';
 import { parseBound } from '../../core/intervals/bounds.js';
 import { type PeriodView, periodOfKey, type Run } from '../../core/periods/periods.js';
+import { recordAudit } from '../../store/audit.js';
 import { countPeriods, listPeriods, summarizePeriods } from '../../store/periods/listing.js';
 import { coveredHiOf, rollupCounts } from '../../store/periods/reads.js';
 import { requestManualRun } from '../../store/periods/writes.js';
 import { currentRuns, type RunView } from '../../store/runs/history.js';
 import { runCountsOf } from '../../store/runs/periods-by-run-state.js';
 import { outboxSummary } from '../../store/triggers.js';
+import { audited } from '../audit.js';
 import type { HttpContext } from '../context.js';
 import { HttpError } from '../errors.js';
 import { isoDuration, policyJson } from '../policy-json.js';
@@ -119,7 +121,7 @@ export function registerRollupRoutes(rollups: readonly RollupRuntime[]): RouteRe
     registerPeriodDetail(find)(app, ctx);
     registerRunRoutes(rollups)(app, ctx);
 
-    route(app, ctx, api.triggerPeriod, async ({ params }) => {
+    route(app, ctx, api.triggerPeriod, async ({ params, caller }) => {
       const { rollup } = find(params.id);
       // The period's key, as the detail and /retry take it, or any point of the period.
       const period =
@@ -134,7 +136,10 @@ export function registerRollupRoutes(rollups: readonly RollupRuntime[]): RouteRe
       if (period.start < rollup.begin) throw refuse("is before the rollup's begin");
       // Periods exist up to now: a manual run of one that has not begun would run on no data.
       if (rollup.domain === 'time' && period.start > ctx.now() * 1000) throw refuse('has not begun');
-      await requestManualRun(ctx.sql, rollup.id, period);
+      const target = { type: 'rollup', id: rollup.id } as const;
+      await requestManualRun(ctx.sql, rollup.id, period, (tx) =>
+        recordAudit(tx, audited(ctx, caller, 'trigger', target, { period: period.key })),
+      );
       ctx.log.info({ rollup: rollup.id, period: period.key }, 'manual trigger requested');
       return {
         rollup: rollup.id,

@@ -5,11 +5,14 @@
 import type { FastifyInstance } from 'fastify';
 import type { RollupRuntime } from '../../config/rollups.js';
 import { noPeriodMessage, periodOfKey } from '../../core/periods/periods.js';
-import { DEFAULT_RUN_POLICY, parseRunId, type RunReport } from '../../core/runs/runs.js';
+import { DEFAULT_RUN_POLICY, parseRunId, type RunReport, runId } from '../../core/runs/runs.js';
 import { wakeScheduler } from '../../store/assets/commit.js';
+import { recordAudit } from '../../store/audit.js';
 import { currentRuns, runAt, runByKey } from '../../store/runs/history.js';
 import { reportRun } from '../../store/runs/report.js';
 import { retryPeriodRun } from '../../store/runs/retry.js';
+import { audited } from '../audit.js';
+import { allow } from '../auth.js';
 import type { HttpContext } from '../context.js';
 import { HttpError } from '../errors.js';
 import { route } from '../route.js';
@@ -20,7 +23,7 @@ export function registerRunRoutes(rollups: readonly RollupRuntime[]) {
   const byId = new Map(rollups.map((r) => [r.rollup.id, r]));
 
   return (app: FastifyInstance, ctx: HttpContext) => {
-    route(app, ctx, postRunReport, async ({ body: raw }) => {
+    route(app, ctx, postRunReport, async ({ body: raw, caller }) => {
       const body = RunReportBody.parse(raw);
       // A run id (`<key>~aN`) names its attempt itself; it must agree with `attempt`.
       const named = parseRunId(body.idempotency_key);
@@ -33,6 +36,8 @@ export function registerRunRoutes(rollups: readonly RollupRuntime[]) {
           `no trigger has idempotency key ${body.idempotency_key} with an attempt ${body.attempt}`,
         );
       }
+      // Found first: the run names the rollup the token must cover.
+      allow(caller, { scope: 'rollups', rollup: ref.rollupId });
       const report: RunReport = {
         kind: 'target',
         state: body.state,
@@ -47,6 +52,19 @@ export function registerRunRoutes(rollups: readonly RollupRuntime[]) {
         });
         // A retry now owed: wake the lease holder, whose timer does not know of it yet.
         if (moved?.after.nextRetryAt) await wakeScheduler(tx);
+        if (moved) {
+          const detail = {
+            rollup: ref.rollupId,
+            state: body.state,
+            error: report.error,
+            version: report.version,
+          };
+          const target = { type: 'run', id: runId(key, ref.attempt) } as const;
+          await recordAudit(
+            tx,
+            audited(ctx, caller, 'run_report', target, { ...detail, effect: moved.effect }),
+          );
+        }
         return moved;
       });
       if (!result) throw new HttpError(404, 'unknown_run', `run ${body.idempotency_key} is gone`);
@@ -77,7 +95,7 @@ export function registerRunRoutes(rollups: readonly RollupRuntime[]) {
       };
     });
 
-    route(app, ctx, retryPeriod, async ({ params }, _request, reply) => {
+    route(app, ctx, retryPeriod, async ({ params, caller }, _request, reply) => {
       const runtime = byId.get(params.id);
       if (!runtime) throw new HttpError(404, 'unknown_rollup', `no rollup ${params.id} is configured`);
       const { rollup } = runtime;
@@ -85,7 +103,10 @@ export function registerRunRoutes(rollups: readonly RollupRuntime[]) {
       if (period === null || period.start < rollup.begin) {
         throw new HttpError(404, 'unknown_period', noPeriodMessage(rollup, params.key));
       }
-      const result = await retryPeriodRun(ctx.sql, rollup.id, period.start);
+      const result = await retryPeriodRun(ctx.sql, rollup.id, period.start, (tx, made) => {
+        const detail = { period: period.key, run_id: made.runId };
+        return recordAudit(tx, audited(ctx, caller, 'retry', { type: 'rollup', id: rollup.id }, detail));
+      });
       if (!result.ok) {
         throw new HttpError(
           409,

@@ -78,7 +78,8 @@ export const postEvents = defineOperation({
   id: 'postEvents',
   summary:
     'Ingest events (committed at once where the queue is in PostgreSQL, else enqueued), validated first as the worker validates them',
-  access: 'write',
+  // Every event's asset must be the token's: one that is not refuses the whole batch (403).
+  access: 'events',
   body: { description: 'one event or an array of them', schema: EventsBody },
   answers: answers('every event was'),
   errorBody: InvalidEvents,
@@ -103,7 +104,8 @@ export const postReplayRequirement = defineOperation({
   tag: 'events',
   summary:
     'Ingest a replay requirement for an asset (committed at once where the queue is in PostgreSQL, else enqueued)',
-  access: 'write',
+  access: 'events',
+  scopedBy: 'asset',
   params: AssetParams,
   body: { description: '{start, end, version}', schema: ReplayRequirementBody },
   answers: answers('the requirement was'),

@@ -44,7 +44,7 @@ export const readyz = defineOperation({
   id: 'readyz',
   summary: 'Readiness: PostgreSQL and Redis answer (each within 2 s) and migrations are current',
   description:
-    'For a load balancer or orchestrator: 503 while a dependency does not answer or the schema is behind; the body says which check fails, with the scheduler lease, retention and table maintenance.',
+    'For a load balancer or orchestrator: 503 while a dependency does not answer or the schema is behind; the body says which check fails, with the scheduler lease, retention and table maintenance. With read_tokens or tokens set, that detail is given only to a read token (or to anyone with metrics.public: true); without one the answer is the status alone.',
   access: 'public',
   answers: {
     200: { description: 'ready', schema: Readiness },
@@ -59,8 +59,8 @@ export const metrics = defineOperation({
   id: 'metrics',
   summary: 'Prometheus metrics',
   description:
-    'Counters, gauges and histograms of ingest, scheduling, deliveries and runs (docs/operations.md "Metrics"); gauges read from PostgreSQL wait at most 2 s and keep their last values.',
-  access: 'public',
+    'Counters, gauges and histograms of ingest, scheduling, deliveries and runs (docs/operations.md "Metrics"); gauges read from PostgreSQL wait at most 2 s and keep their last values. With read_tokens or tokens set, it needs a read token unless metrics.public is true (its labels name every asset and rollup).',
+  access: 'metrics',
   answers: {
     200: {
       description: 'the Prometheus text exposition format',

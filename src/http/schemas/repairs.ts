@@ -143,7 +143,8 @@ export const postRepair = defineOperation({
   summary: 'Request a repair by hand: the not-complete ranges of a window no open request asks for',
   description:
     "No rollup needed. Stored like the scheduler's requests; the lease holder delivers it as attempt 1, re-sends what is still missing and marks it repaired once the index covers it, or abandoned after its attempts. A time window is asked for up to now at most.",
-  access: 'write',
+  // A request names an asset, not a rollup: it asks that asset's producers to send it again.
+  access: 'events',
   body: { description: 'the asset and window, and where to send it', schema: RepairBody },
   answers: { 200: { description: 'what was requested (or why nothing was)', schema: RepairRequested } },
   errors: {

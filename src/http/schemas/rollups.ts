@@ -279,7 +279,8 @@ export const triggerPeriod = defineOperation({
   path: '/v1/rollups/{id}/periods/{start}/trigger',
   id: 'triggerPeriod',
   summary: 'Request a manual (re-)trigger of the period with this key, or containing this point',
-  access: 'write',
+  access: 'rollups',
+  scopedBy: 'id',
   params: RollupParams.extend({
     start: z.string().meta({
       description: "the period key, as listings give it, or a point of the period in the rollup's form",

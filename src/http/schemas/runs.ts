@@ -88,7 +88,8 @@ export const postRunReport = defineOperation({
   summary: "Report a run's state from the downstream job (any target, webhooks included)",
   description:
     'Idempotent: a repeated report changes nothing. A report for an older attempt or generation is recorded in the run history and changes nothing else; a finished run does not move. A report for a run whose rollup has run.outcome delivery (the default of a webhook target: the run succeeds when the endpoint answers 2xx) is recorded and moves nothing.',
-  access: 'write',
+  // The run's rollup must be the token's (checked once the run is found).
+  access: 'rollups',
   body: {
     description: 'the run (idempotency_key and attempt from the payload) and its state',
     schema: RunReportBody,
@@ -113,7 +114,8 @@ export const retryPeriod = defineOperation({
   summary: 'Retry the run of one period by hand: a new attempt of its generation',
   description:
     'Only a run that failed, timed out or was lost is retried; the new attempt is delivered at once.',
-  access: 'write',
+  access: 'rollups',
+  scopedBy: 'id',
   params: z.object({
     id: z.string().meta({ description: 'the rollup id' }),
     key: z.string().meta({ description: 'the period key, as listings give it' }),

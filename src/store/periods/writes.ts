@@ -184,13 +184,20 @@ export async function insertOwed(
  * lease holder, all in one transaction so the notification never arrives before the flag. The
  * scheduler triggers it on its next pass, fenced as any decision.
  */
-export async function requestManualRun(sql: Sql, rollupId: string, period: Period): Promise<void> {
+/** `also` runs in the same transaction (the audit's entry: it commits with the request or not at all). */
+export async function requestManualRun(
+  sql: Sql,
+  rollupId: string,
+  period: Period,
+  also?: (tx: Tx) => Promise<void>,
+): Promise<void> {
   await sql.begin(async (tx) => {
     await tx`
       insert into periods (rollup_id, lo, hi, key) values (${rollupId}, ${period.start}, ${period.end}, ${period.key})
       on conflict do nothing`;
     await tx`update periods set manual_requested = true, dirty = true where rollup_id = ${rollupId} and lo = ${period.start}`;
     await wakeScheduler(tx);
+    await also?.(tx);
   });
 }
 

@@ -8,6 +8,7 @@ import {
   logSize,
   planPartitionsAhead,
 } from '../assets/partitions.js';
+import { pruneAudit } from '../audit.js';
 import type { Sql } from '../pg/db.js';
 import { pruneRepairs, type RepairsPruned } from '../repairs/retention.js';
 import { pruneRuns, type RunsPruned } from '../runs/retention.js';
@@ -18,7 +19,7 @@ export interface RetentionOptions {
   /**
    * Delivered or failed triggers older than this are compacted, superseded runs that finished
    * before it deleted with their reports, and repair requests decided before it deleted with
-   * their waiters and attempts; null keeps them whole.
+   * their waiters and attempts, and audit entries recorded before it deleted; null keeps them whole.
    */
   readonly historyMs: number | null;
   readonly partitionSeconds: number;
@@ -52,6 +53,8 @@ export interface PruneReport {
   readonly runsPruned: RunsPruned;
   /** Decided repair requests deleted past history retention, with their waiters and attempts. */
   readonly repairsPruned: RepairsPruned;
+  /** Audit entries deleted past history retention. */
+  readonly auditPruned: number;
   readonly size: LogSize;
 }
 
@@ -66,7 +69,8 @@ const COMPACT_BATCH = 1000;
  * connection while the pass runs on the pool: DETACH ... CONCURRENTLY cannot run inside a
  * transaction, so the pass cannot be one). Makes partitions
  * ahead, drops each partition past retention that every configured reader's cursor has passed,
- * compacts old delivered triggers and deletes old superseded runs and decided repair requests. With dryRun, reports what it
+ * compacts old delivered triggers and deletes old superseded runs, decided repair requests and
+ * audit entries. With dryRun, reports what it
  * would do and changes nothing.
  */
 export async function prune(sql: Sql, options: RetentionOptions, now = new Date()): Promise<PruneReport> {
@@ -82,6 +86,7 @@ export async function prune(sql: Sql, options: RetentionOptions, now = new Date(
     triggersCompacted: 0,
     runsPruned: NONE,
     repairsPruned: NO_REPAIRS,
+    auditPruned: 0,
     size: await logSize(sql),
   };
 }
@@ -142,6 +147,7 @@ async function prunePass(
   const triggersCompacted = before === null ? 0 : await compactTriggers(sql, before, dryRun);
   const runsPruned = before === null ? NONE : await pruneRuns(sql, before, dryRun);
   const repairsPruned = before === null ? NO_REPAIRS : await pruneRepairs(sql, before, dryRun);
+  const auditPruned = before === null ? 0 : await pruneAudit(sql, before, dryRun);
   return {
     ran: true,
     dryRun,
@@ -151,6 +157,7 @@ async function prunePass(
     triggersCompacted,
     runsPruned,
     repairsPruned,
+    auditPruned,
     size: await logSize(sql),
   };
 }

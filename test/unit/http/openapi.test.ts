@@ -58,6 +58,16 @@ describe('the OpenAPI document', () => {
     expect(security('post', '/v1/events')).toEqual([{ bearerAuth: [] }]);
     expect(security('get', '/v1/assets')).toEqual([{}, { bearerAuth: [] }]);
     expect(security('get', '/healthz')).toEqual([]);
+    // Behind the read gate unless metrics.public; the audit open only where no token is configured.
+    expect(security('get', '/metrics')).toEqual([{}, { bearerAuth: [] }]);
+    expect(security('get', '/v1/audit')).toEqual([{}, { bearerAuth: [] }]);
+    expect(security('post', '/v1/rollups/{id}/periods/{start}/trigger')).toEqual([{ bearerAuth: [] }]);
+    const forbidden = (method: string, path: string) =>
+      document.paths[path][method].responses['403'].description as string;
+    expect(forbidden('post', '/v1/events')).toMatch(/lacks scope events, or an asset/);
+    expect(forbidden('post', '/v1/runs')).toMatch(/lacks scope rollups, or the rollup/);
+    expect(forbidden('get', '/v1/audit')).toMatch(/lacks scope admin/);
+    expect(forbidden('get', '/metrics')).toMatch(/lacks scope read/);
     expect(document.components.securitySchemes.bearerAuth).toMatchObject({ type: 'http', scheme: 'bearer' });
     expect(Object.keys(document.paths['/v1/events'].post.responses)).toEqual(
       expect.arrayContaining(['401', '403', '413', '415']),

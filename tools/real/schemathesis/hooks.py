@@ -28,6 +28,7 @@ OPERATIONS = {
     "GET /v1/rollups/{id}/periods": WINDOW | {"invalid_cursor"},
     "POST /v1/rollups/{id}/periods/{start}/trigger": {"invalid_bound", "out_of_range"},
     "GET /v1/repairs": {"invalid_cursor"},
+    "GET /v1/audit": {"invalid_cursor"},
 }
 
 # Reasons an event is refused for that depend on its values together or on the index.

@@ -79,12 +79,14 @@ export async function loadRollup(
       page.periods.filter((p) => p.generation > 0).map((p) => p.start),
     );
     // Periods nothing happened to (derived: no ratio, no generation) are drawn as one piece per
-    // run; the others keep their own details for the tooltip.
+    // run; the others keep their own details for the tooltip. Each piece weighs its period count
+    // (not its length, the default), so a gathered item's tooltip counts periods per state.
     for (const p of page.periods) {
       const last = pieces.at(-1);
       const plain = p.generation === 0 && p.ratio === 0 && (p.state === 'waiting' || p.state === 'missed');
       if (plain && last?.detail === undefined && last?.state === p.state && last.end === p.start) {
-        pieces[pieces.length - 1] = { ...last, end: p.end, count: (last.count ?? 1) + 1 };
+        const count = (last.count ?? 1) + 1;
+        pieces[pieces.length - 1] = { ...last, end: p.end, count, weights: { [p.state]: count } };
         continue;
       }
       const run = runs.get(p.start);
@@ -100,13 +102,19 @@ export async function loadRollup(
       const state = run !== undefined && UNSUCCESSFUL_STATES.includes(run.state) ? RUN_FAILED : p.state;
       pieces.push(
         plain
-          ? { start: p.start, end: p.end, state: p.state }
-          : { start: p.start, end: p.end, state, detail },
+          ? { start: p.start, end: p.end, state: p.state, weights: { [p.state]: 1 } }
+          : { start: p.start, end: p.end, state, weights: { [state]: 1 }, detail },
       );
     }
   } else if (from < to) {
     const runs = await summarizePeriods(sql, rollup, from, to, nowMs);
-    pieces = runs.map((r) => ({ start: r.start, end: r.end, state: r.state, count: r.count }));
+    pieces = runs.map((r) => ({
+      start: r.start,
+      end: r.end,
+      state: r.state,
+      count: r.count,
+      weights: { [r.state]: r.count },
+    }));
   }
   const [counts, current] = await Promise.all([
     countPeriods(sql, rollup, from, Math.max(from, to), nowMs),
