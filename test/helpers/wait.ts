@@ -33,4 +33,3 @@ export async function waitFor<T>(
     await new Promise((r) => setTimeout(r, interval));
   }
 }
-
