@@ -54,7 +54,7 @@ export async function daemonQueues(program) {
       : [env.DATABASE_URL ?? record.database_url, 'DATABASE_URL'];
   if (!url) {
     console.error(
-      `${program}: no ${name} and no daemon recorded here: run it in the directory the daemon was started in (or set COVERAGE_ROLLUP_DATA_DIR to its data directory), or give the daemon's ${backend === 'redis' ? 'Redis' : 'database'} as ${name}`,
+      `${program}: no ${name} and no daemon recorded here: run it in the directory the daemon was started in (or set COVERAGE_ROLLUP_DATA_DIR to its data directory), or give the daemon's queue as REDIS_URL (on Redis) or DATABASE_URL (on its PostgreSQL)`,
     );
     process.exit(2);
   }

@@ -1,12 +1,12 @@
 """Spark Structured Streaming: announce to coverage-rollup what each micro-batch made complete.
 
-    pip install pyspark==4.1.1 bullmq==3.4.4          # Java 17 or 21 on the PATH
+    pip install pyspark==4.1.1 './python/coverage-rollup[bullmq-postgres]'   # Java 17 or 21 on the PATH
     python examples/spark_foreach_batch.py --input /data/orders-in --output /data/orders \\
         --checkpoint /chk/orders --asset warehouse.orders --delay '5 minutes'
 
 The job reads JSON rows `{"event_time": ..., "order_id": ...}` from a file source, writes every row
 to a file sink with foreachBatch (a stateless query: Spark drops no late row) and tells
-coverage-rollup, over BullMQ (Redis), which event-time range is complete. What Spark's own code
+coverage-rollup, over its BullMQ queue (Redis or PostgreSQL), which event-time range is complete. What Spark's own code
 says about it:
 
 - foreachBatch gets only (DataFrame, batch id): no watermark. The watermark is in the query's
@@ -26,8 +26,13 @@ says about it:
   runs again after a restart announces the same events, which the daemon ingests once. The
   announced end and the batch are kept in <checkpoint>/coverage-rollup.json across restarts.
 
-The queue settings must match the daemon's (docs/events.md "Producers"); with queue.groups > 1 the asset's
-events go to its group's queue, under "{<prefix>-<group>}".
+The events go out through the producer helper of the coverage-rollup package
+(coverage_rollup.producer.Producer.from_env): run beside a daemon (in the directory it was started
+in, or with COVERAGE_ROLLUP_DATA_DIR set to its data directory) it finds the daemon's queue backend,
+queue, prefix and groups and, for the embedded default, its database in the daemon's record; the
+environment (QUEUE_BACKEND, REDIS_URL, DATABASE_URL, QUEUE_NAME, QUEUE_PREFIX, QUEUE_GROUPS) and the
+options win over it, and with no URL from any of them it refuses to start (docs/events.md
+"Producers"). With queue.groups > 1 it routes the asset to its group's queue, as the daemon does.
 """
 
 import argparse
@@ -39,20 +44,14 @@ import threading
 import time
 from datetime import datetime, timezone
 
-from bullmq import Queue
+from coverage_rollup.producer import Producer
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQueryListener
 
 MINUTE = 60
-
-
-def fnv1a32(text: str) -> int:
-    """FNV-1a, 32 bits, over the UTF-8 bytes (the daemon's routing rule, docs/scaling.md "Queue groups")."""
-    h = 0x811C9DC5
-    for byte in text.encode("utf-8"):
-        h = ((h ^ byte) * 0x01000193) & 0xFFFFFFFF
-    return h
+# The options that pass to Producer.from_env as they are named there.
+SETTINGS = ("redis_url", "database_url", "queue", "prefix", "groups")
 
 
 def iso(seconds: float) -> str:
@@ -65,29 +64,23 @@ def parse_watermark(text: str) -> float:
 
 
 class Announcer:
-    """BullMQ for Python on an event loop of its own: Spark calls us from its callback threads."""
+    """The package's producer helper on an event loop of its own: Spark calls us from its callback
+    threads."""
 
-    def __init__(self, args: argparse.Namespace):
-        prefix = args.prefix
-        if args.groups > 1:
-            prefix = "{%s-%d}" % (args.prefix, fnv1a32(args.asset.strip()) % args.groups)
+    def __init__(self, producer: Producer):
+        self.producer = producer
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self.thread.start()
-        self.queue = self.call(self._open(args.queue, {"connection": args.redis_url, "prefix": prefix}))
-
-    @staticmethod
-    async def _open(name: str, opts: dict) -> Queue:
-        return Queue(name, opts)
 
     def call(self, coroutine):
         return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result(timeout=60)
 
     def send(self, event: dict) -> None:
-        self.call(self.queue.add("event", event))
+        self.call(self.producer.announce([event]))
 
     def close(self) -> None:
-        self.call(self.queue.close())
+        self.call(self.producer.close())
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join(timeout=10)
 
@@ -218,14 +211,29 @@ def main() -> None:
     parser.add_argument("--asset", required=True)
     parser.add_argument("--version", default="v1", help="the job's code version, on every event")
     parser.add_argument("--delay", default="5 minutes", help="withWatermark delay threshold")
-    parser.add_argument("--redis-url", default=env("REDIS_URL", "redis://127.0.0.1:6379"))
-    parser.add_argument("--queue", default=env("QUEUE_NAME", "asset-events"), help="queue.name")
-    parser.add_argument("--prefix", default=env("QUEUE_PREFIX", "bull"), help="queue.prefix")
-    parser.add_argument("--groups", type=int, default=int(env("QUEUE_GROUPS", "1")), help="queue.groups")
+    # Unset: the environment, else the daemon beside us (Producer.from_env).
+    parser.add_argument("--redis-url", help="the daemon's Redis (queue.backend: redis)")
+    parser.add_argument("--database-url", help="the daemon's PostgreSQL (queue.backend: postgres)")
+    parser.add_argument("--queue", help="queue.name")
+    parser.add_argument("--prefix", help="queue.prefix")
+    parser.add_argument("--groups", type=int, help="queue.groups")
     parser.add_argument("--trigger", default="1 second", help="processingTime trigger")
     parser.add_argument("--stop-at-watermark", help="stop once the announced end reaches this instant (ISO)")
     parser.add_argument("--timeout", type=float, default=None, help="stop after this many seconds")
     args = parser.parse_args()
+    settings = {k: v for k, v in vars(args).items() if k in SETTINGS and v is not None}
+    if args.redis_url:
+        settings["backend"] = "redis"
+    elif args.database_url:
+        settings["backend"] = "postgres"
+    try:
+        producer = Producer.from_env(**settings)
+    except ValueError as error:
+        parser.exit(
+            2,
+            f"spark_foreach_batch.py: {error}: run it in the directory the daemon was started in (or set "
+            "COVERAGE_ROLLUP_DATA_DIR to its data directory), or give the daemon's queue URL\n",
+        )
 
     spark = (
         SparkSession.builder.master(env("SPARK_MASTER", "local[2]"))
@@ -239,7 +247,7 @@ def main() -> None:
     )
     os.makedirs(args.checkpoint, exist_ok=True)
     state = CoverageState(os.path.join(args.checkpoint, "coverage-rollup.json"))
-    announcer = Announcer(args)
+    announcer = Announcer(producer)
     done = threading.Event()
     spark.streams.addListener(WatermarkListener(args, state, announcer, done))
 

@@ -1,9 +1,11 @@
 // A webhook consumer: answers the trigger at once, runs the job, then reports its outcome to
 // coverage-rollup's callback `POST /v1/runs` (docs/targets/webhook.md). Node 20+, no dependencies.
 //   API_TOKEN=... node examples/webhook_consumer.mjs
-//   env: PORT (default 8090), COVERAGE_ROLLUP_URL (default http://127.0.0.1:8080), API_TOKEN (a
-//   write token of the daemon), JOB_VERSION (reported as the output's version), WORK_MS (simulated
-//   work, default 1000), FAIL_ATTEMPTS (attempts up to this number fail, to watch a retry)
+//   env: PORT (default 8090), HOST (default 127.0.0.1, this machine only), COVERAGE_ROLLUP_URL
+//   (default: the daemon recorded in ./.coverage-rollup/daemon.json or COVERAGE_ROLLUP_DATA_DIR,
+//   read at each report, else http://127.0.0.1:8080), API_TOKEN (a write token of the daemon),
+//   JOB_VERSION (reported as the output's version), WORK_MS (simulated work, default 1000),
+//   FAIL_ATTEMPTS (attempts up to this number fail, to watch a retry)
 // and the rollup's run: {outcome: callback} and
 //   target: {type: webhook, url: http://127.0.0.1:8090/run}
 //
@@ -13,10 +15,26 @@
 // run.outcome: callback (without it, the 202 itself is the run's success and the callbacks are
 // only recorded). A redelivered trigger (same Idempotency-Key) starts nothing new. Callbacks are
 // idempotent, so they are retried freely.
+import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
+import { join } from 'node:path';
 
-const PORT = Number(process.env.PORT ?? 8090);
-const BASE = (process.env.COVERAGE_ROLLUP_URL ?? 'http://127.0.0.1:8080').replace(/\/$/, '');
+const PORT = Number(process.env.PORT || 8090);
+const HOST = process.env.HOST || '127.0.0.1';
+const RECORD = join(process.env.COVERAGE_ROLLUP_DATA_DIR || '.coverage-rollup', 'daemon.json');
+
+/** Where to report: COVERAGE_ROLLUP_URL, else the daemon recorded beside us (it may start after us). */
+function base() {
+  let url = process.env.COVERAGE_ROLLUP_URL;
+  if (!url) {
+    try {
+      url = JSON.parse(readFileSync(RECORD, 'utf8')).url;
+    } catch {
+      url = 'http://127.0.0.1:8080';
+    }
+  }
+  return url.replace(/\/$/, '');
+}
 const TOKEN = process.env.API_TOKEN;
 const VERSION = process.env.JOB_VERSION;
 const WORK_MS = Number(process.env.WORK_MS ?? 1000);
@@ -48,7 +66,7 @@ async function report(payload, state, error) {
     let status;
     let text;
     try {
-      const response = await fetch(`${BASE}/v1/runs`, {
+      const response = await fetch(`${base()}/v1/runs`, {
         method: 'POST',
         headers: { 'content-type': 'application/json', authorization: `Bearer ${TOKEN}` },
         body: JSON.stringify(body),
@@ -113,7 +131,20 @@ const server = createServer((req, res) => {
     res.writeHead(202, { 'content-type': 'application/json' }).end(JSON.stringify({ accepted: key }));
   });
 });
-server.listen(PORT, () => console.log(`webhook consumer listening on ${PORT}, reporting to ${BASE}/v1/runs`));
+server.on('error', (error) => {
+  console.error(
+    error.code === 'EADDRINUSE'
+      ? `webhook consumer: port ${PORT} is already in use: start it with PORT=<port>, and point the rollup's target url there`
+      : `webhook consumer: ${error.message}`,
+  );
+  process.exit(2);
+});
+const reportsTo = process.env.COVERAGE_ROLLUP_URL
+  ? `${base()}/v1/runs`
+  : `the daemon recorded in ${RECORD} (else http://127.0.0.1:8080)`;
+server.listen(PORT, HOST, () =>
+  console.log(`webhook consumer listening on ${HOST}:${PORT}, reporting to ${reportsTo}`),
+);
 
 /** Stops taking triggers (the daemon redelivers what it cannot hand over) and reports what is running. */
 async function shutdown() {

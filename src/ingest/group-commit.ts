@@ -7,9 +7,20 @@ export interface GroupCommitOptions<T, R> {
   readonly commit: (items: T[]) => Promise<R[]>;
   readonly isTransient: (error: unknown) => boolean;
   readonly maxBatch: number;
+  /**
+   * How long the first item of a batch waits for others. At 0 the batch is flushed once the
+   * requests already read from the network have added theirs (setImmediate): concurrent callers
+   * share a commit, and a lone one waits for nothing.
+   */
   readonly maxWaitMs: number;
   /** Transactions in flight at once; more batches wait and grow meanwhile. */
   readonly maxInFlight: number;
+  /**
+   * Attempts at a batch that fails transiently before its callers are rejected with the last
+   * error (a caller that answers a request cannot wait for ever). Unbounded when absent: the
+   * worker's jobs stay active and come back by lock expiry should it stop.
+   */
+  readonly attempts?: number;
   readonly onRetry?: (error: unknown, attempt: number, size: number) => void;
   readonly onCommit?: (size: number, seconds: number) => void;
 }
@@ -37,9 +48,10 @@ interface Batch<T, R> {
 /**
  * Group commit: callers add one item each and wait; items are committed together when a batch is
  * full or after maxWaitMs. Transient failures are retried with backoff for as long as it takes
- * (the callers' jobs stay active meanwhile); any other failure splits the batch, so one poisoned
- * item fails alone. After abandon(), waiting callers are left unsettled: their jobs go back to the
- * queue by lock expiry, never failed.
+ * (the callers' jobs stay active meanwhile), or `attempts` times; any other failure splits the
+ * batch, so one poisoned item fails alone and every caller of a failing commit hears of it.
+ * After abandon(), waiting callers are left unsettled: their jobs go back to the queue by lock
+ * expiry, never failed.
  *
  * A caller may withdraw its item by releasing its Hold (its job was given back to the queue): the
  * item leaves the pending batch, or is dropped from an in-flight batch's retries; a batch whose
@@ -48,7 +60,7 @@ interface Batch<T, R> {
  */
 export class GroupCommitter<T, R> {
   private pending: Pending<T, R>[] = [];
-  private timer: NodeJS.Timeout | undefined;
+  private timer: { cancel(): void } | undefined;
   private inFlight = 0;
   private readonly committing = new Set<Batch<T, R>>();
   private closed = false;
@@ -73,7 +85,7 @@ export class GroupCommitter<T, R> {
         reject(reason);
       });
       if (this.pending.length >= this.options.maxBatch) this.flush();
-      else this.timer ??= setTimeout(() => this.flush(), this.options.maxWaitMs);
+      else this.timer ??= this.later(() => this.flush());
     });
   }
 
@@ -101,12 +113,21 @@ export class GroupCommitter<T, R> {
   /** Stops retrying and takes no more work; callers still waiting are never settled. */
   abandon(): void {
     this.closed = true;
-    clearTimeout(this.timer);
+    this.timer?.cancel();
     this.alarm.wake();
   }
 
+  private later(flush: () => void): { cancel(): void } {
+    if (this.options.maxWaitMs <= 0) {
+      const immediate = setImmediate(flush);
+      return { cancel: () => clearImmediate(immediate) };
+    }
+    const timeout = setTimeout(flush, this.options.maxWaitMs);
+    return { cancel: () => clearTimeout(timeout) };
+  }
+
   private flush(): void {
-    clearTimeout(this.timer);
+    this.timer?.cancel();
     this.timer = undefined;
     while (!this.closed && this.pending.length > 0 && this.inFlight < this.options.maxInFlight) {
       const batch = newBatch(this.pending.splice(0, this.options.maxBatch));
@@ -139,6 +160,10 @@ export class GroupCommitter<T, R> {
         return;
       } catch (error) {
         if (this.options.isTransient(error)) {
+          if (attempt + 1 >= (this.options.attempts ?? Number.POSITIVE_INFINITY)) {
+            for (const p of batch) p.reject(error);
+            return;
+          }
           this.options.onRetry?.(error, attempt, batch.length);
           await this.alarm.sleep(backoffMs(attempt));
           continue;

@@ -24,6 +24,30 @@ export interface Refusal {
 /** The domains the index has recorded for some of the named assets. */
 export type RecordedDomains = (assets: readonly string[]) => Promise<ReadonlyMap<string, Domain>>;
 
+/**
+ * `recorded` remembering what it answered: an asset keeps the domain it was first recorded with
+ * (assets are never deleted nor retyped), so only assets never seen recorded are asked for again.
+ * Saves a round trip to PostgreSQL per request of known assets. Holds at most `max` names; a full
+ * memo starts over.
+ */
+export function rememberDomains(recorded: RecordedDomains, max = 10_000): RecordedDomains {
+  const known = new Map<string, Domain>();
+  return async (assets) => {
+    const unknown = assets.filter((a) => !known.has(a));
+    if (unknown.length > 0) {
+      const found = await recorded(unknown);
+      if (known.size + found.size > max) known.clear();
+      for (const [name, domain] of found) known.set(name, domain);
+    }
+    const answer = new Map<string, Domain>();
+    for (const a of assets) {
+      const domain = known.get(a);
+      if (domain !== undefined) answer.set(a, domain);
+    }
+    return answer;
+  };
+}
+
 export interface Checked {
   /** Every item normalised, in item order; empty when any was refused (all or none go on). */
   readonly events: readonly NormalizedEvent[];

@@ -334,7 +334,7 @@ describe.skipIf(!available)(
       const shade = (await strip.locator('rect.fill').boundingBox())!;
       expect(Math.abs(shade.height / (await partial.boundingBox())!.height - 0.5)).toBeLessThan(0.05);
       await expect(page.locator('[data-rollup="live_hourly"] .headline').textContent()).resolves.toMatch(
-        new RegExp(`1 period waiting past its end · current period ${hourKey(H)} waiting \\(0 %\\)`),
+        new RegExp(`1 period waiting past its end · current period ${hourKey(H)} waiting \\(0\u00a0%\\)`),
       );
       await page.screenshot({ path: `${ARTIFACTS}/status-page-rollup.png`, fullPage: true });
       await partial.click();
@@ -357,7 +357,7 @@ describe.skipIf(!available)(
         .replace('T', ' ');
       const end = iso(H).slice(0, 16).replace('T', ' ');
       await expect(why.locator('li[data-upstream="live.feed"]').textContent()).resolves.toBe(
-        `live.feed misses 30m (50.00 % complete): ${start} → ${end} UTC.`,
+        `live.feed misses 30m (50.00\u00a0% complete): ${start} → ${end} UTC.`,
       );
       // Deadline: six hours after the period's end, which was less than an hour ago.
       await expect(why.locator('li.deadline').textContent()).resolves.toMatch(
@@ -372,7 +372,7 @@ describe.skipIf(!available)(
       );
       await expect(
         page.locator('table.upstreams tr[data-upstream="live.feed"] td.num').textContent(),
-      ).resolves.toBe('50.00 %');
+      ).resolves.toBe('50.00\u00a0%');
       await page.screenshot({ path: `${ARTIFACTS}/period-page.png`, fullPage: true });
 
       // A settling period says how long settle still runs; a triggered one shows its history.

@@ -413,7 +413,8 @@ describe('SIGHUP with the embedded default', () => {
       what: `the daemon to be ready on the terminal\n${output.join('\n')}`,
     });
     daemonPids.add(daemonPid);
-    // The record is written just before the ready line, which then comes through the terminal.
+    // The record is written just before the ready line, which then goes through the pretty
+    // transport's worker and the terminal: wait for it rather than expect it already there.
     await waitFor(() => output.some((l) => /INFO.*ready: status page http:\/\/127\.0\.0\.1:\d+\//.test(l)), {
       what: 'the ready line on the terminal',
     });

@@ -1,6 +1,8 @@
 import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, expect, it, onTestFinished } from 'vitest';
+import { afterAll, describe, expect, it, onTestFinished } from 'vitest';
 import { packageRoot } from '../../src/support/paths.js';
 import { startTestDaemon, TEST_TOKEN, testConfig, testProducer } from '../helpers/daemon.js';
 import { createTestDatabase } from '../helpers/db.js';
@@ -97,15 +99,24 @@ const coverHour = (rollup: string) =>
 
 describe('the example consumers', () => {
   it('webhook_consumer.mjs answers the trigger and reports each attempt through POST /v1/runs', async () => {
+    // No COVERAGE_ROLLUP_URL: it reports to the daemon of the record in its data directory, as
+    // beside the quick start's daemon (whatever port that one took).
+    const dataDir = mkdtempSync(join(tmpdir(), 'coverage-rollup-consumer-'));
+    afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
+    writeFileSync(join(dataDir, 'daemon.json'), JSON.stringify({ pid: process.pid, url: daemon.url }));
     const consumer = example('webhook_consumer.mjs', {
       PORT: String(hookPort),
-      COVERAGE_ROLLUP_URL: daemon.url,
+      COVERAGE_ROLLUP_URL: '',
+      COVERAGE_ROLLUP_DATA_DIR: dataDir,
       API_TOKEN: TEST_TOKEN,
       WORK_MS: '20',
       FAIL_ATTEMPTS: '1',
       JOB_VERSION: 'v7',
     });
     await waitFor(() => consumer.output.some((l) => l.includes('listening')), { what: 'the consumer' });
+    expect(consumer.output.join('')).toContain(
+      `webhook consumer listening on 127.0.0.1:${hookPort}, reporting to the daemon recorded in ${dataDir}/daemon.json`,
+    );
     await coverHour('via_hook');
     const period = await waitFor(
       async () => {

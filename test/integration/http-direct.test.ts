@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { normalizeEvent } from '../../src/core/events/events.js';
-import { commitDirectly } from '../../src/ingest/direct.js';
+import { directCommitter } from '../../src/ingest/direct.js';
 import { commitEvents, EventsRefused } from '../../src/store/assets/commit.js';
 import { connect } from '../../src/store/pg/db.js';
 import { isTransient } from '../../src/store/pg/transient.js';
@@ -194,9 +194,10 @@ describe('POST /v1/events on the PostgreSQL backend', () => {
   it('gives up on a PostgreSQL that refuses connections with its transient error (the route answers 503)', async () => {
     const down = connect('postgres://127.0.0.1:1/nowhere', { max: 1, connectTimeout: 2 });
     try {
-      const error = await commitDirectly(down, [{ asset: 'd.x', start: 0, end: 1 }], {
-        maxPayloadBytes: 65_536,
-      }).catch((e: unknown) => e);
+      const event = normalizeEvent({ asset: 'd.x', start: 0, end: 1 }, { maxPayloadBytes: 65_536 });
+      const error = await directCommitter(down)
+        .add([event])
+        .catch((e: unknown) => e);
       expect(isTransient(error)).toBe(true);
     } finally {
       await down.end({ timeout: 1 });
@@ -233,6 +234,102 @@ describe('POST /v1/events on the PostgreSQL backend', () => {
     const triggers = await db.sql<{ n: number }[]>`
       select count(*)::int as n from triggers where rollup_id = 'd_buckets'`;
     expect(triggers[0]!.n).toBe(2);
+  });
+
+  it('concurrent single-event requests share commits; each is answered once its event is durable, counted once', async () => {
+    // Every transaction that moves d.shared.one leaves its id here: how many commits the requests took.
+    await db.sql.unsafe(`
+      create table commit_probe (txid int8 not null);
+      create function probe_commit() returns trigger language plpgsql as $$
+        begin insert into commit_probe values (txid_current()); return new; end $$;
+      create trigger probe_commit after update on assets for each row
+        when (new.name = 'd.shared.one') execute function probe_commit();`);
+    try {
+      // 40 keys, each sent by two requests, 80 requests in flight at once.
+      const replies = await Promise.all(
+        Array.from({ length: 80 }, (_, r) =>
+          events({ asset: 'd.shared.one', start: (r % 40) * 10, end: (r % 40) * 10 + 10, id: `s-${r % 40}` }),
+        ),
+      );
+      expect(replies.map((r) => r.status)).toEqual(Array(80).fill(200));
+      const statuses = replies.map((r) => (r.body.results as Array<{ status: string }>)[0]!.status);
+      expect(statuses.filter((s) => s === 'committed')).toHaveLength(40);
+      expect(statuses.filter((s) => s === 'duplicate')).toHaveLength(40);
+      // Durable before the answers: no wait.
+      expect(await eventCount('d.shared.one')).toBe(40);
+      expect(await coverage('d.shared.one', 0, 400)).toMatchObject({ covered: true, missing: [] });
+      const seqs = replies.flatMap((r) =>
+        (r.body.results as Array<{ seq?: number }>).flatMap((x) => x.seq ?? []),
+      );
+      expect(new Set(seqs).size).toBe(40);
+      const [{ commits }] = await db.sql<[{ commits: number }]>`
+        select count(distinct txid)::int as commits from commit_probe`;
+      expect(commits).toBeGreaterThan(0);
+      expect(commits).toBeLessThan(40);
+    } finally {
+      await db.sql.unsafe(`
+        drop trigger probe_commit on assets; drop function probe_commit(); drop table commit_probe;`);
+    }
+  });
+
+  it('a commit that fails answers every request that waited on it, and commits none of them', async () => {
+    // The index refuses every update of d.fail.* assets: for good (P0001), or transiently (40001)
+    // for d.fail.transient.*; requests for other assets in the same commits go through.
+    await db.sql.unsafe(`
+      create function fail_commit() returns trigger language plpgsql as $$
+        begin
+          raise exception 'refused by the test'
+            using errcode = case when new.name like 'd.fail.transient.%' then '40001' else 'P0001' end;
+        end $$;
+      create trigger fail_commit before update on assets for each row
+        when (new.name like 'd.fail.%') execute function fail_commit();`);
+    try {
+      const send = (asset: string, k: number) => events({ asset, start: k, end: k + 1, id: `${asset}-${k}` });
+      // For good: the commits holding d.fail.hard.* are split until each fails alone (500), and the
+      // requests that shared them commit without them.
+      const [hard, fine] = await Promise.all([
+        Promise.all(Array.from({ length: 6 }, (_, k) => send(`d.fail.hard.${k}`, k))),
+        Promise.all(Array.from({ length: 6 }, (_, k) => send('d.fail-free', k))),
+      ]);
+      expect(hard.map((r) => r.status)).toEqual(Array(6).fill(500));
+      expect(fine.map((r) => r.status)).toEqual(Array(6).fill(200));
+      expect(await eventCount('d.fail-free')).toBe(6);
+      // Transiently: retried, then every request of the batch hears 503 (send again), those that
+      // shared its commit too; none is answered 200 unless its event is in the index.
+      const [transient, shared] = await Promise.all([
+        Promise.all(Array.from({ length: 6 }, (_, k) => send(`d.fail.transient.${k}`, k))),
+        Promise.all(Array.from({ length: 6 }, (_, k) => send('d.fail-shared', k))),
+      ]);
+      expect(transient.map((r) => r.status)).toEqual(Array(6).fill(503));
+      expect(transient[0]!.body.code).toBe('database_unavailable');
+      for (const r of shared) expect([200, 503]).toContain(r.status);
+      const acknowledged = shared.filter((r) => r.status === 200).length;
+      expect(await eventCount('d.fail-shared')).toBe(acknowledged);
+      expect(await db.sql`select name from assets where name like 'd.fail.%'`).toEqual([]);
+    } finally {
+      await db.sql.unsafe(`drop trigger fail_commit on assets; drop function fail_commit();`);
+    }
+  });
+
+  it('a bad event refuses its own request only, not the others sharing its commit', async () => {
+    // Two new assets raced: a request keys each as integer, another as time, all at once.
+    const replies = await Promise.all([
+      events({ asset: 'd.mixed.a', start: 0, end: 10, id: 'int' }),
+      events({ asset: 'd.mixed.a', start: '2025-06-01T10:00:00Z', end: '2025-06-01T10:05:00Z', id: 'time' }),
+      events({ asset: 'd.offsets', start: 'soon', end: 10 }),
+      ...Array.from({ length: 6 }, (_, k) => events({ asset: 'd.mixed.b', start: k, end: k + 1 })),
+    ]);
+    // The first commit of d.mixed.a sets its domain: exactly one of the two is refused.
+    expect(
+      replies
+        .slice(0, 2)
+        .map((r) => r.status)
+        .sort(),
+    ).toEqual([200, 400]);
+    expect(replies[2]!.status).toBe(400);
+    expect(replies.slice(3).map((r) => r.status)).toEqual(Array(6).fill(200));
+    expect(await eventCount('d.mixed.a')).toBe(1);
+    expect(await eventCount('d.mixed.b')).toBe(6);
   });
 
   it('concurrent requests and the queue on the same assets commit every event once, in one index', async () => {

@@ -78,7 +78,8 @@ await waitFor(
     const rows = await db.sql<{ n: number }[]>`select coalesce(sum(event_count), 0)::int as n from assets`;
     return rows[0]!.n >= 35 + YEAR / MINUTE;
   },
-  { what: 'events indexed' },
+  // Generous: ~525,000 minutes of coverage and two rollups, on a machine other suites share.
+  { what: 'events indexed', timeout: 120_000 },
 );
 await waitFor(
   async () => {
@@ -86,7 +87,7 @@ await waitFor(
       await db.sql`select 1 from periods where rollup_id = 'orders_hourly' and state = 'triggered'`;
     return rows.length === 3;
   },
-  { what: 'hours 08, 09 and 11 triggered' },
+  { what: 'hours 08, 09 and 11 triggered', timeout: 120_000 },
 );
 
 async function page(path: string, headers: Record<string, string> = {}) {
@@ -128,13 +129,13 @@ describe('status page', () => {
     expect(card).toContain('stale: covered until 2025-06-01T12:00:00Z,');
     // Holes since the first event, not in the window: the one between 10:20 and 10:40.
     expect(card).toContain('<span class="holes bad">1 gap since the first event</span>');
-    expect(card).toContain('0 % of this window complete');
+    expect(card).toContain('0\u00a0% of this window complete');
     expect(rects(body, 'data-asset="warehouse.orders"', 'behind')).toHaveLength(1);
     // many.gaps has no max_lag: not judged, shown with its lag and holes.
     expect(body).toMatch(/data-asset="many.gaps" data-stale="unknown"[\s\S]*?29 gaps since the first event/);
     // orders_hourly: every hour since begin but the three triggered ones is late, save the current one.
     const head = body.match(
-      /data-rollup="orders_hourly">[\s\S]*?<span class="headline"><span class="warn" data-count="late">([\d,]+) periods waiting past their end<\/span> · current period <a href="[^"]+">(\S+)<\/a> waiting \(0 %\)/,
+      /data-rollup="orders_hourly">[\s\S]*?<span class="headline"><span class="warn" data-count="late">([\d,]+) periods waiting past their end<\/span> · current period <a href="[^"]+">(\S+)<\/a> waiting \(0\u00a0%\)/,
     );
     const hours = (Date.parse(`${head![2]}:00:00Z`) - Date.parse('2025-06-01T00:00:00Z')) / 3_600_000;
     expect(Number(head![1]!.replace(/,/g, ''))).toBe(hours - 3);
@@ -262,7 +263,7 @@ describe('status page', () => {
     expect(response.headers['content-security-policy']).toContain("default-src 'none'");
     expect(body).toContain('data-state="waiting"');
     expect(body).toContain(
-      'warehouse.orders</a> misses 20m (66.66 % complete): 2025-06-01 10:20 → 2025-06-01 10:40 UTC.',
+      'warehouse.orders</a> misses 20m (66.66\u00a0% complete): 2025-06-01 10:20 → 2025-06-01 10:40 UTC.',
     );
     expect(body).toContain('No deadline: it waits until the policy is met.');
     expect(body).toContain('Never triggered.');

@@ -56,6 +56,9 @@ let daemon: DaemonProcess;
 let webhook: Server;
 const repairRequests: RepairPayload[] = [];
 let startedMs = 0;
+/** When the hour with the hole becomes due for repair (set as the daemon's config is written). */
+let repairDueAt = 0;
+const REPAIR_MARGIN_MS = 150_000;
 /** When the daemon answered (epoch seconds): the sensors' ticks before failed to reach it. */
 let daemonUp = 0;
 
@@ -93,9 +96,11 @@ beforeAll(async () => {
   await waitForHttp(`${dagsterUrl}/server_info`, 240_000, dagster);
   startedMs = Date.now() - started;
 
-  // The hour with the hole becomes due for repair 30 s from now: its events are in by then, so
-  // the request asks for exactly the hole.
-  const dueInSeconds = Math.ceil((Date.now() - hour(H2 + 1).getTime()) / 1000) + 30;
+  // The hour with the hole becomes due for repair REPAIR_MARGIN_MS from now: its events are in by
+  // then (the test checks it before it sends them), so the request asks for exactly the hole. At
+  // 30 s a daemon starting on a loaded machine took most of it, and the scan asked for the whole hour.
+  repairDueAt = Date.now() + REPAIR_MARGIN_MS;
+  const dueInSeconds = Math.ceil((repairDueAt - hour(H2 + 1).getTime()) / 1000);
   const db = await createTestDatabase();
   const raw = {
     database_url: db.url,
@@ -271,6 +276,10 @@ describe('dagster-coverage-rollup in Dagster 1.13', () => {
   it('runs each covered hour once with its partition key, the hour with a hole once a repair fills it, a reprocessed hour again, and nothing else', async () => {
     // 1. Hours 10 and 12 complete, hour 11 with a hole over [11:15, 11:30).
     const announced = Date.now();
+    expect(
+      repairDueAt - announced,
+      'the setup outlasted the repair margin: the hour with a hole became due before its events were sent',
+    ).toBeGreaterThan(10_000);
     await post('/v1/events', [
       ...slices(hour(H1), hour(H1 + 1), 'v1'),
       ...slices(hour(H2), hour(H2, 15), 'v1'),
@@ -329,7 +338,7 @@ describe('dagster-coverage-rollup in Dagster 1.13', () => {
 
     // 3. The daemon asks for the hole; the test answers as the producer: the hour then runs.
     const request = await waitFor(() => repairRequests.find((r) => r.period?.key === `${day}T${H2}`), {
-      timeout: 120_000,
+      timeout: Math.max(0, repairDueAt - Date.now()) + 120_000,
       interval: 500,
       what: 'the repair request of the hour with a hole',
     });

@@ -53,7 +53,9 @@ const { daemon } = await startSuiteDaemon('schemathesis-daemon', dir, {
   database_url: db.url,
   redis_url: REDIS_URL,
   log_level: 'info',
-  http: { host: '127.0.0.1', port: 0 },
+  // A held coverage request answers within schemathesis's 10 s read timeout; longer waits are a 400
+  // (hooks.py accepts it: the bound is this daemon's setting, not the document's).
+  http: { host: '127.0.0.1', port: 0, max_wait: 'PT2S' },
   api_tokens: [TOKEN],
   queue: { prefix, batch_wait: 'PT0.002S' },
   assets: [{ name: 'api.offsets', domain: 'integer' }],

@@ -9,7 +9,12 @@ export function describe(a: CoverageAnswer, first: Span | undefined, last: Span 
   const unit = a.domain === 'time' ? 's' : 'values';
   let summary = `${a.asset} [${a.start}, ${a.end}): ${a.covered ? 'covered' : 'NOT covered'}, ratio ${formatRatio(a.ratio)}`;
   summary += `; ${plural(a.missing_count, 'missing range')} (${a.missing_total} ${unit})`;
-  if (first && last) summary += `, first ${first.start} .. ${first.end}, last ${last.start} .. ${last.end}`;
+  // One missing range is named once: "first X, last X" read as if there were two.
+  if (first && last)
+    summary +=
+      a.missing_count === 1
+        ? `, ${first.start} .. ${first.end}`
+        : `, first ${first.start} .. ${first.end}, last ${last.start} .. ${last.end}`;
   summary += `; ${plural(a.replay_required_count, 'replay-required range')}`;
   const lines = [summary];
   if (a.covered_until !== null) {

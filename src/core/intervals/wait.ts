@@ -3,7 +3,10 @@
  * covered. An ISO 8601 duration of days, hours, minutes and seconds (to the millisecond): years,
  * months and weeks are refused, since no one waits on an HTTP request for them.
  */
-export const WAIT_PATTERN = /^P(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+)(?:[.,](\d{1,3}))?S)?)?$/;
+// The lookaheads refuse "P" and a "T" with nothing after it in the pattern itself, so the
+// OpenAPI document (which states this pattern) and the parser agree on every string.
+export const WAIT_PATTERN =
+  /^P(?!$)(?:(\d+)D)?(?:T(?=\d)(?:(\d+)H)?(?:(\d+)M)?(?:(\d+)(?:[.,](\d{1,3}))?S)?)?$/;
 
 export type ParsedWait =
   | { readonly ok: true; readonly ms: number }
@@ -11,7 +14,7 @@ export type ParsedWait =
 
 export function parseWait(text: string, maxMs: number): ParsedWait {
   const m = WAIT_PATTERN.exec(text);
-  if (!m || text === 'P' || text.endsWith('T')) {
+  if (!m) {
     return {
       ok: false,
       why: `wait ${JSON.stringify(text)} is not an ISO 8601 duration such as PT30S or PT5M`,

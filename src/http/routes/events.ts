@@ -1,8 +1,14 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { limitsNames } from '../../core/access/scopes.js';
 import { normalizeEvent } from '../../core/events/events.js';
-import { commitDirectly } from '../../ingest/direct.js';
-import { normalizeOptions, precheckEvents, type Refusal } from '../../ingest/precheck.js';
+import { directCommitter } from '../../ingest/direct.js';
+import {
+  checkEvents,
+  normalizeOptions,
+  precheckEvents,
+  type Refusal,
+  rememberDomains,
+} from '../../ingest/precheck.js';
 import { domainsOf } from '../../store/assets/assets.js';
 import { isTransient } from '../../store/pg/transient.js';
 import { allow } from '../auth.js';
@@ -14,9 +20,9 @@ import { postEvents, postReplayRequirement } from '../schemas/events.js';
 /**
  * Writes are validated here with the same code the worker uses, so a 400 says why not, per item,
  * and nothing of the batch goes on. Then, where the queue lives in the index's own PostgreSQL
- * (ctx.direct), the batch is committed into the index in this request's transaction and the
- * answer (200) comes after the commit; on Redis it goes through the same queue as every
- * producer's events, and a 202 means "will be ingested".
+ * (ctx.direct), the batch is committed into the index, in a transaction shared with the requests
+ * that came meanwhile, and the answer (200) comes after the commit; on Redis it goes through the
+ * same queue as every producer's events, and a 202 means "will be ingested".
  */
 export function registerEventRoutes(app: FastifyInstance, ctx: HttpContext): void {
   const options = normalizeOptions(ctx.config);
@@ -28,6 +34,8 @@ export function registerEventRoutes(app: FastifyInstance, ctx: HttpContext): voi
         return [];
       }
     });
+  const direct = ctx.direct ? { sql: ctx.direct, committer: directCommitter(ctx.direct) } : undefined;
+  const recorded = rememberDomains((names) => domainsOf(direct?.sql ?? ctx.sql, names));
 
   const refuse = (refusals: readonly Refusal[], total: number, outcome: string): never => {
     for (const { error } of refusals) ctx.metrics.eventsRejected.inc({ reason: error.reason });
@@ -47,15 +55,18 @@ export function registerEventRoutes(app: FastifyInstance, ctx: HttpContext): voi
   };
 
   const enqueue = async (items: unknown[], reply: FastifyReply) => {
-    const refusals = await precheckEvents(items, options, (names) => domainsOf(ctx.sql, names));
+    const refusals = await precheckEvents(items, options, recorded);
     if (refusals.length > 0) refuse(refusals, items.length, 'none was enqueued');
     const jobs = await ctx.eventsQueue.addBulk(items);
     reply.status(202);
     return { accepted: jobs.length, ids: jobs.map((j) => j.id ?? null) };
   };
 
-  const commit = async (sql: NonNullable<HttpContext['direct']>, items: unknown[], reply: FastifyReply) => {
-    const outcome = await commitDirectly(sql, items, options).catch((error: unknown) => {
+  const commit = async ({ committer }: NonNullable<typeof direct>, items: unknown[], reply: FastifyReply) => {
+    // Checked alone before they join a shared commit: a bad event refuses its own request only.
+    const checked = await checkEvents(items, options, recorded);
+    if (checked.refusals.length > 0) refuse(checked.refusals, items.length, 'none was committed');
+    const outcome = await committer.add(checked.events).catch((error: unknown) => {
       if (!isTransient(error)) throw error;
       ctx.log.warn({ err: error, events: items.length }, 'POST /v1/events: PostgreSQL did not answer');
       throw new HttpError(
@@ -71,7 +82,7 @@ export function registerEventRoutes(app: FastifyInstance, ctx: HttpContext): voi
   };
 
   const accept = (items: unknown[], reply: FastifyReply) =>
-    ctx.direct ? commit(ctx.direct, items, reply) : enqueue(items, reply);
+    direct ? commit(direct, items, reply) : enqueue(items, reply);
 
   route(app, ctx, postEvents, async ({ body, caller }, _request, reply) => {
     const items = Array.isArray(body) ? body : [body];

@@ -1,6 +1,7 @@
 /** Repair requests: `GET /v1/repairs`, `POST /v1/repairs` and the requests in the period detail. */
 import { z } from 'zod';
 import { REPAIR_STATES } from '../../core/repairs/repair.js';
+import { TARGET_NAMES } from '../../targets/registry.js';
 import { defineOperation } from '../operation.js';
 import { Bound, coded, pageCursor, pageLimit, Timestamp } from './common.js';
 
@@ -101,10 +102,13 @@ export const RepairBody = coded(
       .meta({ description: 'the asset: seen by the index, declared, or read or written by a rollup' }),
     start: z.union([z.string(), z.int()]).meta({ description: "the window's start, in the asset's form" }),
     end: z.union([z.string(), z.int()]).meta({ description: 'exclusive' }),
-    target: z.looseObject({ type: z.string() }).optional().meta({
-      description:
-        'where to send it, as a target is written in the config (secrets only as {env: NAME}); default: the repair target of a rollup reading the asset, else of any rollup',
-    }),
+    target: z
+      .looseObject({ type: z.enum(TARGET_NAMES) })
+      .optional()
+      .meta({
+        description:
+          'where to send it, as a target is written in the config (secrets only as {env: NAME}); default: the repair target of a rollup reading the asset, else of any rollup',
+      }),
   }),
   'invalid_payload',
   'send {asset, start, end} and optionally target',

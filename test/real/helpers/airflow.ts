@@ -52,6 +52,8 @@ export interface RealAirflow {
   /** The passwords of `users`, by name. */
   readonly passwords: Readonly<Record<string, string>>;
   readonly home: string;
+  /** Its metadata database (bench:peers writes asset events there, as rows of Airflow's shape). */
+  readonly databaseUrl: string;
   readonly processes: readonly SystemProcess[];
   /** A JWT from `POST /auth/token`, fetched anew when half its life is gone. */
   token(): Promise<string>;
@@ -227,6 +229,7 @@ export async function startAirflow(options: AirflowOptions): Promise<RealAirflow
     password,
     passwords: others,
     home,
+    databaseUrl: databaseUrl(dbName),
     processes,
     token,
     api,

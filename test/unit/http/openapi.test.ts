@@ -68,6 +68,14 @@ describe('the OpenAPI document', () => {
     expect(forbidden('post', '/v1/runs')).toMatch(/lacks scope rollups, or the rollup/);
     expect(forbidden('get', '/v1/audit')).toMatch(/lacks scope admin/);
     expect(forbidden('get', '/metrics')).toMatch(/lacks scope read/);
+    // Every write to one rollup is checked against the token's rollup patterns by its id, and
+    // every write to one asset by its name, whoever adds the route.
+    for (const op of OPERATIONS.filter((o) => o.method !== 'GET')) {
+      if (op.path.startsWith('/v1/rollups/{id}'))
+        expect(op, op.id).toMatchObject({ access: 'rollups', scopedBy: 'id' });
+      if (op.path.startsWith('/v1/assets/{asset}'))
+        expect(op, op.id).toMatchObject({ access: 'events', scopedBy: 'asset' });
+    }
     expect(document.components.securitySchemes.bearerAuth).toMatchObject({ type: 'http', scheme: 'bearer' });
     expect(Object.keys(document.paths['/v1/events'].post.responses)).toEqual(
       expect.arrayContaining(['401', '403', '413', '415']),

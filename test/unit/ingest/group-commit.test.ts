@@ -100,3 +100,61 @@ describe('GroupCommitter withdrawal', () => {
     await waitFor(() => c.oldestCommitMs() === 0);
   });
 });
+
+describe('GroupCommitter for callers that answer requests (maxWaitMs 0, bounded attempts)', () => {
+  const answering = (commit: (items: number[]) => Promise<string[]>) =>
+    new GroupCommitter<number, string>({
+      commit,
+      isTransient: (e) => e === transient,
+      maxBatch: 10,
+      maxWaitMs: 0,
+      maxInFlight: 1,
+      attempts: 3,
+    });
+
+  it('items added in one turn of the event loop share a commit; those added during it share the next', async () => {
+    const { calls, commit } = controlledCommit();
+    const c = answering(commit);
+    const first = [c.add(1), c.add(2), c.add(3)];
+    await waitFor(() => calls.length === 1);
+    expect(calls[0]!.items).toEqual([1, 2, 3]);
+    const next = [c.add(4), c.add(5)];
+    calls[0]!.resolve();
+    expect(await Promise.all(first)).toEqual(['ok 1', 'ok 2', 'ok 3']);
+    await waitFor(() => calls.length === 2);
+    expect(calls[1]!.items).toEqual([4, 5]);
+    calls[1]!.resolve();
+    expect(await Promise.all(next)).toEqual(['ok 4', 'ok 5']);
+  });
+
+  it('a lone item is flushed at once, without a timer', async () => {
+    const { calls, commit } = controlledCommit();
+    const c = answering(commit);
+    const lone = c.add(7);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(calls.map((call) => call.items)).toEqual([[7]]);
+    calls[0]!.resolve();
+    expect(await lone).toBe('ok 7');
+  });
+
+  it('after `attempts` transient failures every caller of the batch gets the error', async () => {
+    const { calls, commit } = controlledCommit();
+    const c = answering(commit);
+    const all = [c.add(1), c.add(2)].map((p) => p.catch((e: unknown) => e));
+    for (let attempt = 0; attempt < 3; attempt++) {
+      await waitFor(() => calls.length === attempt + 1, { timeout: 5000 });
+      calls[attempt]!.reject(transient);
+    }
+    expect(await Promise.all(all)).toEqual([transient, transient]);
+    expect(calls).toHaveLength(3);
+    expect(c.size).toBe(0);
+  });
+
+  it('a commit failing for good fails every caller, each alone once split', async () => {
+    const c = answering(async () => {
+      throw new Error('disk full');
+    });
+    const all = await Promise.all([c.add(1), c.add(2), c.add(3)].map((p) => p.catch((e: unknown) => e)));
+    expect(all.map((e) => (e as Error).message)).toEqual(['disk full', 'disk full', 'disk full']);
+  });
+});

@@ -49,13 +49,18 @@ export function formatWhen(iso: string, nowMs: number): string {
   return `${formatPointText('time', ms * 1000)} UTC (${rel})`;
 }
 
-/** A ratio as a percentage that never rounds up to 100 % (or down to 0 %) unless it is exact. */
+const PERCENT = '\u00a0%';
+
+/**
+ * A ratio as a percentage that never rounds up to 100 % (or down to 0 %) unless it is exact. The
+ * space before `%` is a no-break space: a narrow window wrapped "100" and "%" onto two lines.
+ */
 export function formatRatio(ratio: number): string {
-  if (ratio >= 1) return '100 %';
-  if (ratio <= 0) return '0 %';
+  if (ratio >= 1) return `100${PERCENT}`;
+  if (ratio <= 0) return `0${PERCENT}`;
   const pct = Math.floor(ratio * 10_000) / 100;
-  if (pct === 0) return '< 0.01 %';
-  return `${pct.toFixed(2)} %`;
+  if (pct === 0) return `<\u00a00.01${PERCENT}`;
+  return `${pct.toFixed(2)}${PERCENT}`;
 }
 
 export interface Tick {

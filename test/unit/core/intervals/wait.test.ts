@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parseWait } from '../../../../src/core/intervals/wait.js';
+import { parseWait, WAIT_PATTERN } from '../../../../src/core/intervals/wait.js';
 
 const MAX = 900_000;
 
@@ -19,9 +19,10 @@ describe('parseWait', () => {
     expect(parseWait(text, MAX)).toEqual({ ok: true, ms });
   });
 
-  it.each(['', 'P', 'PT', '5M', 'pt5m', 'PT5', 'P1M', 'P1Y', 'P1W', 'PT0.1234S', 'PT-1S', ' PT1S'])(
-    'refuses %j as no duration',
+  it.each(['', 'P', 'PT', 'P1DT', '5M', 'pt5m', 'PT5', 'P1M', 'P1Y', 'P1W', 'PT0.1234S', 'PT-1S', ' PT1S'])(
+    'refuses %j as no duration, as the pattern the API document states does',
     (text) => {
+      expect(WAIT_PATTERN.test(text)).toBe(false);
       const parsed = parseWait(text, MAX);
       expect(parsed.ok).toBe(false);
       if (!parsed.ok) expect(parsed.why).toContain('not an ISO 8601 duration');
