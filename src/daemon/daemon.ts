@@ -32,8 +32,9 @@ import { connect, ensureDatabase, type Sql } from '../store/pg/db.js';
 import { INSTANCE_ID, SESSION_PREFIX, sessionName } from '../store/pg/instance.js';
 import { type ReadHandle, ReadReplica } from '../store/pg/read-replica.js';
 import { countRepairs } from '../store/repairs/listings.js';
-import { migrate } from '../store/upkeep/migrate.js';
+import { latestVersion, migrate } from '../store/upkeep/migrate.js';
 import { type Logger, redactUrl } from '../support/log.js';
+import { whileSlow } from '../support/slow-step.js';
 import { explainListenError } from './listen-error.js';
 import { LiveCatalog } from './live-catalog.js';
 import { MAINTENANCE_EVERY_MS, MaintenanceLoop } from './maintenance-loop.js';
@@ -92,14 +93,17 @@ export async function startDaemon(
   // Names and scopes only: the tokens themselves are never logged.
   if (scoped.length > 0)
     log.info({ tokens: scoped.map((t) => ({ name: t.name, scopes: [...t.grant.scopes] })) }, 'scoped tokens');
-  await ensureDatabase(config.database_url, log);
+  await whileSlow(log, 'reaching the database', ensureDatabase(config.database_url, log));
   // Every pool gives up a stale flow within queue.pg_stall_timeout (src/store/pg/stale-connections.ts).
   const stale = { staleAfterMs: config.queue.pg_stall_timeout, log: log.child({ component: 'postgres' }) };
   const sql = connect(config.database_url, { max: 20, ...stale });
   const closers: Array<() => Promise<void>> = [() => sql.end({ timeout: 5 })];
   const budget = shutdownBudget(config.shutdown_timeout);
   try {
-    await migrate(sql, log);
+    // Each step that can be slow (a lock held by another starter, a loaded machine) says so every
+    // 10 s while it runs (support/slow-step.ts): a start never waits in silence.
+    const applied = await whileSlow(log, 'migrating the database schema', migrate(sql, log));
+    log.info({ applied: applied.length, version: latestVersion() }, 'database schema up to date');
     const metrics = createMetrics();
     // The file's rollups and the API's; reload, PUT and DELETE change it while the daemon runs.
     const catalog = await LiveCatalog.open({
@@ -154,7 +158,7 @@ export async function startDaemon(
     const retention = new RetentionLoop(sql, config, log.child({ component: 'retention' }), metrics, () =>
       catalog.current().entries.flatMap((e) => (e.source === 'file' ? [e.runtime.config] : [])),
     );
-    await retention.start();
+    await whileSlow(log, 'creating the event log partitions', retention.start());
     closers.unshift(() => retention.stop());
     const maintenance = new MaintenanceLoop(
       sql,
@@ -308,9 +312,13 @@ export async function startDaemon(
     // Other instances' changes: followed once this one serves them.
     await catalog.listen();
     const { host, port } = config.http;
-    const url = await http.listen({ host, port }).catch((error: unknown) => {
-      throw explainListenError(error, host, port);
-    });
+    const url = await whileSlow(
+      log,
+      'opening the HTTP port',
+      http.listen({ host, port }).catch((error: unknown) => {
+        throw explainListenError(error, host, port);
+      }),
+    );
     closers.unshift(() => http.close());
     log.info({ url }, 'listening');
 

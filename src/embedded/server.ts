@@ -5,13 +5,25 @@
  * its own session, so a terminal's Ctrl-C reaches the daemon (which drains, then stops it) and not
  * the server under it; a server left running by a daemon killed with -9 is found and taken over.
  */
-import { execFileSync, spawn } from 'node:child_process';
+import { execFile, execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { accessSync, chownSync, closeSync, mkdtempSync, openSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  accessSync,
+  chownSync,
+  closeSync,
+  mkdtempSync,
+  openSync,
+  readSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { arch, platform, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import type { Logger } from '../support/log.js';
 import { isAlive } from '../support/pid.js';
+import { whileSlow } from '../support/slow-step.js';
 import { ensureBinaries, type PostgresBinaries } from './binaries.js';
 import {
   type DataDir,
@@ -28,7 +40,10 @@ import { freePort, portFree } from './ports.js';
 /** The first port tried for a new cluster: below Linux's ephemeral range, beside 5432. */
 export const EMBEDDED_PORT = 15432;
 const READY_TIMEOUT_MS = 60_000;
+/** Starts tried on another port when the last one's port was taken as it started. */
+const PORT_ATTEMPTS = 5;
 const STOP_TIMEOUT_MS = 20_000;
+const execFileAsync = promisify(execFile);
 
 export interface RunningServer {
   readonly url: string;
@@ -52,7 +67,11 @@ export async function ensureServer(dir: DataDir, log: Logger): Promise<RunningSe
         started: false,
       };
     }
-    await waitReady(dir, running.pid);
+    await whileSlow(
+      log,
+      'waiting for the embedded PostgreSQL another process is starting',
+      waitReady(dir, running.pid),
+    );
     const again = readPostmasterFile(dir);
     if (record && again)
       return {
@@ -65,8 +84,7 @@ export async function ensureServer(dir: DataDir, log: Logger): Promise<RunningSe
   const bin = await ensureBinaries(platform(), arch());
   const runAs = serverUser(dir);
   let record = readServerRecord(dir);
-  const initialising = record === undefined || !existsCluster(dir);
-  if (initialising) {
+  if (record === undefined || !existsCluster(dir)) {
     const started = Date.now();
     record = {
       port: await freePort(EMBEDDED_PORT),
@@ -74,19 +92,43 @@ export async function ensureServer(dir: DataDir, log: Logger): Promise<RunningSe
       password: randomBytes(18).toString('base64url'),
       database: 'coverage_rollup',
     };
-    initdb(bin, dir, record, runAs);
+    log.info({ data_dir: dir.root }, 'embedded PostgreSQL: creating a new cluster (initdb)');
+    await whileSlow(
+      log,
+      'creating the embedded PostgreSQL cluster (initdb)',
+      initdb(bin, dir, record, runAs),
+    );
     writeServerRecord(dir, record);
     log.info({ data_dir: dir.root, ms: Date.now() - started }, 'embedded PostgreSQL: created a new cluster');
   }
-  const port = (await portFree(record!.port)) ? record!.port : await freePort(EMBEDDED_PORT);
-  if (port !== record!.port) {
-    log.info({ was: record!.port, port }, 'embedded PostgreSQL: its port is taken; moving to another');
-    record = { ...record!, port };
+  if (!(await portFree(record.port))) {
+    const port = await freePort(EMBEDDED_PORT);
+    log.info({ was: record.port, port }, 'embedded PostgreSQL: its port is taken; moving to another');
+    record = { ...record, port };
     writeServerRecord(dir, record);
   }
-  const pid = spawnServer(bin, dir, port, runAs);
-  await waitReady(dir, pid);
-  return { url: urlOf(record!), port, pid, started: true };
+  for (let attempt = 1; ; attempt++) {
+    const { port } = record;
+    log.info({ port, server_log: dir.serverLog }, 'embedded PostgreSQL: starting the server');
+    const logFrom = fileSize(dir.serverLog);
+    const pid = spawnServer(bin, dir, port, runAs);
+    try {
+      await whileSlow(log, 'starting the embedded PostgreSQL', waitReady(dir, pid));
+      return { url: urlOf(record), port, pid, started: true };
+    } catch (error) {
+      // Free when checked, taken before the server bound it: another server (an embedded one of
+      // another data directory, most likely) starting at the same moment took it. Move on.
+      if (!(error instanceof ServerExited) || !couldNotBind(dir, logFrom) || attempt >= PORT_ATTEMPTS)
+        throw error;
+      const next = await freePort(port + 1);
+      log.warn(
+        { was: port, port: next },
+        'embedded PostgreSQL: its port was taken as it started (another server starting at the same moment); moving to another',
+      );
+      record = { ...record, port: next };
+      writeServerRecord(dir, record);
+    }
+  }
 }
 
 /**
@@ -174,7 +216,12 @@ function spawnSyncOk(argv: string[], ids: { uid: number; gid: number }): boolean
   }
 }
 
-function initdb(bin: PostgresBinaries, dir: DataDir, record: ServerRecord, runAs: RunAs): void {
+async function initdb(
+  bin: PostgresBinaries,
+  dir: DataDir,
+  record: ServerRecord,
+  runAs: RunAs,
+): Promise<void> {
   rmSync(dir.cluster, { recursive: true, force: true });
   makeDirectory(dir.cluster, 0o700);
   // The password file must be readable by the server's user, and by nobody else.
@@ -187,7 +234,9 @@ function initdb(bin: PostgresBinaries, dir: DataDir, record: ServerRecord, runAs
     chownSync(pwfile, runAs.uid, runAs.gid!);
   }
   try {
-    execFileSync(
+    // Not execFileSync: it takes seconds, more on a loaded machine, and the start says meanwhile
+    // that it is still at it (whileSlow).
+    await execFileAsync(
       bin.initdb,
       [
         `--pgdata=${dir.cluster}`,
@@ -198,10 +247,10 @@ function initdb(bin: PostgresBinaries, dir: DataDir, record: ServerRecord, runAs
         '--locale=C',
         '--no-instructions',
       ],
-      { ...ids(runAs), env: { ...process.env, LC_ALL: 'C' }, stdio: ['ignore', 'pipe', 'pipe'] },
+      { ...ids(runAs), env: { ...process.env, LC_ALL: 'C' } },
     );
   } catch (error) {
-    const stderr = (error as { stderr?: Buffer }).stderr?.toString() ?? '';
+    const stderr = String((error as { stderr?: unknown }).stderr ?? '');
     throw new Error(
       `initdb failed for the embedded PostgreSQL in ${dir.cluster}: ${stderr.trim() || (error as Error).message}`,
     );
@@ -255,13 +304,44 @@ async function waitReady(dir: DataDir, pid: number): Promise<void> {
     const file = readPostmasterFile(dir);
     if (file?.pid === pid && file.status === 'ready') return;
     if (!isAlive(pid)) {
-      throw new Error(`the embedded PostgreSQL exited while starting; see ${dir.serverLog}`);
+      throw new ServerExited(`the embedded PostgreSQL exited while starting; see ${dir.serverLog}`);
     }
     if (Date.now() > deadline)
       throw new Error(
         `the embedded PostgreSQL was not ready within ${READY_TIMEOUT_MS} ms; see ${dir.serverLog}`,
       );
     await sleep(25);
+  }
+}
+
+class ServerExited extends Error {
+  override readonly name = 'ServerExited';
+}
+
+/** The size of a file, 0 when it does not exist yet. */
+function fileSize(path: string): number {
+  try {
+    return statSync(path).size;
+  } catch {
+    return 0;
+  }
+}
+
+/**
+ * Whether the server started at `from` in its log exited because it could not listen on its port
+ * (taken, most often). Its messages are in English: the cluster is made with --locale=C.
+ */
+function couldNotBind(dir: DataDir, from: number): boolean {
+  let fd: number | undefined;
+  try {
+    fd = openSync(dir.serverLog, 'r');
+    const tail = Buffer.alloc(64 * 1024); // a failed start writes a dozen lines
+    const read = readSync(fd, tail, 0, tail.length, from);
+    return tail.subarray(0, read).toString('utf8').includes('could not create any TCP/IP sockets');
+  } catch {
+    return false;
+  } finally {
+    if (fd !== undefined) closeSync(fd);
   }
 }
 

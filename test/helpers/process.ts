@@ -15,6 +15,7 @@ import { afterAll, afterEach } from 'vitest';
 import { CONFIG_ENV_VARS } from '../../src/config/index.js';
 import { packageRoot } from '../../src/support/paths.js';
 import { withTestBackend } from './env.js';
+import { LOADED_DEADLINE_MS } from './wait.js';
 
 /**
  * Real daemon processes for tests: the BUILT daemon (`node dist/src/cli/main.js start`, built once
@@ -146,7 +147,7 @@ export class DaemonProcess {
   /** The first line (from `from`) that matches, waiting for it; fails on timeout or exit. */
   waitForLog(
     match: string | Matcher,
-    { timeout = 15_000, what, from = 0 }: WaitOptions = {},
+    { timeout = LOADED_DEADLINE_MS, what, from = 0 }: WaitOptions = {},
   ): Promise<LogLine> {
     const m = matcher(match);
     const seen = this.lines.slice(from).find(m);
@@ -175,7 +176,7 @@ export class DaemonProcess {
   }
 
   /** Waits for the process to exit, failing after `timeout` (the process is left as it is). */
-  async waitForExit(timeout = 15_000): Promise<ExitInfo> {
+  async waitForExit(timeout = LOADED_DEADLINE_MS): Promise<ExitInfo> {
     let timer: NodeJS.Timeout | undefined;
     const late = new Promise<never>((_, reject) => {
       timer = setTimeout(
@@ -191,7 +192,7 @@ export class DaemonProcess {
   }
 
   /** SIGTERM (after SIGCONT when suspended) and wait for the exit; the exit is returned, not judged. */
-  async stop(timeout = 15_000): Promise<ExitInfo> {
+  async stop(timeout = LOADED_DEADLINE_MS): Promise<ExitInfo> {
     if (this.running) {
       if (this.suspended) this.signal('SIGCONT');
       this.signal('SIGTERM');
@@ -291,7 +292,7 @@ export function processHarness(): ProcessHarness {
 
   return {
     all,
-    async spawn({ name, config, waitReady = true, readyTimeout = 20_000 }) {
+    async spawn({ name, config, waitReady = true, readyTimeout = LOADED_DEADLINE_MS }) {
       if (all.some((p) => p.name === name)) throw new Error(`process name ${name} used twice`);
       const configPath = join(dir, `${name}.yaml`);
       // A data directory of its own: its record (daemon.json) must not land in the repository,
@@ -305,7 +306,7 @@ export function processHarness(): ProcessHarness {
       if (waitReady) await p.waitForLog('listening', { timeout: readyTimeout, what: 'the daemon to listen' });
       return p;
     },
-    async stopAll(timeout = 15_000) {
+    async stopAll(timeout = LOADED_DEADLINE_MS) {
       return Promise.all(all.filter((p) => p.running).map((p) => p.stop(timeout)));
     },
   };

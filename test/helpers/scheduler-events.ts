@@ -4,13 +4,14 @@
  */
 import type { Scheduler } from '../../src/scheduler/scheduler.js';
 import type { SchedulerEvents } from '../../src/scheduler/scheduler-events.js';
+import { LOADED_DEADLINE_MS } from './wait.js';
 
 /** The first `name` event matching `match`; rejects naming `what` if none comes within `timeout` ms. */
 export function nextEvent<K extends keyof SchedulerEvents>(
   scheduler: Scheduler,
   name: K,
   match: (event: SchedulerEvents[K][0]) => boolean,
-  { timeout = 20_000, what = String(name) }: { timeout?: number; what?: string } = {},
+  { timeout = LOADED_DEADLINE_MS, what = String(name) }: { timeout?: number; what?: string } = {},
 ): Promise<SchedulerEvents[K][0]> {
   return new Promise((resolve, reject) => {
     const listener = (event: SchedulerEvents[K][0]) => {

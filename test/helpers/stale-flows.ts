@@ -72,6 +72,9 @@ export async function staleFlowScenario(o: StaleFlowOptions) {
   const a = await startTestDaemon(
     testConfig(db, prefix, { ...shared, database_url: proxy.proxiedUrl(db.url) }),
   );
+  // After hooks run last-registered first: a run that failed in the cut heals the flows before
+  // the daemon stops, or its stop waits on them and the database is left behind.
+  afterAll(() => proxy.heal());
   await waitFor(async () => (await db.sql`select 1 from scheduler_leases`).length === 1, {
     what: 'A holding the lease',
   });

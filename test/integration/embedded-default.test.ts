@@ -23,7 +23,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { CONFIG_ENV_VARS } from '../../src/config/index.js';
 import { packageRoot } from '../../src/support/paths.js';
 import { DAEMON_ENTRY } from '../helpers/process.js';
-import { waitFor } from '../helpers/wait.js';
+import { LOADED_DEADLINE_MS, waitFor } from '../helpers/wait.js';
 
 const PRELOAD = join(packageRoot(), 'test', 'helpers', 'closed-default-ports.mjs');
 const SESSION = join(packageRoot(), 'test', 'helpers', 'hangup-session.mjs');
@@ -93,9 +93,14 @@ async function startDaemon(): Promise<Daemon> {
     });
   }
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  const listening = await waitFor(() => url, {
-    timeout: 90_000,
-    what: `the daemon to listen\n${msgs.join('\n')}`,
+  // A daemon that exits before it listens fails the test at once, with what it said.
+  const listening = await Promise.race([
+    waitFor(() => url, { timeout: LOADED_DEADLINE_MS, what: 'the daemon to listen' }),
+    exited.then((code) => {
+      throw new Error(`the daemon exited (${code}) before it listened`);
+    }),
+  ]).catch((error: Error) => {
+    throw new Error(`${error.message}\n${msgs.join('\n')}`);
   });
   return { child, msgs, url: listening, exited };
 }
@@ -146,8 +151,14 @@ describe('the embedded default, with no database or Redis configured', () => {
 
   it('starts from nothing, ingests, triggers, restarts with its data, and leaves no server behind', async () => {
     const first = await startDaemon();
-    expect(first.msgs).toContain(
-      'embedded PostgreSQL started (no DATABASE_URL or REDIS_URL set): data and queues live in the data directory',
+    // Each step of the first start is said as it begins (docs/operations.md).
+    expect(first.msgs).toEqual(
+      expect.arrayContaining([
+        'embedded PostgreSQL: creating a new cluster (initdb)',
+        'embedded PostgreSQL: starting the server',
+        'embedded PostgreSQL started (no DATABASE_URL or REDIS_URL set): data and queues live in the data directory',
+        'database schema up to date',
+      ]),
     );
     const emitted = await cli(['emit', '--asset', 'e.orders', '--start', '0', '--end', '10', '--id', 'e-1']);
     expect(emitted).toMatchObject({ code: 0, stdout: 'committed 1 event(s) to the index\n' });
@@ -361,7 +372,7 @@ describe('SIGHUP with the embedded default', () => {
       child.once('exit', (code, signal) => resolve({ code, signal })),
     );
     await waitFor(() => lines.some((l) => l.msg === 'listening'), {
-      timeout: 90_000,
+      timeout: LOADED_DEADLINE_MS,
       what: `the daemon to listen\n${output.join('\n')}`,
     });
     expect(serverPids().length).toBeGreaterThan(0);
@@ -398,7 +409,7 @@ describe('SIGHUP with the embedded default', () => {
     // At a terminal it logs readable lines, not JSON: its pid is read from its record once ready.
     const record = join(dataDir, 'daemon.json');
     const daemonPid = await waitFor(() => (existsSync(record) ? readRecordPid(record) : undefined), {
-      timeout: 90_000,
+      timeout: LOADED_DEADLINE_MS,
       what: `the daemon to be ready on the terminal\n${output.join('\n')}`,
     });
     daemonPids.add(daemonPid);

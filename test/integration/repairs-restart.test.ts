@@ -12,7 +12,7 @@ import { createLogger } from '../../src/support/log.js';
 import { testConfig, testProducer, testQueue } from '../helpers/daemon.js';
 import { createTestDatabase } from '../helpers/db.js';
 import { createTestPrefix } from '../helpers/redis.js';
-import { waitFor } from '../helpers/wait.js';
+import { LOADED_DEADLINE_MS, waitFor } from '../helpers/wait.js';
 
 const PERIOD_MS = 2000;
 const begin = Math.ceil((Date.now() + 3000) / PERIOD_MS) * PERIOD_MS;
@@ -86,7 +86,7 @@ describe('repair requests across a restart', () => {
         const rows = await requestsOf('rr', p.start);
         return rows.length > 0 ? rows : undefined;
       },
-      { what: 'the request', timeout: 30_000 },
+      { what: 'the request', timeout: LOADED_DEADLINE_MS },
     );
     const key = `repair-${request!.id}~a1`;
     await waitFor(() => repairs.getJob(key), { what: key });
@@ -136,7 +136,7 @@ describe('repair requests across a restart', () => {
         (await runs.getJobs(['waiting', 'active', 'completed', 'delayed'])).find(
           (j) => j.data.rollup === 'rr_replay' && j.data.period.start === iso(p.start),
         ),
-      { what: 'the first trigger', timeout: 30_000 },
+      { what: 'the first trigger', timeout: LOADED_DEADLINE_MS },
     );
     await producer.add('e', {
       type: 'replay_requirement',
@@ -150,7 +150,7 @@ describe('repair requests across a restart', () => {
         const rows = await requestsOf('rr_replay', p.start);
         return rows.length > 0 ? rows : undefined;
       },
-      { what: 'the replay request', timeout: 30_000 },
+      { what: 'the replay request', timeout: LOADED_DEADLINE_MS },
     );
     const job = await waitFor(() => repairs.getJob(`repair-${request!.id}~a1`), {
       what: 'the replay request job',
@@ -175,7 +175,7 @@ describe('repair requests across a restart', () => {
           (j) =>
             j.data.rollup === 'rr_replay' && j.data.period.start === iso(p.start) && j.data.generation === 2,
         ),
-      { what: 'the rerun', timeout: 30_000 },
+      { what: 'the rerun', timeout: LOADED_DEADLINE_MS },
     );
   });
   it('asks for a replay requirement in an hourly rollup once its commit wakes the scan, before the next hour passes', async () => {
@@ -194,7 +194,7 @@ describe('repair requests across a restart', () => {
         (
           await db.sql`select 1 from periods where rollup_id = 'rr_hourly' and lo = ${lo * 1000} and state = 'triggered'`
         ).length > 0,
-      { what: 'the hour triggered', timeout: 30_000 },
+      { what: 'the hour triggered', timeout: LOADED_DEADLINE_MS },
     );
     await producer.add('e', {
       type: 'replay_requirement',
@@ -210,7 +210,7 @@ describe('repair requests across a restart', () => {
           (r) => r.state === 'open' && JSON.stringify(r.ranges).includes('replay_required'),
         ),
       // Without the wake, the next scan is at the top of the hour (or 10 minutes after the last).
-      { what: 'the replay request of the hour', timeout: 30_000 },
+      { what: 'the replay request of the hour', timeout: LOADED_DEADLINE_MS },
     );
     expect(request.ranges).toEqual([
       { lo: lo * 1000, hi: (lo + 60_000) * 1000, kind: 'replay_required', required_version: 'v2' },

@@ -220,41 +220,58 @@ export class StaleConnectionWatch {
 }
 
 /**
+ * How long the check connection may take to start a session before it counts as stranded itself.
+ * A loaded server takes seconds to start one: a connection dropped each time it had not answered
+ * within half the bound was never up by the next check, and the watch gave nothing up at all
+ * (seen at load 26 on 2 cores: stranded sockets owing answers for 9 s under a 1 s bound).
+ */
+const CHECK_CONNECT_MS = 10_000;
+
+/**
  * The check and terminate of StaleWatchOptions, on a connection of their own: opened when first
- * needed and kept while it answers (a new connection costs more than the check on a busy host),
- * replaced by a new one as soon as it does not answer in time, which is also what makes it fresh
- * again after a cut that stranded it.
+ * needed and kept while it answers (a new connection costs more than the check on a busy host).
+ * One that answered before and now does not answer in time, or fails, is replaced by a new one,
+ * which is also what makes it fresh again after a cut that stranded it; one still starting its
+ * session is kept (that check counts as unanswered) for up to CHECK_CONNECT_MS.
  */
 export function freshConnectionChecks(
   url: string,
   connectOnce: (url: string, options: { connect_timeout: number }) => import('postgres').Sql,
 ): Pick<StaleWatchOptions, 'check' | 'terminate' | 'close'> {
-  let checker: import('postgres').Sql | undefined;
+  let checker: { sql: import('postgres').Sql; since: number; answered: boolean } | undefined;
   let closed = false;
   const withChecker = async <T>(
     timeoutMs: number,
     run: (sql: import('postgres').Sql) => Promise<T>,
   ): Promise<T | null> => {
     if (closed) return null; // a sweep still running as the pool ends opens nothing new
-    checker ??= connectOnce(url, { connect_timeout: Math.max(1, Math.ceil(timeoutMs / 1000)) });
-    const sql = checker;
+    checker ??= {
+      sql: connectOnce(url, { connect_timeout: CHECK_CONNECT_MS / 1000 }),
+      since: Date.now(),
+      answered: false,
+    };
+    const current = checker;
     let timer: NodeJS.Timeout | undefined;
-    const answered = await Promise.race([
-      run(sql).then(
+    const outcome = await Promise.race([
+      run(current.sql).then(
         (value) => ({ value }),
-        () => null,
+        () => 'failed' as const,
       ),
-      new Promise<null>((resolve) => {
-        timer = setTimeout(() => resolve(null), timeoutMs);
+      new Promise<'late'>((resolve) => {
+        timer = setTimeout(() => resolve('late'), timeoutMs);
       }),
     ]);
     clearTimeout(timer);
-    if (answered === null) {
-      if (checker === sql) checker = undefined;
-      void sql.end({ timeout: 0 }).catch(() => {});
-      return null;
+    if (typeof outcome === 'object') {
+      current.answered = true;
+      return outcome.value;
     }
-    return answered.value;
+    const starting = outcome === 'late' && !current.answered && Date.now() - current.since < CHECK_CONNECT_MS;
+    if (!starting) {
+      if (checker === current) checker = undefined;
+      void current.sql.end({ timeout: 0 }).catch(() => {});
+    }
+    return null;
   };
   return {
     check: (pids, timeoutMs) =>
@@ -271,7 +288,7 @@ export function freshConnectionChecks(
     },
     close: async () => {
       closed = true;
-      const sql = checker;
+      const sql = checker?.sql;
       checker = undefined;
       await sql?.end({ timeout: 0 }).catch(() => {});
     },
