@@ -7,7 +7,7 @@ import { type PeriodView, periodOfKey, type Run } from '../../core/periods/perio
 import { recordAudit } from '../../store/audit.js';
 import { countPeriods, listPeriods, summarizePeriods } from '../../store/periods/listing.js';
 import { coveredHiOf, rollupCounts } from '../../store/periods/reads.js';
-import { requestManualRun } from '../../store/periods/writes.js';
+import { RollupNotRecorded, requestManualRun } from '../../store/periods/writes.js';
 import { currentRuns, type RunView } from '../../store/runs/history.js';
 import { runCountsOf } from '../../store/runs/periods-by-run-state.js';
 import { outboxSummary } from '../../store/triggers.js';
@@ -141,7 +141,11 @@ export function registerRollupRoutes(catalog: RollupCatalog): RouteRegistrar {
       const target = { type: 'rollup', id: rollup.id } as const;
       await requestManualRun(ctx.sql, rollup.id, period, (tx) =>
         recordAudit(tx, audited(ctx, caller, 'trigger', target, { period: period.key })),
-      );
+      ).catch((error: unknown) => {
+        if (error instanceof RollupNotRecorded)
+          throw new HttpError(503, 'rollup_not_recorded', error.message, undefined, { 'retry-after': '1' });
+        throw error;
+      });
       ctx.log.info({ rollup: rollup.id, period: period.key }, 'manual trigger requested');
       return {
         rollup: rollup.id,

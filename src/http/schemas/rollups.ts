@@ -295,5 +295,6 @@ export const triggerPeriod = defineOperation({
   errors: {
     400: 'invalid_bound; out_of_range: a period before begin or one that has not begun',
     404: unknownRollup,
+    503: 'rollup_not_recorded: the instance holding the lease has not taken this rollup up yet (a moment after start, a reload or a PUT); Retry-After says when to ask again',
   },
 });

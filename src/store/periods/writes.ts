@@ -191,14 +191,35 @@ export async function requestManualRun(
   period: Period,
   also?: (tx: Tx) => Promise<void>,
 ): Promise<void> {
-  await sql.begin(async (tx) => {
-    await tx`
-      insert into periods (rollup_id, lo, hi, key) values (${rollupId}, ${period.start}, ${period.end}, ${period.key})
-      on conflict do nothing`;
-    await tx`update periods set manual_requested = true, dirty = true where rollup_id = ${rollupId} and lo = ${period.start}`;
-    await wakeScheduler(tx);
-    await also?.(tx);
-  });
+  await sql
+    .begin(async (tx) => {
+      await tx`
+        insert into periods (rollup_id, lo, hi, key) values (${rollupId}, ${period.start}, ${period.end}, ${period.key})
+        on conflict do nothing`;
+      await tx`update periods set manual_requested = true, dirty = true where rollup_id = ${rollupId} and lo = ${period.start}`;
+      await wakeScheduler(tx);
+      await also?.(tx);
+    })
+    .catch((error: unknown) => {
+      const pg = error as { code?: string; constraint_name?: string };
+      if (pg.code === '23503' && pg.constraint_name === 'periods_rollup_id_fkey')
+        throw new RollupNotRecorded(rollupId);
+      throw error;
+    });
+}
+
+/**
+ * A rollup the lease holder has not recorded yet (its `rollups` row is written by the scheduler's
+ * first pass over it: at start, or within a pass of a reload or a PUT): its periods cannot be
+ * written before. A moment later they can.
+ */
+export class RollupNotRecorded extends Error {
+  override readonly name = 'RollupNotRecorded';
+  constructor(readonly rollupId: string) {
+    super(
+      `the scheduler has not taken up rollup ${rollupId} yet (it does within one pass of the instance holding the lease): ask again in a moment`,
+    );
+  }
 }
 
 /**
