@@ -122,7 +122,7 @@ describe('runs on the status page', () => {
     const rows = [...body.matchAll(/<tr data-rollup="(\w+)">/g)].map((m) => m[1]);
     expect(rows.slice(0, 2)).toEqual(['runs_a', 'runs_b']);
     expect(body).toMatch(
-      /<a href="\/\?rollup=runs_a">runs_a<\/a><\/td><td>hour<\/td><td class="num">1<\/td><td class="num"><span class="bad">2<\/span>/,
+      /<a href="\/\?rollup=runs_a">runs_a<\/a><\/td><td>file<\/td><td>hour<\/td><td class="num">1<\/td><td class="num"><span class="bad">2<\/span>/,
     );
     const card = await page('/?rollup=runs_a');
     expect(card).toContain('<span class="bad" data-count="failed_runs">2 failed runs</span>');
