@@ -1,7 +1,6 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { createLogger } from '../../../src/support/log.js';
 import { whileSlow } from '../../../src/support/slow-step.js';
-import { waitFor } from '../../helpers/wait.js';
 
 /** A logger whose lines are kept. */
 function kept() {
@@ -12,22 +11,31 @@ function kept() {
 
 describe('whileSlow', () => {
   it('says a step still runs while it runs, and stops saying it once it ends', async () => {
-    const { lines, log } = kept();
-    let finish = (_value: string) => {};
-    const step = new Promise<string>((resolve) => {
-      finish = resolve;
-    });
-    const done = whileSlow(log, 'creating the cluster', step, 20);
-    await waitFor(() => lines.length >= 2, { what: 'two progress lines' });
-    expect(lines[0]).toMatchObject({
-      step: 'creating the cluster',
-      msg: expect.stringMatching(/^still creating the cluster \(\d+ s so far\)$/),
-    });
-    finish('made');
-    await expect(done).resolves.toBe('made');
-    const said = lines.length;
-    await new Promise((resolve) => setTimeout(resolve, 100)); // five intervals: nothing more is said
-    expect(lines.length).toBe(said);
+    // The interval's clock is vitest's: the lines are counted at exact instants, nothing waited.
+    vi.useFakeTimers();
+    try {
+      const { lines, log } = kept();
+      let finish = (_value: string) => {};
+      const step = new Promise<string>((resolve) => {
+        finish = resolve;
+      });
+      const done = whileSlow(log, 'creating the cluster', step, 20_000);
+      await vi.advanceTimersByTimeAsync(19_999);
+      expect(lines).toEqual([]);
+      await vi.advanceTimersByTimeAsync(20_001);
+      expect(lines).toHaveLength(2);
+      expect(lines[1]).toMatchObject({
+        step: 'creating the cluster',
+        seconds: 40,
+        msg: 'still creating the cluster (40 s so far)',
+      });
+      finish('made');
+      await expect(done).resolves.toBe('made');
+      await vi.advanceTimersByTimeAsync(100_000); // five intervals more: nothing more is said
+      expect(lines).toHaveLength(2);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it('says nothing of a step quicker than the interval, and passes its failure on', async () => {
