@@ -1,7 +1,7 @@
 # syntax=docker/dockerfile:1
 # Build stage: install with the dev dependencies (npm ci's postinstall applies patches/ with
-# patch-package, a dev dependency), compile, then drop the dev dependencies. The runtime stage
-# copies the patched node_modules: a second `npm ci --omit=dev` there could not run the patch.
+# patch-package), compile, then drop the dev dependencies. The runtime stage copies that
+# node_modules, patched, rather than installing a second time.
 FROM node:20-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
