@@ -5,7 +5,7 @@
  *
  * - Airflow's own: 60 asset events on `peer.minutes`, one per minute key, posted 8 at a time;
  *   `peer_minutes_rollup` (RollupMapper over HourWindow) queues the hour's run. The end is the
- *   run's `queued_at`.
+ *   run's `queued_at`, read from Airflow's database (not its API, which our side needs).
  * - Ours into Airflow: 60 one-minute events to `POST /v1/events`, 8 at a time; the rollup's
  *   airflow_asset target posts the covered hour to `peer.hourly`, whose consumer DAG Airflow
  *   queues (`queued_at` again).
@@ -18,8 +18,9 @@
  * The start is our clock when the last request answered; the ends are the peers' clocks on the
  * same machine.
  */
+import { connect } from '../../src/store/pg/db.js';
 import { waitFor } from '../../test/helpers/wait.js';
-import type { Json, RealAirflow } from '../../test/real/helpers/airflow.js';
+import type { RealAirflow } from '../../test/real/helpers/airflow.js';
 import { median, round } from '../common.js';
 import { airflowKey } from './coverage.js';
 import type { PeerDagster } from './systems.js';
@@ -77,17 +78,29 @@ async function ourStages(
   return { total: end - last, decided: at(trigger?.decided_at), delivered: at(trigger?.delivered_at) };
 }
 
-/** When Airflow queued `dagId`'s run of the hour starting at `hour` (its partition key `%Y-%m-%dT%H`). */
+/**
+ * When Airflow queued `dagId`'s run of the hour starting at `hour` (its partition key
+ * `%Y-%m-%dT%H`), read from its metadata database: polling its API instead would queue the
+ * benchmark's own requests on the api-server's one worker in front of our target's delivery (a
+ * request Airflow's own rollup does not need), so the observer would slow one side only.
+ */
 async function airflowQueuedAt(airflow: RealAirflow, dagId: string, hour: number): Promise<number> {
   const key = airflowKey(hour).slice(0, 13);
-  return waitFor(
-    async () => {
-      const answer = await airflow.api('GET', `/api/v2/dags/${dagId}/dagRuns?limit=100&order_by=-id`);
-      const run = ((answer.body.dag_runs ?? []) as Json[]).find((r) => r.partition_key === key);
-      return run?.queued_at ? Date.parse(run.queued_at as string) : undefined;
-    },
-    { timeout: RUN_WAIT_MS, interval: 100, what: `${dagId}'s run of ${key}` },
-  );
+  const sql = connect(airflow.databaseUrl, { max: 1 });
+  try {
+    return await waitFor(
+      async () => {
+        const [run] = await sql<{ queued_at: Date | null }[]>`
+          select queued_at from dag_run
+          where dag_id = ${dagId} and partition_key = ${key} and queued_at is not null
+          order by id limit 1`;
+        return run?.queued_at ? run.queued_at.getTime() : undefined;
+      },
+      { timeout: RUN_WAIT_MS, interval: 20, what: `${dagId}'s run of ${key}` },
+    );
+  } finally {
+    await sql.end({ timeout: 5 });
+  }
 }
 
 export async function airflowOwn(
