@@ -402,7 +402,7 @@ describe('repair requests', () => {
     const text = await cli(['repair', 'rp.hand', ...later]);
     expect(text.code).toBe(0);
     expect(text.stdout).toMatch(
-      /^rp\.hand: repair \d+ requested \(repair-\d+~a1\), 1 of 1 range, sent to queue rp-hand:\n/,
+      /^rp\.hand: repair \d+ requested \(repair-\d+~a1\), 1 of 1 range, to be delivered to queue rp-hand:\n/,
     );
     const refused = await cli([
       'repair',

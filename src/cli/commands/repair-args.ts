@@ -62,7 +62,7 @@ export function printRepair(answer: RepairAnswer, ask: RepairAsk, json: boolean)
   else {
     const r = answer.requested;
     process.stdout.write(
-      `${asset}: repair ${r.id} requested (${r.idempotency_key}), ${r.ranges.length} of ${r.ranges_total} range${r.ranges_total === 1 ? '' : 's'}, sent to ${r.sent_to}:\n`,
+      `${asset}: repair ${r.id} requested (${r.idempotency_key}), ${r.ranges.length} of ${r.ranges_total} range${r.ranges_total === 1 ? '' : 's'}, to be delivered to ${r.sent_to}:\n`,
     );
     for (const range of r.ranges)
       process.stdout.write(
