@@ -55,7 +55,10 @@ export async function deliverDue(
       const row = rows[next++]!;
       const payload = attemptPayload(row.payload, row.run.attempt);
       try {
-        results.push({ row, result: await ctx.targets.deliver(row.target, payload) });
+        results.push({
+          row,
+          result: await ctx.targets.deliver(row.target, payload, { first: row.earlierSends === 0 }),
+        });
       } catch (error) {
         failure ??= { error };
       }

@@ -29,9 +29,20 @@ export interface ObservedRun {
  */
 export type Observation = ReadonlyMap<string, RunReport | null>;
 
+/** What the daemon knows of a run's earlier deliveries as it hands the target one. */
+export interface DeliveryContext {
+  /**
+   * No delivery of this run (this attempt) was begun before: the count is committed before each
+   * one goes out, so a target that otherwise looks for an earlier delivery first (one that Airflow
+   * or Dagster would not dedupe by itself) has nothing to find and may send at once.
+   */
+  readonly first: boolean;
+}
+
 /** A type's target for one configuration, built once: it delivers decisions and may be asked about runs. */
 export interface Target {
-  deliver(payload: TriggerPayload): Promise<DeliveryResult>;
+  /** Without a context, as for a redelivery: the target looks for an earlier delivery if it must. */
+  deliver(payload: TriggerPayload, context?: DeliveryContext): Promise<DeliveryResult>;
   /** Asks about up to 100 runs in a bounded number of requests; present exactly when the type has `follow` rules. */
   observe?(runs: readonly ObservedRun[]): Promise<Observation | { readonly error: string }>;
   close(): Promise<void>;

@@ -14,6 +14,7 @@ import {
   secretValues,
 } from './secrets.js';
 import type {
+  DeliveryContext,
   DeliveryResult,
   JobQueues,
   Observation,
@@ -54,9 +55,13 @@ export class Targets {
   }
 
   /** Delivers a decision to the stored target; a secret that cannot be resolved is a retried failure. */
-  async deliver(stored: StoredTarget, payload: TriggerPayload): Promise<DeliveryResult> {
+  async deliver(
+    stored: StoredTarget,
+    payload: TriggerPayload,
+    context?: DeliveryContext,
+  ): Promise<DeliveryResult> {
     const build = (type: TargetType, config: ResolvedTarget) => type.trigger(config, this.deps);
-    return this.send(stored, this.triggers, build, (target) => target.deliver(payload));
+    return this.send(stored, this.triggers, build, (target) => target.deliver(payload, context));
   }
 
   /** Delivers a repair request attempt to the stored target, as `deliver` does a decision. */

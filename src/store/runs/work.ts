@@ -12,6 +12,8 @@ export interface DueRun {
   readonly run: RunRef;
   readonly runId: string;
   readonly deliveries: number;
+  /** Deliveries of this run begun before this one (see dueRuns): 0 for its first. */
+  readonly earlierSends: number;
   readonly leaseToken: number;
   readonly target: StoredTarget;
   /** The decision's payload (attempt 1's); see attemptPayload for attempt N. */
@@ -22,28 +24,46 @@ export interface DueRun {
  * Pending runs due for delivery, newest first: a fresh trigger is not queued behind a burst of
  * catch-up decisions or a backlog of retries. The outbox is this list, for the rollups in the
  * catalog: a removed rollup's runs are never delivered (until it is added again).
+ *
+ * Taking them counts a send begun on each (`sends`), committed before this returns, so before
+ * any of them goes out: a run taken with no earlier send was never handed to its target, and a
+ * target may send it without looking for an earlier delivery first (its first delivery is then
+ * one request shorter). A run taken but not sent (the pass ended) only makes the next delivery
+ * look first, which is always safe.
  */
 export async function dueRuns(sql: Sql, limit: number, rollupIds: readonly string[]): Promise<DueRun[]> {
   const rows = await sql<
     (RefRow & {
       run_id: string;
       deliveries: number;
+      earlier_sends: number;
       lease_token: number;
       target: StoredTarget;
       payload: TriggerPayload;
     })[]
   >`
-    select r.rollup_id, r.period_lo, r.generation, r.attempt, r.run_id, r.deliveries, t.lease_token, t.target, t.payload
-    from (
-      select * from runs where state = 'pending' and due_at <= statement_timestamp()
+    with due as (
+      select rollup_id, period_lo, generation, attempt from runs
+      where state = 'pending' and due_at <= statement_timestamp()
         and rollup_id = any(${rollupIds as string[]}::text[])
       order by due_at desc limit ${limit}
-    ) r cross join lateral (${triggerOf(sql)}) t
+    ), r as (
+      update runs set sends = runs.sends + 1
+      from due
+      where runs.rollup_id = due.rollup_id and runs.period_lo = due.period_lo
+        and runs.generation = due.generation and runs.attempt = due.attempt
+      returning runs.rollup_id, runs.period_lo, runs.generation, runs.attempt, runs.run_id,
+        runs.deliveries, runs.sends - 1 as earlier_sends, runs.due_at
+    )
+    select r.rollup_id, r.period_lo, r.generation, r.attempt, r.run_id, r.deliveries, r.earlier_sends,
+      t.lease_token, t.target, t.payload
+    from r cross join lateral (${triggerOf(sql)}) t
     order by r.due_at desc`;
   return rows.map((r) => ({
     run: refOf(r),
     runId: r.run_id,
     deliveries: r.deliveries,
+    earlierSends: r.earlier_sends,
     leaseToken: r.lease_token,
     target: r.target,
     payload: r.payload,

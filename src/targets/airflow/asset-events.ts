@@ -2,7 +2,7 @@
  * One Airflow asset's events, as the `airflow_asset` trigger target and the repair target both use
  * them: the asset's id (looked up once by name or URI), an event found again by what its `extra`
  * carries, and an event posted only when that look-up finds none, so a redelivery never adds a
- * second one.
+ * second one (a first delivery, which has nothing to find, posts at once).
  */
 
 import { getJson, postJson, resultOfStatus } from '../requests.js';
@@ -29,6 +29,8 @@ export interface AssetEventSpec {
   readonly isOurs: (extra: Json | undefined) => boolean;
   /** When the event was decided: Airflow is searched from a second before it. */
   readonly since: string;
+  /** No earlier delivery of it was ever begun (DeliveryContext): post without looking first. */
+  readonly first?: boolean;
 }
 
 export interface AirflowAssetEvents {
@@ -114,9 +116,13 @@ export function airflowAssetEvents(
   async function sendOnce(spec: AssetEventSpec, used: string[]): Promise<DeliveryResult> {
     const id = await resolve(used);
     if (typeof id !== 'number') return id;
-    const existing = await find(id, spec.isOurs, spec.since, used);
-    if ('error' in existing) return { ok: false, retry: true, error: existing.error };
-    if (existing.event) return { ok: true };
+    // Airflow keeps no key of ours on an event, so a redelivery looks for its event first; a
+    // first delivery has none to find, and that request would only delay the run.
+    if (spec.first !== true) {
+      const existing = await find(id, spec.isOurs, spec.since, used);
+      if ('error' in existing) return { ok: false, retry: true, error: existing.error };
+      if (existing.event) return { ok: true };
+    }
     const body = {
       asset_id: id,
       ...(spec.partitionKey === undefined ? {} : { partition_key: spec.partitionKey }),

@@ -91,7 +91,7 @@ const isEventOf = (payload: RunIdentity) => (extra: Json | undefined) =>
  * `partition_key` (partition-key.ts) and the payload in `extra`, so Airflow's own scheduler runs
  * the DAGs scheduled on the asset for that partition. A redelivery first looks for its event
  * (`extra.run_id`, among the asset's events since the decision) and never posts a second one
- * (asset-events.ts). Without `follow_dag_id` the run succeeds once Airflow accepted the
+ * (asset-events.ts); a run's first delivery posts at once. Without `follow_dag_id` the run succeeds once Airflow accepted the
  * event; with it, the run's outcome is that DAG's run created from the event (the event's
  * `created_dagruns`).
  */
@@ -108,7 +108,7 @@ export function airflowAssetTarget(config: AirflowAssetConfig, now: () => number
     );
 
   return {
-    async deliver(payload) {
+    async deliver(payload, context) {
       const used: string[] = [];
       const result = await events.sendOnce(
         {
@@ -116,6 +116,7 @@ export function airflowAssetTarget(config: AirflowAssetConfig, now: () => number
           partitionKey: keyOf(payload),
           isOurs: isEventOf(payload),
           since: payload.decided_at,
+          first: context?.first,
         },
         used,
       );
