@@ -27,7 +27,7 @@ import {
   ianaZone,
   partitionFormat,
 } from './config.js';
-import { DEFAULT_PARTITION_FORMAT, partitionKey } from './partition-key.js';
+import { periodPartitionKey } from './partition-key.js';
 
 const schema = z
   .strictObject({
@@ -215,13 +215,7 @@ export function airflowTarget(config: AirflowConfig, now: () => number = Date.no
   async function attempt(payload: TriggerPayload, used: string[]): Promise<DeliveryResult> {
     const isPartitioned = await dagPartitioned(used);
     if (typeof isPartitioned !== 'boolean') return isPartitioned;
-    const partition = isPartitioned
-      ? partitionKey(
-          String(payload.period.start),
-          config.partition_timezone ?? 'UTC',
-          config.partition_key_format ?? DEFAULT_PARTITION_FORMAT,
-        )
-      : undefined;
+    const partition = isPartitioned ? periodPartitionKey(payload, config) : undefined;
     const body = triggerBody(payload, partition);
     // The dag_run_id already makes a redelivery a 409; the header lets a gateway in front dedupe too.
     const extra = { 'Idempotency-Key': payload.run_id ?? payload.idempotency_key };
