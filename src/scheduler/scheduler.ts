@@ -5,17 +5,14 @@ import { DEFAULT_RUN_POLICY } from '../core/runs/runs.js';
 import { type Fence, LeaseLostError } from '../lease/fence.js';
 import type { Metrics, SchedulerStep } from '../metrics/registry.js';
 import type { QueueConnection } from '../queue/backend.js';
-import { registerDeclaredAssets } from '../store/assets/assets.js';
 import { listenForCommits } from '../store/assets/commit-listen.js';
 import { schedulerWake } from '../store/periods/reads.js';
 import { databaseNow, type Sql } from '../store/pg/db.js';
-import { syncRollups } from '../store/rollups.js';
 import { Alarm } from '../support/alarm.js';
 import type { Logger } from '../support/log.js';
-import { redactTarget } from '../targets/secrets.js';
 import { Targets } from '../targets/targets.js';
+import { applyCatalogChange, liveTargets, recordRollups } from './apply-catalog.js';
 import { catchUpDeadlines, DeadlineSweep } from './deadline-sweep.js';
-import { endDeliveredRuns } from './delivered-runs.js';
 import { type DispatchContext, deliverDue } from './dispatch.js';
 import { evaluatePending } from './evaluate.js';
 import { type CheckIntervals, DEFAULT_CHECKS } from './follow-runs.js';
@@ -289,17 +286,12 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
    */
   private async syncOnNewLease(token: number): Promise<void> {
     if (this.syncedToken === token) return;
-    const { sql, log } = this.options;
+    const { log } = this.options;
     // The catalog as it is now, whole: nothing is left for applyCatalog.
     const catalog = this.options.catalog.current();
     this.use(catalog, catalogChange(this.applied, catalog));
     const { rollups } = catalog;
-    await syncRollups(sql, rollups.map(storedSpec), log);
-    // Before any pass follows runs: a run of these left started would time out and be delivered again.
-    await endDeliveredRuns(
-      this.dispatch,
-      rollups.filter((r) => r.rollup.run.outcome === 'delivery').map((r) => r.rollup.id),
-    );
+    await recordRollups(this.dispatch, rollups);
     this.syncedToken = token;
     // Only rollups with a deadline have anything to sweep; the pass runs and sleeps by these.
     this.sweeps = new Map(
@@ -314,36 +306,14 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
     log.info({ lease_token: token, rollups: rollups.length }, 'leading: evaluating everything pending');
   }
 
-  /**
-   * A catalog changed since the last pass (a reload, an API write, here or on another instance):
-   * only the added and changed rollups are recorded (a new calendar rebuilds their untriggered
-   * periods, as at start), their outputs registered, and the runs a switch to run.outcome delivery
-   * left waiting ended, as on a new lease; then they are marked from their cursors. Removed ones
-   * are no longer marked, evaluated, swept or delivered to; their history stays. Applied again
-   * whole if a statement fails (the next pass retries).
-   */
+  /** A catalog changed since the last pass: what changed is applied (apply-catalog.ts). */
   private async applyCatalog(): Promise<void> {
     const next = this.options.catalog.current();
     if (next === this.applied) return;
-    const { sql, log } = this.options;
-    const change = catalogChange(this.applied, next);
-    if (change.added.length + change.changed.length + change.removed.length === 0) {
-      this.applied = next; // a reload that changed no rollup
-      return;
-    }
-    this.use(next, change);
-    const touched = [...change.added, ...change.changed].map((id) => next.get(id)!);
-    await syncRollups(sql, touched.map(storedSpec), log);
-    await registerDeclaredAssets(sql, outputsOf(touched, next));
-    await endDeliveredRuns(
-      this.dispatch,
-      touched.filter((r) => r.rollup.run.outcome === 'delivery').map((r) => r.rollup.id),
+    await applyCatalogChange(this.dispatch, this.applied, next, (catalog, change) =>
+      this.use(catalog, change),
     );
     this.applied = next;
-    log.info(
-      { added: change.added, changed: change.changed, removed: change.removed, rollups: next.rollups.length },
-      'rollups changed: applied',
-    );
   }
 
   /** The scheduler's view of the rollups becomes `catalog`'s; `change` says which ones are new to it. */
@@ -444,33 +414,4 @@ export class Scheduler extends EventEmitter<SchedulerEvents> {
   private sleep(ms: number): Promise<void> {
     return this.running ? this.alarm.sleep(ms) : Promise.resolve();
   }
-}
-
-/** Every configured target, repair targets included: a stored one's literal secrets are found there. */
-function liveTargets(rollups: readonly RollupRuntime[]) {
-  return rollups.flatMap((r) => [r.config.target, ...(r.config.repair ? [r.config.repair.target] : [])]);
-}
-
-/** A rollup as recorded in `rollups.definition`: literal secrets replaced by placeholders. */
-function storedSpec(r: RollupRuntime) {
-  return {
-    rollup: r.rollup,
-    spec: {
-      ...r.config,
-      target: redactTarget(r.config.target),
-      ...(r.config.repair
-        ? { repair: { ...r.config.repair, target: redactTarget(r.config.repair.target) } }
-        : {}),
-    },
-  };
-}
-
-/** The outputs of these rollups not declared under `assets:`: known, all gap, before their first run. */
-function outputsOf(rollups: readonly RollupRuntime[], catalog: Catalog) {
-  const named = new Set(catalog.config.assets.map((a) => a.name));
-  return rollups.flatMap(({ rollup }) =>
-    rollup.output === undefined || named.has(rollup.output)
-      ? []
-      : [{ name: rollup.output, domain: rollup.domain, zone: 'UTC' }],
-  );
 }

@@ -1,9 +1,57 @@
-/** `check`'s answer for people: a summary line, freshness, and the first missing and replay-required ranges. */
+/**
+ * `check`'s answer for people (a summary line, freshness, and the first missing and
+ * replay-required ranges) or as JSON, and its exit code: shared by the database and HTTP paths.
+ */
 import { type CoverageAnswer, MAX_LIMIT } from '../../core/intervals/coverage-answer.js';
 import { formatLength } from '../../http/status/draw/format.js';
 import { formatRatio, plural } from '../format.js';
+import { type CheckOptions, type CheckRequest, checkFailed } from './check-request.js';
 
 export type Span = CoverageAnswer['missing'][number];
+
+/** An asset the index does not know: exit 2 under --require-known, else 1, "not covered". */
+export function unknownAsset(name: string, values: CheckOptions): number {
+  if (values['require-known'])
+    return checkFailed(`no asset named ${name} is known (never seen, nor declared with a domain in config)`);
+  if (values.json) process.stdout.write(`${JSON.stringify({ asset: name, covered: false, known: false })}\n`);
+  else process.stdout.write(`${name}: not covered (no event for this asset has been ingested yet)\n`);
+  return 1;
+}
+
+/**
+ * Prints `answer` (JSON, or the summary) and says when it is stale against --max-lag; returns the
+ * exit code. The summary names the first and the last missing range wherever the list stops:
+ * `endOf` asks for the one range at that end when the list does not hold it.
+ */
+export async function printAnswer(
+  answer: CoverageAnswer,
+  request: Pick<CheckRequest, 'name' | 'orders' | 'maxLagMs'>,
+  json: boolean | undefined,
+  endOf: (order: 'oldest' | 'newest') => Promise<Span | undefined>,
+): Promise<number> {
+  const stale = request.maxLagMs !== undefined && answer.stale === true;
+  if (json) process.stdout.write(`${JSON.stringify(answer)}\n`);
+  else {
+    const newest = request.orders?.ranges === 'newest';
+    const all = answer.missing.length === answer.missing_count;
+    let first: Span | undefined;
+    let last: Span | undefined;
+    if (answer.missing_count > 0) {
+      first =
+        !newest && answer.missing[0]
+          ? answer.missing[0]
+          : all
+            ? answer.missing.at(-1)
+            : await endOf('oldest');
+      last =
+        newest && answer.missing[0] ? answer.missing[0] : all ? answer.missing.at(-1) : await endOf('newest');
+    }
+    process.stdout.write(`${describe(answer, first, last).join('\n')}\n`);
+  }
+  if (stale)
+    process.stderr.write(`coverage-rollup check: ${request.name} is stale: ${answer.stale_reason}\n`);
+  return answer.covered && !stale ? 0 : 1;
+}
 
 export function describe(a: CoverageAnswer, first: Span | undefined, last: Span | undefined): string[] {
   const unit = a.domain === 'time' ? 's' : 'values';

@@ -6,7 +6,7 @@ import type { Domain, Interval } from '../../core/types.js';
 import { findAsset } from '../../store/assets/assets.js';
 import { queryCoverage } from '../../store/assets/coverage-query.js';
 import { type CheckOptions as CheckRequestOptions, checkFailed, checkRequest } from './check-request.js';
-import { describe, type Span } from './check-summary.js';
+import { printAnswer, unknownAsset } from './check-summary.js';
 import { commandConfig, type GlobalOptions, withSql } from './shared.js';
 
 interface CheckOptions extends GlobalOptions, CheckRequestOptions {}
@@ -35,14 +35,7 @@ export async function runCheck(args: string[], values: CheckOptions): Promise<nu
     // An empty window is covered by definition: refuse it, or a templating bug passes every check.
     if (window.end === window.start)
       return fail(`the window is empty (--start equals --end: ${values.start}); nothing to check`);
-    if (!asset) {
-      if (values['require-known'])
-        return fail(`no asset named ${name} is known (never seen, nor declared with a domain in config)`);
-      if (values.json)
-        process.stdout.write(`${JSON.stringify({ asset: name, covered: false, known: false })}\n`);
-      else process.stdout.write(`${name}: not covered (no event for this asset has been ingested yet)\n`);
-      return 1;
-    }
+    if (!asset) return unknownAsset(name, values);
     const lag = maxLagMs ?? maxLags(config).get(name);
     const now = Date.now();
     const answerOf = async (request: { limit: number; orders?: ListOrders | undefined }) => {
@@ -53,34 +46,12 @@ export async function runCheck(args: string[], values: CheckOptions): Promise<nu
       );
     };
     const answer = await answerOf({ limit, orders });
-    const stale = maxLagMs !== undefined && answer.stale === true;
-    if (values.json) process.stdout.write(`${JSON.stringify(answer)}\n`);
-    else {
-      // The summary names the first and the last missing range, wherever the list stops.
-      const newest = orders?.ranges === 'newest';
-      const all = answer.missing.length === answer.missing_count;
-      const endOf = async (order: 'oldest' | 'newest') =>
-        (await answerOf({ limit: 1, orders: { ranges: order, batches: order } })).missing[0];
-      let first: Span | undefined;
-      let last: Span | undefined;
-      if (answer.missing_count > 0) {
-        first =
-          !newest && answer.missing[0]
-            ? answer.missing[0]
-            : all
-              ? answer.missing.at(-1)
-              : await endOf('oldest');
-        last =
-          newest && answer.missing[0]
-            ? answer.missing[0]
-            : all
-              ? answer.missing.at(-1)
-              : await endOf('newest');
-      }
-      process.stdout.write(`${describe(answer, first, last).join('\n')}\n`);
-    }
-    if (stale) process.stderr.write(`coverage-rollup check: ${name} is stale: ${answer.stale_reason}\n`);
-    return answer.covered && !stale ? 0 : 1;
+    return printAnswer(
+      answer,
+      request,
+      values.json,
+      async (order) => (await answerOf({ limit: 1, orders: { ranges: order, batches: order } })).missing[0],
+    );
   });
 }
 

@@ -17,6 +17,20 @@ export interface EmitInput {
 
 const EVENT_FLAGS = ['asset', 'start', 'end', 'interval', 'data-version', 'id', 'replay'] as const;
 
+/** Says what is wrong with emit's arguments and returns the exit code (2); undefined when they are good. */
+export function refuseArgs(args: readonly string[], values: EmitInput): number | undefined {
+  if (args.length > 0) {
+    process.stderr.write(`coverage-rollup emit: unexpected argument "${args[0]}"; see --help\n`);
+    return 2;
+  }
+  const usage = usageError(values);
+  if (usage !== undefined) {
+    process.stderr.write(`coverage-rollup emit: ${usage}; see --help\n`);
+    return 2;
+  }
+  return undefined;
+}
+
 /** Flags that contradict each other would otherwise be resolved silently. */
 export function usageError(values: EmitInput): string | undefined {
   const given = EVENT_FLAGS.filter((flag) => values[flag] !== undefined && values[flag] !== false);

@@ -3,7 +3,7 @@ import type { Domain } from '../../core/types.js';
 import { commitChecked, commitsDirectly } from '../../ingest/direct.js';
 import { checkEvents, normalizeOptions, precheckEvents, type Refusal } from '../../ingest/precheck.js';
 import { domainsOf } from '../../store/assets/assets.js';
-import { type EmitInput, eventsOf, usageError } from './emit-input.js';
+import { type EmitInput, eventsOf, refuseArgs } from './emit-input.js';
 import { commandConfig, type GlobalOptions, withSql } from './shared.js';
 
 interface EmitOptions extends GlobalOptions, EmitInput {}
@@ -16,15 +16,8 @@ const CHUNK = 1000;
  * them into the index instead, as POST /v1/events does there (src/ingest/direct.ts).
  */
 export async function runEmit(args: string[], values: EmitOptions): Promise<number> {
-  if (args.length > 0) {
-    process.stderr.write(`coverage-rollup emit: unexpected argument "${args[0]}"; see --help\n`);
-    return 2;
-  }
-  const usage = usageError(values);
-  if (usage !== undefined) {
-    process.stderr.write(`coverage-rollup emit: ${usage}; see --help\n`);
-    return 2;
-  }
+  const badArgs = refuseArgs(args, values);
+  if (badArgs !== undefined) return badArgs;
   const config = await commandConfig(values);
   const { events, where } = eventsOf(values);
   const refused = (refusals: readonly Refusal[], outcome: string, offset = 0) => {

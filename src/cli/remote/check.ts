@@ -12,7 +12,7 @@ import {
   checkFailed,
   checkRequest,
 } from '../commands/check-request.js';
-import { describe, type Span } from '../commands/check-summary.js';
+import { printAnswer, unknownAsset } from '../commands/check-summary.js';
 import type { DaemonLink, LinkFinder } from '../daemon-link.js';
 import { ApiError, call } from '../http-client.js';
 
@@ -31,42 +31,18 @@ export async function checkOverHttp(
   } catch (error) {
     if (!(error instanceof ApiError)) throw error;
     if (error.code !== 'unknown_asset') return checkFailed(error.message);
-    if (values['require-known'])
-      return checkFailed(
-        `no asset named ${name} is known (never seen, nor declared with a domain in config)`,
-      );
-    if (values.json)
-      process.stdout.write(`${JSON.stringify({ asset: name, covered: false, known: false })}\n`);
-    else process.stdout.write(`${name}: not covered (no event for this asset has been ingested yet)\n`);
-    return 1;
+    return unknownAsset(name, values);
   }
   // An empty window is covered by definition: refuse it, or a templating bug passes every check.
   if (answer.start === answer.end)
     return checkFailed(`the window is empty (--start equals --end: ${request.start}); nothing to check`);
   if (request.maxLagMs !== undefined) answer = withMaxLag(answer, request.maxLagMs);
-  const stale = request.maxLagMs !== undefined && answer.stale === true;
-  if (values.json) process.stdout.write(`${JSON.stringify(answer)}\n`);
-  else {
-    // The summary names the first and the last missing range, wherever the list stops.
-    const newest = request.orders?.ranges === 'newest';
-    const all = answer.missing.length === answer.missing_count;
-    const endOf = async (order: 'oldest' | 'newest') => (await coverage(link, request, 1, order)).missing[0];
-    let first: Span | undefined;
-    let last: Span | undefined;
-    if (answer.missing_count > 0) {
-      first =
-        !newest && answer.missing[0]
-          ? answer.missing[0]
-          : all
-            ? answer.missing.at(-1)
-            : await endOf('oldest');
-      last =
-        newest && answer.missing[0] ? answer.missing[0] : all ? answer.missing.at(-1) : await endOf('newest');
-    }
-    process.stdout.write(`${describe(answer, first, last).join('\n')}\n`);
-  }
-  if (stale) process.stderr.write(`coverage-rollup check: ${name} is stale: ${answer.stale_reason}\n`);
-  return answer.covered && !stale ? 0 : 1;
+  return printAnswer(
+    answer,
+    request,
+    values.json,
+    async (order) => (await coverage(link, request, 1, order)).missing[0],
+  );
 }
 
 async function coverage(

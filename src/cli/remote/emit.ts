@@ -7,7 +7,7 @@
  */
 import { BadInputError } from '../../core/errors.js';
 import { normalizeEvent } from '../../core/events/events.js';
-import { type EmitInput, eventsOf, usageError } from '../commands/emit-input.js';
+import { type EmitInput, eventsOf, refuseArgs } from '../commands/emit-input.js';
 import type { LinkFinder } from '../daemon-link.js';
 import { ApiError, call } from '../http-client.js';
 
@@ -25,15 +25,8 @@ export async function emitOverHttp(
   values: EmitInput,
   findLink: LinkFinder,
 ): Promise<number> {
-  if (args.length > 0) {
-    process.stderr.write(`coverage-rollup emit: unexpected argument "${args[0]}"; see --help\n`);
-    return 2;
-  }
-  const usage = usageError(values);
-  if (usage !== undefined) {
-    process.stderr.write(`coverage-rollup emit: ${usage}; see --help\n`);
-    return 2;
-  }
+  const badArgs = refuseArgs(args, values);
+  if (badArgs !== undefined) return badArgs;
   const { events, where } = eventsOf(values);
   const invalid = events.flatMap((event, index) => {
     try {

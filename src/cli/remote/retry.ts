@@ -4,44 +4,26 @@
  * listing's run_state filter). The daemon knows the rollup, its calendar and its keys.
  */
 import type { RunState } from '../../core/runs/runs.js';
+import {
+  MAX_RETRIES,
+  printRetried,
+  type RetryOptions,
+  type RetryResult,
+  retryArgs,
+  retryUsage as usage,
+} from '../commands/retry-args.js';
 import type { DaemonLink, LinkFinder } from '../daemon-link.js';
-import { plural } from '../format.js';
 import { ApiError, call } from '../http-client.js';
 
-interface RetryOptions {
-  readonly period?: string | undefined;
-  readonly failed?: boolean | undefined;
-  readonly start?: string | undefined;
-  readonly end?: string | undefined;
-  readonly json?: boolean | undefined;
-}
-
-/** Periods retried by one `--failed` call at most, as on the database path; run it again for more. */
-const MAX_RETRIES = 10_000;
 const RETRYABLE: readonly RunState[] = ['failed', 'timed_out', 'lost'];
-
-const usage = (why: string) => {
-  process.stderr.write(
-    `coverage-rollup retry: ${why}\nusage: coverage-rollup retry ROLLUP (--period KEY | --failed --start S --end E)\n`,
-  );
-  return 2;
-};
-
-type Result =
-  | { readonly period: string; readonly run_id: string; readonly attempt: number }
-  | { readonly period: string; readonly refused: string };
 
 export async function retryOverHttp(
   args: readonly string[],
   values: RetryOptions,
   findLink: LinkFinder,
 ): Promise<number> {
-  const [id, ...extra] = args;
-  if (id === undefined || extra.length > 0) return usage('name one rollup');
-  if ((values.period === undefined) === (values.failed !== true))
-    return usage('give --period KEY or --failed');
-  if (values.failed && (values.start === undefined || values.end === undefined))
-    return usage('--failed needs --start and --end');
+  const id = retryArgs(args, values);
+  if (typeof id === 'number') return id;
   const link = findLink();
   let keys: string[];
   try {
@@ -53,7 +35,7 @@ export async function retryOverHttp(
     if (error instanceof ApiError && error.status < 500) return usage(error.message);
     throw error;
   }
-  const results: Result[] = [];
+  const results: RetryResult[] = [];
   for (const key of keys) {
     try {
       const { body } = await call<{ run: { run_id: string; attempt: number } }>(
@@ -69,19 +51,7 @@ export async function retryOverHttp(
       else throw error;
     }
   }
-  const retried = results.filter((r) => 'run_id' in r);
-  if (values.json) process.stdout.write(`${JSON.stringify({ rollup: id, retried: results })}\n`);
-  else {
-    for (const r of results)
-      process.stdout.write(
-        'run_id' in r
-          ? `${r.period}: attempt ${r.attempt} (${r.run_id}) pending\n`
-          : `${r.period}: not retried: ${r.refused}\n`,
-      );
-    process.stdout.write(`${plural(retried.length, 'period')} retried\n`);
-  }
-  // One period asked for by name and refused is an error; an empty window is not.
-  return values.period !== undefined && retried.length === 0 ? 1 : 0;
+  return printRetried(id, results, values);
 }
 
 /** The keys of the window's periods whose current run failed, timed out or was lost, oldest first. */

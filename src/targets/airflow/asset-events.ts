@@ -5,9 +5,10 @@
  * second one (a first delivery, which has nothing to find, posts at once).
  */
 
-import { getJson, postJson, resultOfStatus } from '../requests.js';
+import { resultOfStatus } from '../requests.js';
 import type { DeliveryResult } from '../target.js';
-import { type AirflowAuthConfig, airflowAuth } from './token.js';
+import { type AirflowApi, airflowApi } from './api.js';
+import type { AirflowAuthConfig } from './token.js';
 
 /** The asset, by name or by URI (one of them), and how to reach Airflow. */
 export interface AssetEventsConfig extends AirflowAuthConfig {
@@ -48,19 +49,17 @@ export interface AirflowAssetEvents {
   /** Posts the event unless an earlier delivery already did. */
   sendOnce(spec: AssetEventSpec, used: string[]): Promise<DeliveryResult>;
   /** An authenticated GET of a path under the API (`/api/v2/...`). */
-  get(path: string, used: string[]): ReturnType<typeof getJson>;
+  get: AirflowApi['get'];
 }
 
 export function airflowAssetEvents(
   config: AssetEventsConfig,
   now: () => number = Date.now,
 ): AirflowAssetEvents {
-  const base = config.url.replace(/\/+$/, '');
-  const authorized = airflowAuth(config, now);
+  const api = airflowApi(config, now);
   let assetId: number | undefined;
   const what = config.asset !== undefined ? `asset ${config.asset}` : `asset URI ${config.asset_uri}`;
-  const get = (path: string, used: string[]) =>
-    authorized(used, (auth) => getJson(`${base}${path}`, auth, config.timeout));
+  const { get } = api;
 
   /** By exact name or URI (`GET /api/v2/assets?name_pattern=`), cached once found. */
   async function resolve(used: string[]): Promise<number | DeliveryResult> {
@@ -128,9 +127,7 @@ export function airflowAssetEvents(
       ...(spec.partitionKey === undefined ? {} : { partition_key: spec.partitionKey }),
       extra: spec.extra,
     };
-    const response = await authorized(used, (auth) =>
-      postJson(`${base}/api/v2/assets/events`, body, auth, config.timeout),
-    );
+    const response = await api.post('/api/v2/assets/events', body, used);
     if ('error' in response) return { ok: false, retry: true, error: response.error };
     return resultOfStatus(response.status, response.text);
   }

@@ -5,7 +5,7 @@
  */
 import { z } from 'zod';
 import { airflowRunReport, type RunReport } from '../../core/runs/runs.js';
-import type { RunIdentity, TriggerPayload } from '../../core/runs/trigger.js';
+import type { RunIdentity } from '../../core/runs/trigger.js';
 import { isoDuration, nonEmpty, targetUrl } from '../../support/fields.js';
 import { scrubSecrets } from '../requests.js';
 import {
@@ -24,7 +24,7 @@ import {
   ianaZone,
   partitionFormat,
 } from './config.js';
-import { DEFAULT_PARTITION_FORMAT, partitionKey } from './partition-key.js';
+import { periodPartitionKey } from './partition-key.js';
 
 /** `partition_timezone` defaults to the rollup's zone (withRollupDefaults). */
 const schema = z
@@ -100,20 +100,13 @@ export function airflowAssetTarget(config: AirflowAssetConfig, now: () => number
   /** The followed DAG's run of each event once known (by the event's run id), bounded. */
   const followed = new Map<string, string>();
 
-  const keyOf = (payload: TriggerPayload) =>
-    partitionKey(
-      String(payload.period.start),
-      config.partition_timezone ?? 'UTC',
-      config.partition_key_format ?? DEFAULT_PARTITION_FORMAT,
-    );
-
   return {
     async deliver(payload, context) {
       const used: string[] = [];
       const result = await events.sendOnce(
         {
           extra: payload,
-          partitionKey: keyOf(payload),
+          partitionKey: periodPartitionKey(payload, config),
           isOurs: isEventOf(payload),
           since: payload.decided_at,
           first: context?.first,

@@ -9,7 +9,7 @@ import type { RepairPayload } from '../../core/repairs/repair-payload.js';
 import { airflowRunReport, type RunReport } from '../../core/runs/runs.js';
 import type { RunIdentity, TriggerPayload } from '../../core/runs/trigger.js';
 import { isoDuration, nonEmpty, targetUrl } from '../../support/fields.js';
-import { getJson, postJson, resultOfStatus, scrubSecrets } from '../requests.js';
+import { resultOfStatus, scrubSecrets } from '../requests.js';
 import {
   type DeliveryResult,
   defineTarget,
@@ -19,6 +19,7 @@ import {
   type ResolvedConfig,
   type Target,
 } from '../target.js';
+import { airflowApi } from './api.js';
 import {
   checkCredentials,
   credentialFields,
@@ -26,8 +27,7 @@ import {
   ianaZone,
   partitionFormat,
 } from './config.js';
-import { DEFAULT_PARTITION_FORMAT, partitionKey } from './partition-key.js';
-import { airflowAuth } from './token.js';
+import { periodPartitionKey } from './partition-key.js';
 
 const schema = z
   .strictObject({
@@ -121,9 +121,8 @@ export function triggerBody(payload: TriggerPayload, partition?: string) {
  * before it expires and once more when Airflow answers 401.
  */
 export function airflowTarget(config: AirflowConfig, now: () => number = Date.now): Target {
-  const base = config.url.replace(/\/+$/, '');
-  const endpoint = `${base}/api/v2/dags/${encodeURIComponent(config.dag_id)}/dagRuns`;
-  const authorized = airflowAuth(config, now);
+  const api = airflowApi(config, now);
+  const dagRuns = dagRunsPath(config.dag_id);
   /** Whether the DAG's timetable is partitioned, asked once (`GET /api/v2/dags/{dag_id}`). */
   let partitioned: boolean | undefined;
 
@@ -161,14 +160,7 @@ export function airflowTarget(config: AirflowConfig, now: () => number = Date.no
     const used: string[] = [];
     let offset = 0;
     for (let page = 0; page < OBSERVE_PAGES; page++) {
-      const response = await authorized(used, (auth) =>
-        postJson(
-          `${base}/api/v2/dags/~/dagRuns/list`,
-          { ...body, page_offset: offset },
-          auth,
-          config.timeout,
-        ),
-      );
+      const response = await api.post('/api/v2/dags/~/dagRuns/list', { ...body, page_offset: offset }, used);
       if ('error' in response) return { error: scrubSecrets(response.error, used) };
       if (response.status !== 200)
         return { error: scrubSecrets(`HTTP ${response.status}: ${response.text.slice(0, 300)}`, used) };
@@ -204,9 +196,7 @@ export function airflowTarget(config: AirflowConfig, now: () => number = Date.no
   async function dagPartitioned(used: string[]): Promise<boolean | DeliveryResult> {
     if (config.partitioned !== undefined) return config.partitioned;
     if (partitioned !== undefined) return partitioned;
-    const response = await authorized(used, (auth) =>
-      getJson(`${base}/api/v2/dags/${encodeURIComponent(config.dag_id)}`, auth, config.timeout),
-    );
+    const response = await api.get(`/api/v2/dags/${encodeURIComponent(config.dag_id)}`, used);
     if ('error' in response) return { ok: false, retry: true, error: response.error };
     if (response.status === 404) {
       // Not parsed yet (a new DAG file) or removed: retried until Airflow knows it.
@@ -225,19 +215,11 @@ export function airflowTarget(config: AirflowConfig, now: () => number = Date.no
   async function attempt(payload: TriggerPayload, used: string[]): Promise<DeliveryResult> {
     const isPartitioned = await dagPartitioned(used);
     if (typeof isPartitioned !== 'boolean') return isPartitioned;
-    const partition = isPartitioned
-      ? partitionKey(
-          String(payload.period.start),
-          config.partition_timezone ?? 'UTC',
-          config.partition_key_format ?? DEFAULT_PARTITION_FORMAT,
-        )
-      : undefined;
+    const partition = isPartitioned ? periodPartitionKey(payload, config) : undefined;
     const body = triggerBody(payload, partition);
     // The dag_run_id already makes a redelivery a 409; the header lets a gateway in front dedupe too.
     const extra = { 'Idempotency-Key': payload.run_id ?? payload.idempotency_key };
-    const response = await authorized(used, (auth) =>
-      postJson(endpoint, body, { ...auth, ...extra }, config.timeout),
-    );
+    const response = await api.post(dagRuns, body, used, extra);
     if ('error' in response) return { ok: false, retry: true, error: response.error };
     if (response.status === 409) return existingRun(body.dag_run_id, body.logical_date, used);
     if (response.status === 404) {
@@ -249,9 +231,7 @@ export function airflowTarget(config: AirflowConfig, now: () => number = Date.no
 
   /** After a 409: delivered if the run with our id exists, refused if another run holds the date. */
   async function existingRun(runId: string, date: string, used: string[]): Promise<DeliveryResult> {
-    const found = await authorized(used, (auth) =>
-      getJson(`${endpoint}/${encodeURIComponent(runId)}`, auth, config.timeout),
-    );
+    const found = await api.get(`${dagRuns}/${encodeURIComponent(runId)}`, used);
     if ('error' in found) return { ok: false, retry: true, error: found.error };
     if (found.status === 200) return { ok: true };
     if (found.status === 404) {
@@ -265,6 +245,11 @@ export function airflowTarget(config: AirflowConfig, now: () => number = Date.no
   }
 }
 
+/** Where a DAG's runs are created and read, under the API. */
+function dagRunsPath(dagId: string): string {
+  return `/api/v2/dags/${encodeURIComponent(dagId)}/dagRuns`;
+}
+
 /** Airflow run ids allow letters, digits and `_.~+-`: the key maps onto them as it is. */
 function repairDagRunId(payload: RepairPayload): string {
   return `coverage_rollup__${payload.idempotency_key}`;
@@ -276,9 +261,8 @@ function repairDagRunId(payload: RepairPayload): string {
  * A redelivery is a 409, done once the run with our id is found.
  */
 function airflowRepairTarget(config: AirflowConfig): RepairTarget {
-  const base = config.url.replace(/\/+$/, '');
-  const endpoint = `${base}/api/v2/dags/${encodeURIComponent(config.dag_id)}/dagRuns`;
-  const authorized = airflowAuth(config, Date.now);
+  const api = airflowApi(config, Date.now);
+  const dagRuns = dagRunsPath(config.dag_id);
   return {
     async deliver(payload) {
       const used: string[] = [];
@@ -290,15 +274,11 @@ function airflowRepairTarget(config: AirflowConfig): RepairTarget {
         note: `coverage-rollup repair of ${payload.asset}, attempt ${payload.attempt}`,
       };
       const headers = { 'Idempotency-Key': payload.idempotency_key };
-      const sent = await authorized(used, (auth) =>
-        postJson(endpoint, body, { ...auth, ...headers }, config.timeout),
-      );
+      const sent = await api.post(dagRuns, body, used, headers);
       let result: DeliveryResult;
       if ('error' in sent) result = { ok: false, retry: true, error: sent.error };
       else if (sent.status === 409) {
-        const found = await authorized(used, (auth) =>
-          getJson(`${endpoint}/${encodeURIComponent(runId)}`, auth, config.timeout),
-        );
+        const found = await api.get(`${dagRuns}/${encodeURIComponent(runId)}`, used);
         result =
           'error' in found
             ? { ok: false, retry: true, error: found.error }

@@ -1,4 +1,5 @@
 import { DateTime } from 'luxon';
+import type { TriggerPayload } from '../../core/runs/trigger.js';
 
 /**
  * Airflow partition keys for a period. Airflow's temporal partition mappers
@@ -34,6 +35,21 @@ export function unsupportedDirective(format: string): string | undefined {
     i++;
   }
   return undefined;
+}
+
+/** How a target keys a period: its zone (UTC when unset) and its format (the default when unset). */
+export interface PartitionKeyConfig {
+  readonly partition_timezone?: string | undefined;
+  readonly partition_key_format?: string | undefined;
+}
+
+/** The partition key of a decision's period, as `config` keys it. */
+export function periodPartitionKey(payload: TriggerPayload, config: PartitionKeyConfig): string {
+  return partitionKey(
+    String(payload.period.start),
+    config.partition_timezone ?? 'UTC',
+    config.partition_key_format ?? DEFAULT_PARTITION_FORMAT,
+  );
 }
 
 /** `start` (an ISO instant) as wall-clock time in `zone`, formatted with strftime `format`. */

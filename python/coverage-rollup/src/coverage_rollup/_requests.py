@@ -6,13 +6,13 @@ import json
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import timedelta
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import quote
 
 import httpx
 
 from .bounds import BoundLike, format_bound
-from .errors import ApiError
+from .errors import ApiError, Unreachable
 from .models import Announced, Coverage, Event
 
 #: The daemon takes at most this many events per ``POST /v1/events``; longer lists are split.
@@ -27,6 +27,32 @@ WAIT_READ_SLACK = 30.0
 
 Seconds = float | int | timedelta
 EventLike = Event | Mapping[str, Any]
+
+
+class Settings(NamedTuple):
+    """What both clients hold from their arguments: the base URL, the timeouts, the longest wait
+    one request asks for, and the headers of every request."""
+
+    url: str
+    timeout: httpx.Timeout
+    wait_per_request: float
+    headers: dict[str, str]
+
+
+def settings(
+    url: str,
+    token: str | None,
+    timeout: float,
+    extra_headers: Mapping[str, str] | None,
+    wait_per_request: Seconds,
+) -> Settings:
+    """The clients' arguments checked and read, in the order their errors are raised."""
+    if not url:
+        raise ValueError("url must name the daemon, e.g. http://127.0.0.1:8080")
+    base = url.rstrip("/")
+    timeouts = httpx.Timeout(timeout)
+    per_request = seconds(wait_per_request, "wait_per_request") or 1.0
+    return Settings(base, timeouts, per_request, headers(token, extra_headers))
 
 
 def seconds(value: Seconds, field: str) -> float:
@@ -71,6 +97,22 @@ def request_timeout(base: httpx.Timeout, wait: float | None) -> httpx.Timeout:
         write=base.write,
         pool=base.pool,
     )
+
+
+def coverage_request(
+    asset: str,
+    start: BoundLike,
+    end: BoundLike,
+    limit: int | None,
+    wait: Seconds | None,
+    base: httpx.Timeout,
+) -> tuple[str, dict[str, Any]]:
+    """The path and the request arguments of ``GET /v1/assets/{asset}/coverage``."""
+    secs = None if wait is None else seconds(wait, "wait")
+    return coverage_path(asset), {
+        "params": coverage_params(start, end, limit, secs),
+        "timeout": request_timeout(base, secs),
+    }
 
 
 def headers(token: str | None, extra: Mapping[str, str] | None) -> dict[str, str]:
@@ -120,10 +162,22 @@ def event_list(
     return events
 
 
+def announce_requests(events: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    """The request arguments of each ``POST /v1/events`` of ``announce`` (``event_list``'s events),
+    one at a time."""
+    for body in chunks(events):
+        yield {"content": body, "headers": {"content-type": "application/json"}}
+
+
 def chunks(events: list[dict[str, Any]]) -> Iterator[bytes]:
     for i in range(0, len(events), MAX_EVENTS_PER_REQUEST):
         part = events[i : i + MAX_EVENTS_PER_REQUEST]
         yield json.dumps(part, separators=(",", ":")).encode()
+
+
+def unreachable(method: str, url: str, path: str, error: httpx.TransportError) -> Unreachable:
+    """A request that got no answer, naming what was asked of where."""
+    return Unreachable(f"{method} {url}{path}: {error!r}")
 
 
 def env_settings() -> tuple[str, str | None]:

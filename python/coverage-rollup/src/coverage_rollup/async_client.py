@@ -36,14 +36,13 @@ class AsyncClient:
         transport: httpx.AsyncBaseTransport | None = None,
         verify: bool | str = True,
     ) -> None:
-        if not url:
-            raise ValueError("url must name the daemon, e.g. http://127.0.0.1:8080")
-        self.url = url.rstrip("/")
-        self._timeout = httpx.Timeout(timeout)
-        self._wait_per_request = r.seconds(wait_per_request, "wait_per_request") or 1.0
+        s = r.settings(url, token, timeout, headers, wait_per_request)
+        self.url = s.url
+        self._timeout = s.timeout
+        self._wait_per_request = s.wait_per_request
         self._http = httpx.AsyncClient(
             base_url=self.url,
-            headers=r.headers(token, headers),
+            headers=s.headers,
             timeout=self._timeout,
             transport=transport,
             verify=verify,
@@ -82,14 +81,8 @@ class AsyncClient:
         covered or ``wait`` has passed, whichever comes first. Raises ``ApiError`` (``code``
         ``unknown_asset`` for an asset the daemon has not seen, ``invalid_bound``, ...).
         """
-        secs = None if wait is None else r.seconds(wait, "wait")
-        response = await self._send(
-            "GET",
-            r.coverage_path(asset),
-            params=r.coverage_params(start, end, limit, secs),
-            timeout=r.request_timeout(self._timeout, secs),
-        )
-        return r.read_coverage(response)
+        path, kwargs = r.coverage_request(asset, start, end, limit, wait, self._timeout)
+        return r.read_coverage(await self._send("GET", path, **kwargs))
 
     @overload
     async def announce(
@@ -125,11 +118,8 @@ class AsyncClient:
         """
         events = r.event_list(asset, start, end, version, id, extra)
         parts = []
-        for body in r.chunks(events):
-            response = await self._send(
-                "POST", "/v1/events", content=body, headers={"content-type": "application/json"}
-            )
-            parts.append(r.read_announced(response))
+        for kwargs in r.announce_requests(events):
+            parts.append(r.read_announced(await self._send("POST", "/v1/events", **kwargs)))
         return Announced.combine(parts)
 
     async def wait_covered(
@@ -172,4 +162,4 @@ class AsyncClient:
         try:
             return await self._http.request(method, path, **kwargs)
         except httpx.TransportError as error:
-            raise Unreachable(f"{method} {self.url}{path}: {error!r}") from error
+            raise r.unreachable(method, self.url, path, error) from error

@@ -33,14 +33,13 @@ class Client:
         transport: httpx.BaseTransport | None = None,
         verify: bool | str = True,
     ) -> None:
-        if not url:
-            raise ValueError("url must name the daemon, e.g. http://127.0.0.1:8080")
-        self.url = url.rstrip("/")
-        self._timeout = httpx.Timeout(timeout)
-        self._wait_per_request = r.seconds(wait_per_request, "wait_per_request") or 1.0
+        s = r.settings(url, token, timeout, headers, wait_per_request)
+        self.url = s.url
+        self._timeout = s.timeout
+        self._wait_per_request = s.wait_per_request
         self._http = httpx.Client(
             base_url=self.url,
-            headers=r.headers(token, headers),
+            headers=s.headers,
             timeout=self._timeout,
             transport=transport,
             verify=verify,
@@ -77,14 +76,8 @@ class Client:
         covered or ``wait`` has passed, whichever comes first. Raises ``ApiError`` (``code``
         ``unknown_asset`` for an asset the daemon has not seen, ``invalid_bound``, ...).
         """
-        secs = None if wait is None else r.seconds(wait, "wait")
-        response = self._send(
-            "GET",
-            r.coverage_path(asset),
-            params=r.coverage_params(start, end, limit, secs),
-            timeout=r.request_timeout(self._timeout, secs),
-        )
-        return r.read_coverage(response)
+        path, kwargs = r.coverage_request(asset, start, end, limit, wait, self._timeout)
+        return r.read_coverage(self._send("GET", path, **kwargs))
 
     @overload
     def announce(
@@ -120,11 +113,8 @@ class Client:
         """
         events = r.event_list(asset, start, end, version, id, extra)
         parts = []
-        for body in r.chunks(events):
-            response = self._send(
-                "POST", "/v1/events", content=body, headers={"content-type": "application/json"}
-            )
-            parts.append(r.read_announced(response))
+        for kwargs in r.announce_requests(events):
+            parts.append(r.read_announced(self._send("POST", "/v1/events", **kwargs)))
         return Announced.combine(parts)
 
     def wait_covered(
@@ -164,4 +154,4 @@ class Client:
         try:
             return self._http.request(method, path, **kwargs)
         except httpx.TransportError as error:
-            raise Unreachable(f"{method} {self.url}{path}: {error!r}") from error
+            raise r.unreachable(method, self.url, path, error) from error
