@@ -52,6 +52,7 @@ describe('the first delivery of a run', () => {
       username: 'coverage',
       password: 'pa55-word-for-airflow',
       timeout: 5000,
+      partition_key_format: '%Y-%m-%dT%H:%M:%S',
     });
 
     const [taken] = await dueRuns(db.sql, 10, ['fs']);

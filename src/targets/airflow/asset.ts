@@ -91,8 +91,8 @@ const isEventOf = (payload: RunIdentity) => (extra: Json | undefined) =>
  * `partition_key` (partition-key.ts) and the payload in `extra`, so Airflow's own scheduler runs
  * the DAGs scheduled on the asset for that partition. A redelivery first looks for its event
  * (`extra.run_id`, among the asset's events since the decision) and never posts a second one
- * (asset-events.ts); a run's first delivery posts at once. Without `follow_dag_id` the run succeeds once Airflow accepted the
- * event; with it, the run's outcome is that DAG's run created from the event (the event's
+ * (asset-events.ts); a run's first delivery posts at once. Without `follow_dag_id` the run
+ * succeeds once Airflow accepted the event; with it, the run's outcome is that DAG's run created from the event (the event's
  * `created_dagruns`).
  */
 export function airflowAssetTarget(config: AirflowAssetConfig, now: () => number = Date.now): Target {
