@@ -44,14 +44,16 @@ interface Touch {
  * hundreds of round trips per pass. Their rows are disjoint (own periods and cursors); the output
  * condemnations of all of them go in one commit at the end (a savepoint each, interleaved, could
  * roll back each other's statements).
- * Returns the ids of the rollups for which an upstream read a full batch: there may be more now.
+ * Returns the ids of the rollups for which an upstream read a full batch (`more`: there may be
+ * more now), and of those that spent their MARK_BUDGET with periods left (`later`: for the next
+ * pass, so that one wide span does not hold this one's evaluation).
  */
 export async function markTouchedPeriods(
   sql: Sql,
   rollups: readonly Rollup[],
   batch: number,
   idleMs: number,
-): Promise<string[]> {
+): Promise<{ more: string[]; later: string[] }> {
   // Pipelined (sent together, run in order): every round trip here delays the trigger. Marks are
   // derived from the durable log and commit with the cursors, so this commit need not wait for its
   // WAL flush: lost in a crash, marks and cursors are lost together and the next pass redoes them;
@@ -67,7 +69,10 @@ export async function markTouchedPeriods(
       tx,
       rollups.map((rollup, i) => ({ rollup, periods: marked[i]!.condemned })),
     );
-    return rollups.filter((_, i) => marked[i]!.more).map((r) => r.id);
+    return {
+      more: rollups.filter((_, i) => marked[i]!.more === 'batch').map((r) => r.id),
+      later: rollups.filter((_, i) => marked[i]!.more === 'budget').map((r) => r.id),
+    };
   });
 }
 
@@ -98,7 +103,7 @@ async function markRollup(
   rollup: Rollup,
   batch: number,
   budget = MARK_BUDGET,
-): Promise<{ condemned: CondemnedPeriod[]; more: boolean }> {
+): Promise<{ condemned: CondemnedPeriod[]; more: 'batch' | 'budget' | false }> {
   const upstream = rollup.upstream as string[];
   // Every upstream in a few round trips: a fan-in rollup over 100 assets is not 100 transactions.
   const [cursors, assets] = await Promise.all([
@@ -144,7 +149,8 @@ async function markRollup(
   ]);
   const byAsset: Map<number, EventRow[]> = groupBy(events, (e) => e.asset_id);
   const walk = { left: budget };
-  let more = false;
+  let full = false;
+  let spent = false;
   const touched = new Map<string, Map<number, Touch>>();
   // The log first: new data's periods before a seed's older ones.
   for (const p of behind) {
@@ -153,15 +159,16 @@ async function markRollup(
     const touches = new Map<number, Touch>();
     const done = touchEvents(rollup, read, p, touches, walk);
     touched.set(p.name, touches);
-    // Stopped inside the batch, or read a full one: there may be more to mark now.
-    if (!done || read.length === batch) more = true;
+    // Stopped inside the batch (its budget spent), or read a full one: there may be more now.
+    if (!done) spent = true;
+    else if (read.length === batch) full = true;
   }
   seeding.forEach((p, i) => {
     const touches = touched.get(p.name) ?? new Map<number, Touch>();
     const found = spans[i]!;
     touchSeed(rollup, found, found.length === budget, p, touches, walk, now!);
     touched.set(p.name, touches);
-    if (p.seedBelow !== null) more = true;
+    if (p.seedBelow !== null) spent = true;
   });
   const moved = positions.filter((p) => p.moved);
   const [marked] = await Promise.all([
@@ -182,7 +189,7 @@ async function markRollup(
   // written once per pass, not ten times (each write leaves a dead row version behind).
   const marks = mergeMarks(marked.map((m) => m.marks));
   if (marks.length > 0) await markTouched(tx, rollup.id, marks);
-  return { condemned: marked.flatMap((m) => m.condemned), more };
+  return { condemned: marked.flatMap((m) => m.condemned), more: spent ? 'budget' : full ? 'batch' : false };
 }
 
 /**
