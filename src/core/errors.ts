@@ -15,6 +15,7 @@ export const BAD_INPUT_REASONS = [
   'end_before_start',
   'invalid_field',
   'unknown_type',
+  'too_many_periods',
 ] as const;
 
 export type BadInputReason = (typeof BAD_INPUT_REASONS)[number];

@@ -176,6 +176,7 @@ export async function startDaemon(
       ingestSql,
       log.child({ component: 'ingest' }),
       metrics,
+      rollups,
     );
     closers.unshift(() => ingest.close(budget.leftMs()));
 
@@ -297,6 +298,7 @@ export async function startDaemon(
           metricsPublic: config.metrics.public,
         }),
         now: Date.now,
+        rollups,
         ...(schedulerStatus ? { schedulerStatus } : {}),
         retentionStatus: () => retention.status(),
         maintenanceStatus: () => maintenance.status(),

@@ -1,4 +1,5 @@
 import type { Config } from '../config/index.js';
+import type { RollupRuntime } from '../config/rollups.js';
 import type { Metrics } from '../metrics/registry.js';
 import type { QueueConnection } from '../queue/backend.js';
 import type { EventQueues } from '../queue/event-queues.js';
@@ -31,6 +32,8 @@ export interface HttpContext {
   readonly auth: TokenAuth;
   /** The clock (epoch ms) every route and the status page read "now" from. */
   readonly now: () => number;
+  /** The rollups now (the live catalog): events are checked against the periods they would touch. */
+  readonly rollups?: () => readonly RollupRuntime[];
   /** Role and lease facts for /readyz; absent when this instance runs no scheduler. */
   readonly schedulerStatus?: () => Record<string, unknown>;
   /** The read replica's state, for /readyz; absent without database_read_url. */

@@ -6,13 +6,44 @@ import {
   type NormalizeOptions,
   normalizeEvent,
 } from '../core/events/events.js';
+import type { Rollup } from '../core/rollups/rollup.js';
 import type { Domain } from '../core/types.js';
 
-/** How the config shapes normalisation: the payload limit and each declared asset's domain and zone. */
-export function normalizeOptions(config: Config): NormalizeOptions {
+/**
+ * How the config shapes normalisation: the payload limit and each declared asset's domain and
+ * zone; and, given the rollups now (read at each event: the catalog changes while the daemon
+ * runs), the bound on the periods of each rollup one event may touch.
+ */
+export function normalizeOptions(
+  config: Config,
+  rollups?: () => readonly { readonly rollup: Rollup }[],
+): NormalizeOptions {
   return {
     maxPayloadBytes: config.queue.max_payload_bytes,
     assets: new Map(config.assets.map((a) => [a.name, { domain: a.domain, zone: a.zone }])),
+    ...(rollups ? { readersOf: readersOf(rollups) } : {}),
+  };
+}
+
+/**
+ * The rollups reading each asset, from the rollups now: indexed once per catalog version (a
+ * catalog is never changed, only replaced), not filtered again for every event.
+ */
+export function readersOf(
+  rollups: () => readonly { readonly rollup: Rollup }[],
+): (asset: string) => readonly Rollup[] {
+  let indexed: readonly unknown[] | undefined;
+  let byAsset = new Map<string, Rollup[]>();
+  return (asset) => {
+    const now = rollups();
+    if (now !== indexed) {
+      byAsset = new Map();
+      for (const { rollup } of now)
+        for (const name of new Set(rollup.upstream))
+          byAsset.set(name, [...(byAsset.get(name) ?? []), rollup]);
+      indexed = now;
+    }
+    return byAsset.get(asset) ?? [];
   };
 }
 

@@ -1,4 +1,5 @@
 import type { Config } from '../config/index.js';
+import type { RollupRuntime } from '../config/rollups.js';
 import type { NormalizedEvent } from '../core/events/events.js';
 import type { Metrics } from '../metrics/registry.js';
 import { queueConnection } from '../queue/backend.js';
@@ -62,8 +63,17 @@ export function connectIngest(config: Config, log?: Logger): Sql {
  * An instance cut off from PostgreSQL pauses and gives its jobs back (see StallGuard); a job given
  * back returns to the head of the queue without counting as an attempt.
  */
-export function startIngestWorker(config: Config, sql: Sql, log: Logger, metrics: Metrics): IngestWorker {
+export function startIngestWorker(
+  config: Config,
+  sql: Sql,
+  log: Logger,
+  metrics: Metrics,
+  /** The rollups now, whose bound on the periods one event touches the handler applies. */
+  rollups?: () => readonly RollupRuntime[],
+): IngestWorker {
   const { queue } = config;
+  // The failed-set reconciliation only identifies a job's event: one committed before a rollup
+  // changed is still recognised as committed.
   const options = normalizeOptions(config);
   const connection = queueConnection(config, { log });
   // Commit lanes: each asset always goes to the same lane, and each lane runs one transaction at
@@ -100,7 +110,7 @@ export function startIngestWorker(config: Config, sql: Sql, log: Logger, metrics
   /** Jobs whose commit this worker awaits; releasing one gives its job back. */
   const held = new Set<Hold>();
   const deps = {
-    normalize: options,
+    normalize: normalizeOptions(config, rollups),
     commit: committer.add,
     paused: () => guard.paused,
     held,

@@ -106,14 +106,17 @@ export class MarkQueue {
       for (let i = 0; i < left.length; i += MARK_GROUP) {
         const group = left.slice(i, i + MARK_GROUP);
         try {
-          more.push(
-            ...(await markTouchedPeriods(
-              sql,
-              group.map((id) => this.byId.get(id)!.rollup),
-              TOUCH_BATCH,
-              leaseTtlMs,
-            )),
+          const marked = await markTouchedPeriods(
+            sql,
+            group.map((id) => this.byId.get(id)!.rollup),
+            TOUCH_BATCH,
+            leaseTtlMs,
           );
+          more.push(...marked.more);
+          // A rollup that spent its budget on a wide span goes on at the next pass: this one
+          // evaluates what the others marked first.
+          for (const id of marked.later) this.toMark.add(id);
+          if (marked.later.length > 0) busy = true;
         } catch (error) {
           // Not marked (or not known to be): marked again on the next pass.
           for (const id of [...more, ...left.slice(i)]) this.toMark.add(id);

@@ -1,12 +1,15 @@
 import { groupBy } from '../core/group-by.js';
+import type { Period } from '../core/periods/calendar.js';
 import { derivedState } from '../core/periods/periods.js';
 import { rerunOwed, stateAfterMark } from '../core/periods/policy.js';
+import { walkDown } from '../core/periods/walk-down.js';
 import type { Rollup } from '../core/rollups/rollup.js';
+import type { Interval } from '../core/types.js';
 import { assetPositions } from '../store/assets/assets.js';
 import { eventsAfter } from '../store/assets/event-log.js';
 import { type CondemnedPeriod, condemnOutputs } from '../store/assets/outputs.js';
-import { segmentSpansFrom } from '../store/assets/segments-sql.js';
-import { advanceCursors, openCursors, setCursor } from '../store/periods/cursors.js';
+import { segmentSpansBelow } from '../store/assets/segments-sql.js';
+import { advanceCursors, openCursors } from '../store/periods/cursors.js';
 import { seenByTriggers } from '../store/periods/reads.js';
 import { insertTouched, type Mark, markTouched } from '../store/periods/writes.js';
 import { databaseNow, type Sql, type Tx } from '../store/pg/db.js';
@@ -41,14 +44,16 @@ interface Touch {
  * hundreds of round trips per pass. Their rows are disjoint (own periods and cursors); the output
  * condemnations of all of them go in one commit at the end (a savepoint each, interleaved, could
  * roll back each other's statements).
- * Returns the ids of the rollups for which an upstream read a full batch: there may be more now.
+ * Returns the ids of the rollups for which an upstream read a full batch (`more`: there may be
+ * more now), and of those that spent their MARK_BUDGET with periods left (`later`: for the next
+ * pass, so that one wide span does not hold this one's evaluation).
  */
 export async function markTouchedPeriods(
   sql: Sql,
   rollups: readonly Rollup[],
   batch: number,
   idleMs: number,
-): Promise<string[]> {
+): Promise<{ more: string[]; later: string[] }> {
   // Pipelined (sent together, run in order): every round trip here delays the trigger. Marks are
   // derived from the durable log and commit with the cursors, so this commit need not wait for its
   // WAL flush: lost in a crash, marks and cursors are lost together and the next pass redoes them;
@@ -64,16 +69,41 @@ export async function markTouchedPeriods(
       tx,
       rollups.map((rollup, i) => ({ rollup, periods: marked[i]!.condemned })),
     );
-    return rollups.filter((_, i) => marked[i]!.more).map((r) => r.id);
+    return {
+      more: rollups.filter((_, i) => marked[i]!.more === 'batch').map((r) => r.id),
+      later: rollups.filter((_, i) => marked[i]!.more === 'budget').map((r) => r.id),
+    };
   });
 }
+
+/**
+ * Periods one rollup walks per transaction at most, its upstreams' events and seeds together. An
+ * event or a segment over more periods is marked over several transactions, newest periods first,
+ * its cursor recording where it stopped (event_below, seed_below): no walk holds the event loop
+ * for long, whatever the rollups' calendars did to the periods of data accepted before them.
+ */
+export const MARK_BUDGET = 10_000;
+
+/** Where a rollup's cursor on one upstream stands, and whether this pass moved it. */
+interface Position {
+  readonly name: string;
+  readonly id: number;
+  seq: number;
+  eventBelow: number | null;
+  seedBelow: number | null;
+  moved: boolean;
+}
+
+/** Seed from every segment: a point above any segment's end (all are safe integers). */
+const SEED_TOP = Number.MAX_SAFE_INTEGER;
 
 /** One rollup's share of markTouchedPeriods: its marks, and the periods they turned rerun_pending. */
 async function markRollup(
   tx: Tx,
   rollup: Rollup,
   batch: number,
-): Promise<{ condemned: CondemnedPeriod[]; more: boolean }> {
+  budget = MARK_BUDGET,
+): Promise<{ condemned: CondemnedPeriod[]; more: 'batch' | 'budget' | false }> {
   const upstream = rollup.upstream as string[];
   // Every upstream in a few round trips: a fan-in rollup over 100 assets is not 100 transactions.
   const [cursors, assets] = await Promise.all([
@@ -81,95 +111,174 @@ async function markRollup(
     assetPositions(tx, upstream),
   ]);
   const assetOf = new Map(assets.map((a) => [a.name, a]));
-  const seeds: Promise<void>[] = [];
-  const behind: Array<{ name: string; id: number; seq: number }> = [];
+  const positions: Position[] = [];
   for (const c of cursors) {
     const a = assetOf.get(c.asset_name);
     if (a === undefined) continue;
-    if (c.fresh) seeds.push(seedFromSegments(tx, rollup, a.name, a.id, a.last_seq));
-    else if (a.last_seq > c.seq) behind.push({ name: a.name, id: a.id, seq: c.seq });
+    // A rollup (or a calendar) new to an upstream starts from the merged index, not from the log:
+    // the log may be long or already pruned (retention), the segments are what it left, and they
+    // grow with the data's holes, not with its events. The cursor moves at once to the log
+    // position the segments are read after (they hold at least that: a later statement, a later
+    // snapshot); the seed goes on below seed_below, in this pass and the next ones.
+    positions.push(
+      c.fresh
+        ? { name: a.name, id: a.id, seq: a.last_seq, eventBelow: null, seedBelow: SEED_TOP, moved: true }
+        : {
+            name: a.name,
+            id: a.id,
+            seq: c.seq,
+            eventBelow: c.event_below,
+            seedBelow: c.seed_below,
+            moved: false,
+          },
+    );
   }
-  await Promise.all(seeds);
-  if (behind.length === 0) return { condemned: [], more: false };
-  // ingested_at rounded up to the millisecond (eventsAfter): settle must not end early.
-  const events = await eventsAfter(tx, behind, batch);
+  const behind = positions.filter((p) => assetOf.get(p.name)!.last_seq > p.seq);
+  const seeding = positions.filter((p) => p.seedBelow !== null);
+  if (behind.length === 0 && seeding.length === 0) return { condemned: [], more: false };
+  // Pipelined: the new events (ingested_at rounded up to the millisecond, eventsAfter: settle must
+  // not end early), and the newest segments of each seed; a seed walks at least a period per span.
+  const [events, spans, now] = await Promise.all([
+    behind.length === 0 ? [] : eventsAfter(tx, behind, batch),
+    Promise.all(
+      seeding.map((p) =>
+        p.seedBelow! > rollup.begin ? segmentSpansBelow(tx, p.id, rollup.begin, p.seedBelow!, budget) : [],
+      ),
+    ),
+    seeding.length === 0 ? undefined : databaseNow(tx),
+  ]);
   const byAsset: Map<number, EventRow[]> = groupBy(events, (e) => e.asset_id);
-  const moved = behind.filter((b) => byAsset.has(b.id));
+  const walk = { left: budget };
+  let full = false;
+  let spent = false;
+  const touched = new Map<string, Map<number, Touch>>();
+  // The log first: new data's periods before a seed's older ones.
+  for (const p of behind) {
+    const read = byAsset.get(p.id);
+    if (read === undefined) continue;
+    const touches = new Map<number, Touch>();
+    const done = touchEvents(rollup, read, p, touches, walk);
+    touched.set(p.name, touches);
+    // Stopped inside the batch (its budget spent), or read a full one: there may be more now.
+    if (!done) spent = true;
+    else if (read.length === batch) full = true;
+  }
+  seeding.forEach((p, i) => {
+    const touches = touched.get(p.name) ?? new Map<number, Touch>();
+    const found = spans[i]!;
+    touchSeed(rollup, found, found.length === budget, p, touches, walk, now!);
+    touched.set(p.name, touches);
+    if (p.seedBelow !== null) spent = true;
+  });
+  const moved = positions.filter((p) => p.moved);
   const [marked] = await Promise.all([
     Promise.all(
-      moved.map((b) => {
-        const touches = touchedPeriods(rollup, byAsset.get(b.id)!);
-        return touches.size > 0 ? touchPeriods(tx, rollup, b.name, touches) : NOTHING_MARKED;
-      }),
+      [...touched].map(([name, touches]) =>
+        touches.size > 0 ? touchPeriods(tx, rollup, name, touches) : NOTHING_MARKED,
+      ),
     ),
     moved.length === 0
       ? undefined
       : advanceCursors(
           tx,
           rollup.id,
-          moved.map((b) => ({ asset: b.name, seq: byAsset.get(b.id)!.at(-1)!.seq })),
+          moved.map((p) => ({ asset: p.name, seq: p.seq, eventBelow: p.eventBelow, seedBelow: p.seedBelow })),
         ),
   ]);
   // One marking statement for every upstream: a period touched by ten upstreams' events is
   // written once per pass, not ten times (each write leaves a dead row version behind).
   const marks = mergeMarks(marked.map((m) => m.marks));
   if (marks.length > 0) await markTouched(tx, rollup.id, marks);
-  // A full read from any upstream: there may be more to mark now.
-  return {
-    condemned: marked.flatMap((m) => m.condemned),
-    more: moved.some((b) => byAsset.get(b.id)!.length === batch),
-  };
+  return { condemned: marked.flatMap((m) => m.condemned), more: spent ? 'budget' : full ? 'batch' : false };
 }
 
 /**
- * A rollup (or a calendar) new to an upstream starts from the merged index, not from the log:
- * the log may be long or already pruned (retention), the segments are what it left, and they
- * grow with the data's holes, not with its events. Every period they touch gets its row, then
- * the cursor moves to the log position the segments were read after. No rerun is owed for this.
+ * The periods of `events` (one upstream's, in log order) into `touches`, each event's newest
+ * first, while the walk's budget lasts; moves `at` past each event all of whose periods are in,
+ * and to where it stopped inside the next one. True when every event read is in.
  */
-async function seedFromSegments(tx: Tx, rollup: Rollup, asset: string, assetId: number, lastSeq: number) {
-  // Read after last_seq (a later statement, a later snapshot): the segments hold at least that.
-  const [now, spans] = await Promise.all([databaseNow(tx), segmentSpansFrom(tx, assetId, rollup.begin)]);
-  const seen = spans.map((s) => ({
-    seq: 0,
-    kind: 'completion' as const,
-    lo: s.start,
-    hi: s.end,
-    ingested_at: now,
-  }));
-  const touches = touchedPeriods(rollup, seen);
-  for (const t of touches.values()) t.lastChangeAt = null;
-  const [marked] = await Promise.all([
-    touches.size > 0 ? touchPeriods(tx, rollup, asset, touches) : NOTHING_MARKED,
-    setCursor(tx, rollup.id, asset, lastSeq),
-  ]);
-  if (marked.marks.length > 0) await markTouched(tx, rollup.id, marked.marks);
+function touchEvents(
+  rollup: Rollup,
+  events: readonly EventRow[],
+  at: Position,
+  touches: Map<number, Touch>,
+  walk: { left: number },
+): boolean {
+  for (const e of events) {
+    // The event after the cursor may be half marked already: its periods from eventBelow up.
+    const top = at.eventBelow ?? e.hi;
+    const { periods, below } = walkDown(rollup.calendar, Math.max(e.lo, rollup.begin), top, walk.left);
+    walk.left -= periods.length;
+    for (const p of periods) touch(touches, p, e);
+    at.moved = true;
+    if (below !== null) {
+      at.eventBelow = below;
+      return false;
+    }
+    at.seq = e.seq;
+    at.eventBelow = null;
+  }
+  return true;
 }
 
-function touchedPeriods(rollup: Rollup, events: readonly EventRow[]): Map<number, Touch> {
-  const touches = new Map<number, Touch>();
-  for (const e of events) {
-    const start = Math.max(e.lo, rollup.begin);
-    if (e.hi <= start) continue;
-    for (const p of periodsOf(rollup, start, e.hi)) {
-      const t = touches.get(p.start) ?? {
-        hi: p.end,
-        key: p.key,
-        firstAt: e.ingested_at,
-        lastChangeAt: null,
-        completionSeq: 0,
-        replaySeq: 0,
-      };
-      if (e.kind === 'completion') {
-        t.completionSeq = Math.max(t.completionSeq, e.seq);
-        if (!t.lastChangeAt || e.ingested_at > t.lastChangeAt) t.lastChangeAt = e.ingested_at;
-      } else {
-        t.replaySeq = Math.max(t.replaySeq, e.seq);
-      }
-      touches.set(p.start, t);
+/**
+ * A seed's periods into `touches`: those of the segments overlapping [begin, seedBelow), newest
+ * first (`spans`, newest first; `full`: there may be older ones than these), while the walk's
+ * budget lasts. No rerun is owed for them. Moves `at`'s seedBelow to where it stopped, null when
+ * the seed is done.
+ */
+function touchSeed(
+  rollup: Rollup,
+  spans: readonly Interval[],
+  full: boolean,
+  at: Position,
+  touches: Map<number, Touch>,
+  walk: { left: number },
+  now: Date,
+): void {
+  let top = at.seedBelow!;
+  let stopped = false;
+  for (const s of spans) {
+    const from = Math.max(s.start, rollup.begin);
+    const { periods, below } = walkDown(rollup.calendar, from, Math.min(s.end, top), walk.left);
+    walk.left -= periods.length;
+    for (const p of periods) {
+      if (!touches.has(p.start)) touches.set(p.start, seedTouch(p, now));
     }
+    if (below !== null) {
+      top = below;
+      stopped = true;
+      break;
+    }
+    // The oldest period walked starts at or before the span: the spans below it are older.
+    if (periods.length > 0) top = periods.at(-1)!.start;
   }
-  return touches;
+  // Read a full page of spans: older ones than these may overlap [begin, top) still.
+  at.seedBelow = (stopped || full) && top > rollup.begin ? top : null;
+  at.moved = true;
+}
+
+function seedTouch(p: Period, now: Date): Touch {
+  return { hi: p.end, key: p.key, firstAt: now, lastChangeAt: null, completionSeq: 0, replaySeq: 0 };
+}
+
+/** What event `e` owes period `p`, added to what earlier events of the batch owe it. */
+function touch(touches: Map<number, Touch>, p: Period, e: EventRow): void {
+  const t = touches.get(p.start) ?? {
+    hi: p.end,
+    key: p.key,
+    firstAt: e.ingested_at,
+    lastChangeAt: null,
+    completionSeq: 0,
+    replaySeq: 0,
+  };
+  if (e.kind === 'completion') {
+    t.completionSeq = Math.max(t.completionSeq, e.seq);
+    if (!t.lastChangeAt || e.ingested_at > t.lastChangeAt) t.lastChangeAt = e.ingested_at;
+  } else {
+    t.replaySeq = Math.max(t.replaySeq, e.seq);
+  }
+  touches.set(p.start, t);
 }
 
 interface Marked {
@@ -246,15 +355,3 @@ function mergeMarks(perUpstream: readonly Mark[][]): Mark[] {
   }
   return [...merged.values()];
 }
-
-/** Every period overlapping [start, end), paged so one very wide event cannot hit the calendar's cap. */
-function* periodsOf(rollup: Rollup, start: number, end: number) {
-  for (let from = start; from < end; ) {
-    const page = rollup.calendar.periodsOverlapping({ start: from, end }, PAGE);
-    if (page.length === 0) return;
-    yield* page;
-    from = page.at(-1)!.end;
-  }
-}
-
-const PAGE = 10_000;

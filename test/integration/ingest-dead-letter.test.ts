@@ -27,6 +27,10 @@ beforeAll(async () => {
   const config = ingestConfig(db, prefix, {
     queue: { max_payload_bytes: 1024 },
     assets: [{ name: 'declared.offsets', domain: 'integer' }],
+    // Reads bad.wide, whose event touches billions of its periods.
+    rollups: [
+      { id: 'buckets', upstream: 'bad.wide', every: 1000, begin: 0, target: { type: 'queue', queue: 'q' } },
+    ],
   });
   q = queuesOf(config);
   worker = startWorker(config);
@@ -61,6 +65,7 @@ const bad: Array<[string, unknown]> = [
   ],
   ['invalid_field', { ...ok('bad.field'), version: ['v1'] }],
   ['unknown_type', { ...ok('bad.type'), type: 'delete' }],
+  ['too_many_periods', { asset: 'bad.wide', start: 311, end: 8_700_000_000_000 }],
 ];
 
 async function deadLetters(): Promise<DeadLetter[]> {

@@ -5,6 +5,7 @@
 import type { Queue } from 'bullmq';
 import { afterAll } from 'vitest';
 import { type Config, parseConfig } from '../../src/config/index.js';
+import { defineRollups } from '../../src/config/rollups.js';
 import type { Interval, Segment } from '../../src/core/types.js';
 import { type IngestWorker, startIngestWorker } from '../../src/ingest/worker.js';
 import { createMetrics, type Metrics } from '../../src/metrics/registry.js';
@@ -41,11 +42,15 @@ export interface RunningWorker {
   stop(): Promise<void>;
 }
 
-/** A worker with its own connection pool, as a separate process would have; stopped after the file. */
+/**
+ * A worker with its own connection pool, as a separate process would have; stopped after the file.
+ * It applies the bound on the periods of the config's rollups one event may touch.
+ */
 export function startWorker(config: Config, poolSize = 5): RunningWorker {
   const sql = connect(config.database_url, { max: poolSize, applicationName: 'ingest-test-worker' });
   const metrics = createMetrics();
-  const ingest = startIngestWorker(config, sql, log, metrics);
+  const rollups = defineRollups(config);
+  const ingest = startIngestWorker(config, sql, log, metrics, () => rollups);
   let stopped = false;
   const stop = async () => {
     if (stopped) return;

@@ -56,7 +56,7 @@ describe('following the log in batches', () => {
     for (let pass = 0; pass < 10; pass++) {
       const more = await markTouchedPeriods(sql, [rollup], 5, 30_000);
       cursors.push((await cursor())!);
-      if (more.length === 0) break;
+      if (more.more.length === 0) break;
     }
     expect(cursors).toEqual([6, 11, 16, 21, 24]);
     const dirty = await sql<{ key: string }[]>`

@@ -78,7 +78,7 @@ describe('marking', () => {
     expect(dirty.map((p) => p.key)).toEqual(['2026-01-01T00', '2026-01-01T01']);
 
     // Nothing new in the log: a pass writes nothing.
-    expect(await markTouchedPeriods(sql, [rollup], 1000, 30_000)).toEqual([]);
+    expect(await markTouchedPeriods(sql, [rollup], 1000, 30_000)).toEqual({ more: [], later: [] });
     expect(await updated()).toEqual(after);
   });
 });

@@ -1,8 +1,12 @@
+import { buildCatalog } from '../../config/catalog.js';
 import type { Config } from '../../config/index.js';
+import { defineRollups, type RollupRuntime } from '../../config/rollups.js';
 import type { Domain } from '../../core/types.js';
 import { commitChecked, commitsDirectly } from '../../ingest/direct.js';
 import { checkEvents, normalizeOptions, precheckEvents, type Refusal } from '../../ingest/precheck.js';
+import { listApiRollups } from '../../store/api-rollups.js';
 import { domainsOf } from '../../store/assets/assets.js';
+import type { Sql } from '../../store/pg/db.js';
 import { type EmitInput, eventsOf, refuseArgs } from './emit-input.js';
 import { commandConfig, type GlobalOptions, withSql } from './shared.js';
 
@@ -28,8 +32,10 @@ export async function runEmit(args: string[], values: EmitOptions): Promise<numb
     return 2;
   };
   if (commitsDirectly(config)) return commitEvents(config, events, refused);
-  const refusals = await precheckEvents(events, normalizeOptions(config), (names) =>
-    recordedDomains(config, names),
+  const refusals = await precheckEvents(
+    events,
+    normalizeOptions(config, () => fileRollups(config)),
+    (names) => recordedDomains(config, names),
   );
   if (refusals.length > 0) return refused(refusals, 'nothing enqueued');
   // Only here: the embedded default commits above without loading BullMQ.
@@ -74,7 +80,12 @@ async function commitEvents(
     const code = await withSql(
       config,
       async (sql) => {
-        const checked = await checkEvents(events, normalizeOptions(config), (names) => domainsOf(sql, names));
+        const rollups = await rollupsOf(config, sql);
+        const checked = await checkEvents(
+          events,
+          normalizeOptions(config, () => rollups),
+          (names) => domainsOf(sql, names),
+        );
         if (checked.refusals.length > 0) return refused(checked.refusals, 'nothing committed');
         for (; sent < events.length; sent += CHUNK) {
           const outcome = await commitChecked(sql, checked.events.slice(sent, sent + CHUNK));
@@ -100,6 +111,24 @@ async function commitEvents(
   const already = duplicates > 0 ? ` (${duplicates} already there: duplicates)` : '';
   process.stdout.write(`committed ${committed + duplicates} event(s) to the index${already}\n`);
   return 0;
+}
+
+/** The config file's rollups: the worker checks the API's too before it commits an enqueued event. */
+function fileRollups(config: Config): RollupRuntime[] {
+  return defineRollups(config);
+}
+
+/**
+ * The rollups the daemon runs (the file's and the API's), whose bound on the periods one event
+ * touches a commit without the worker must apply too; the file's alone when the API's cannot be
+ * read or checked (a database the daemon has not migrated yet has none).
+ */
+async function rollupsOf(config: Config, sql: Sql): Promise<readonly RollupRuntime[]> {
+  try {
+    return buildCatalog({ config, origin: 'config' }, await listApiRollups(sql)).rollups;
+  } catch {
+    return fileRollups(config);
+  }
 }
 
 /**

@@ -8,8 +8,10 @@ import {
   parseTimeBound,
 } from '../intervals/bounds.js';
 import { nearest } from '../nearest.js';
+import type { Rollup } from '../rollups/rollup.js';
 import type { Domain } from '../types.js';
 import { extraOf } from './event-extra.js';
+import { checkPeriodBound } from './period-bound.js';
 
 /** What config says about an asset, when it declares it. */
 export interface AssetDeclaration {
@@ -20,6 +22,12 @@ export interface AssetDeclaration {
 export interface NormalizeOptions {
   readonly assets?: ReadonlyMap<string, AssetDeclaration>;
   readonly maxPayloadBytes: number;
+  /**
+   * The rollups reading an asset now (the catalog changes while the daemon runs): an event that
+   * would touch more periods of one of them than MAX_PERIODS_PER_EVENT is refused
+   * (./period-bound.ts). Absent: no rollup is checked.
+   */
+  readonly readersOf?: (asset: string) => readonly Rollup[];
 }
 
 /** The canonical event every accepted spelling becomes. */
@@ -90,6 +98,7 @@ export function normalizeEvent(raw: unknown, options: NormalizeOptions): Normali
   const id = labelOf(data.id, 'id');
   const producedAt = producedAtOf(data);
   const extra = extraOf(data.extra);
+  if (options.readersOf) checkPeriodBound({ asset, domain, start, end }, options.readersOf(asset));
   const key =
     id !== null
       ? `id:${id}`

@@ -45,6 +45,46 @@ export function countStarts(calendar: Calendar, a: number, b: number): number {
   return n + lowerBound(starts(cb), b);
 }
 
+/**
+ * How many periods overlap [a, b) (a period that starts before `a` counts): what one event over
+ * that interval touches. Exact on fixed grids, by arithmetic. On other calendars (zones with
+ * daylight saving, months, quarters, years, calendar durations) an estimate from the average
+ * period length, within a few periods of the exact count whatever the span (the lengths vary
+ * around that average, not drift from it), and in constant time: no walk of the calendar.
+ */
+export function countOverlapping(calendar: Calendar, a: number, b: number): number {
+  if (a >= b) return 0;
+  const fixed = fixedGrid(calendar);
+  if (fixed) {
+    const first = firstIndexAtOrAfter(a, fixed);
+    // The period holding `a` starts before it unless `a` is a boundary.
+    const before = fixed.origin + first * fixed.size > a ? 1 : 0;
+    return firstIndexAtOrAfter(b, fixed) - first + before;
+  }
+  return Math.ceil((b - a) / averageLengthUs(calendar)) + 1;
+}
+
+const DAY_US = 86_400e6;
+const MONTH_DAYS = 365.2425 / 12;
+const UNIT_DAYS: Record<string, number> = {
+  minute: 1 / 1440,
+  hour: 1 / 24,
+  day: 1,
+  week: 7,
+  month: MONTH_DAYS,
+  quarter: 3 * MONTH_DAYS,
+  year: 365.2425,
+};
+
+/** The average length of a period, in microseconds (Gregorian years and months). */
+function averageLengthUs(calendar: Calendar): number {
+  const { every } = calendar;
+  if (every.kind === 'integer') return every.size;
+  if (every.kind === 'unit') return UNIT_DAYS[every.unit]! * DAY_US;
+  const d = parseDuration(every.iso);
+  return (d.years * 365.2425 + d.months * MONTH_DAYS + d.weeks * 7 + d.days) * DAY_US + d.timeUs;
+}
+
 function fixedGrid(calendar: Calendar): { size: number; origin: number } | null {
   const { every } = calendar;
   if (every.kind === 'integer') return { size: every.size, origin: calendar.origin };

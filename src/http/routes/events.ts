@@ -25,11 +25,14 @@ import { postEvents, postReplayRequirement } from '../schemas/events.js';
  * same queue as every producer's events, and a 202 means "will be ingested".
  */
 export function registerEventRoutes(app: FastifyInstance, ctx: HttpContext): void {
-  const options = normalizeOptions(ctx.config);
+  const options = normalizeOptions(ctx.config, ctx.rollups);
+  // Names only, before the token is checked: nothing about the rollups reading an asset the
+  // token may not write reaches its answer.
+  const naming = normalizeOptions(ctx.config);
   const assetsOf = (items: unknown[]) =>
     items.flatMap((item) => {
       try {
-        return [normalizeEvent(item, options).asset];
+        return [normalizeEvent(item, naming).asset];
       } catch {
         return [];
       }

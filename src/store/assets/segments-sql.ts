@@ -149,10 +149,20 @@ export async function assetSegmentsIn(
   }));
 }
 
-/** The spans of an asset's segments from `from` on, in no order: where a rollup new to it starts. */
-export async function segmentSpansFrom(db: Db, assetId: number, from: number): Promise<Interval[]> {
+/**
+ * The spans of an asset's segments overlapping [from, below), newest first, at most `limit`: where
+ * a rollup new to it starts (seeded newest first, a bounded number of periods per pass).
+ */
+export async function segmentSpansBelow(
+  db: Db,
+  assetId: number,
+  from: number,
+  below: number,
+  limit: number,
+): Promise<Interval[]> {
   const rows = await db<{ lo: number; hi: number }[]>`
     select lower(span) as lo, upper(span) as hi from segments
-    where asset_id = ${assetId} and span && int8range(${from}, null)`;
+    where asset_id = ${assetId} and span && int8range(${from}, ${below})
+    order by lower(span) desc limit ${limit}`;
   return rows.map((r) => ({ start: r.lo, end: r.hi }));
 }

@@ -7,6 +7,18 @@
 import type { Rollup } from '../../core/rollups/rollup.js';
 import type { Sql, Tx } from '../pg/db.js';
 
+export interface OpenCursor {
+  readonly asset_name: string;
+  /** The last event whose periods are all marked. */
+  readonly seq: number;
+  /** The event after `seq` has its periods from this point up marked (null: none of them yet). */
+  readonly event_below: number | null;
+  /** Seeding from the merged segments goes on below this point (null: no seed pending). */
+  readonly seed_below: number | null;
+  /** Created by this call: the caller seeds it. */
+  readonly fresh: boolean;
+}
+
 /**
  * The rollup's cursor on each upstream, created at 0 where it has none: `fresh` says it was just
  * created (the caller seeds it from the merged index instead of reading the whole log). The
@@ -18,15 +30,15 @@ export async function openCursors(
   tx: Tx,
   rollupId: string,
   upstream: readonly string[],
-): Promise<Array<{ asset_name: string; seq: number; fresh: boolean }>> {
+): Promise<OpenCursor[]> {
   const names = upstream as string[];
   const [created, cursors] = await Promise.all([
     tx<{ asset_name: string }[]>`
       insert into rollup_cursors (rollup_id, asset_name) select ${rollupId}, unnest(${names}::text[])
       on conflict (rollup_id, asset_name) do nothing
       returning asset_name`,
-    tx<{ asset_name: string; seq: number }[]>`
-      select asset_name, seq from rollup_cursors
+    tx<Omit<OpenCursor, 'fresh'>[]>`
+      select asset_name, seq, event_below, seed_below from rollup_cursors
       where rollup_id = ${rollupId} and asset_name = any(${names}::text[])
       for update`,
   ]);
@@ -34,21 +46,29 @@ export async function openCursors(
   return cursors.map((c) => ({ ...c, fresh: fresh.has(c.asset_name) }));
 }
 
-/** Moves the cursors of the upstreams just read to the last event read: one statement for all. */
+/**
+ * Moves the cursors of the upstreams just marked: to the last event all of whose periods are
+ * marked, where the event after it was left (event_below), and where a seed was left
+ * (seed_below). One statement for all.
+ */
 export async function advanceCursors(
   tx: Tx,
   rollupId: string,
-  moved: ReadonlyArray<{ asset: string; seq: number }>,
+  moved: ReadonlyArray<{
+    asset: string;
+    seq: number;
+    eventBelow: number | null;
+    seedBelow: number | null;
+  }>,
 ): Promise<void> {
   await tx`
-    update rollup_cursors c set seq = u.seq
-    from unnest(${moved.map((m) => m.asset)}::text[], ${moved.map((m) => m.seq)}::int8[]) as u(asset, seq)
+    update rollup_cursors c set seq = u.seq, event_below = u.event_below, seed_below = u.seed_below
+    from unnest(
+      ${moved.map((m) => m.asset)}::text[], ${moved.map((m) => m.seq)}::int8[],
+      ${moved.map((m) => m.eventBelow)}::int8[],
+      ${moved.map((m) => m.seedBelow)}::int8[]
+    ) as u(asset, seq, event_below, seed_below)
     where c.rollup_id = ${rollupId} and c.asset_name = u.asset`;
-}
-
-/** Puts one cursor at `seq`: after a seed, the log position the segments were read after. */
-export async function setCursor(tx: Tx, rollupId: string, asset: string, seq: number): Promise<void> {
-  await tx`update rollup_cursors set seq = ${seq} where rollup_id = ${rollupId} and asset_name = ${asset}`;
 }
 
 /** A changed calendar: the rollup follows its upstreams again from the start (seeded from the index). */
@@ -57,8 +77,8 @@ export async function dropCursors(tx: Tx, rollupId: string): Promise<void> {
 }
 
 /**
- * Rollups with an upstream whose event log has moved past the rollup's cursor, or that has no
- * cursor yet for an upstream with data to seed from. A declared asset with no data yet needs none.
+ * Rollups with an upstream whose event log has moved past the rollup's cursor, that has no
+ * cursor yet for an upstream with data to seed from, or whose seed from it is not done. A declared asset with no data yet needs none.
  */
 export async function rollupsWithNewEvents(
   sql: Sql,
@@ -70,6 +90,7 @@ export async function rollupsWithNewEvents(
     from unnest(${pairs.map((p) => p[0])}::text[], ${pairs.map((p) => p[1])}::text[]) as u(rollup_id, asset)
     join assets a on a.name = u.asset
     left join rollup_cursors c on c.rollup_id = u.rollup_id and c.asset_name = u.asset
-    where a.last_seq > coalesce(c.seq, 0) or (c.seq is null and a.segment_count > 0)`;
+    where a.last_seq > coalesce(c.seq, 0) or (c.seq is null and a.segment_count > 0)
+      or c.seed_below is not null`;
   return new Set(rows.map((r) => r.rollup_id));
 }

@@ -1,5 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { parseConfig } from '../../../../src/config/index.js';
+import { defineRollups } from '../../../../src/config/rollups.js';
 import { BAD_INPUT_REASONS, BadInputError } from '../../../../src/core/errors.js';
 import {
   type AssetDeclaration,
@@ -7,12 +9,27 @@ import {
   normalizeEvent,
 } from '../../../../src/core/events/events.js';
 
+// A rollup reads kafka.offsets in buckets of 1000: an event may touch a million of them at most.
+const [buckets] = defineRollups(
+  parseConfig({
+    rollups: [
+      {
+        id: 'buckets',
+        upstream: 'kafka.offsets',
+        every: 1000,
+        begin: 0,
+        target: { type: 'queue', queue: 'q' },
+      },
+    ],
+  }),
+);
 const options = {
   maxPayloadBytes: 4096,
   assets: new Map<string, AssetDeclaration>([
     ['berlin.table', { domain: 'time', zone: 'Europe/Berlin' }],
     ['kafka.offsets', { domain: 'integer' }],
   ]),
+  readersOf: (asset: string) => (asset === 'kafka.offsets' ? [buckets!.rollup] : []),
 };
 const norm = (raw: unknown): NormalizedEvent => normalizeEvent(raw, options);
 const micros = (iso: string) => Date.parse(iso) * 1000;
@@ -365,6 +382,7 @@ describe('normalizeEvent: bad input', () => {
     ['invalid_field', { ...ok, type: 'replay_requirement' }],
     ['unknown_type', { ...ok, type: 'deletion' }],
     ['unknown_type', { ...ok, type: 1 }],
+    ['too_many_periods', { asset: 'kafka.offsets', start: 0, end: 1_000_000_001 }],
   ];
 
   it.each(cases)('%s: %j', (reason, raw) => {
