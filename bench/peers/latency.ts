@@ -15,8 +15,9 @@
  * - Ours into Dagster: 12 five-minute events to `POST /v1/events`; the dagster target reports the
  *   hour of `peers/ours_hourly`. The end is that materialization's timestamp in Dagster.
  *
- * The start is our clock when the last request answered; the ends are the peers' clocks on the
- * same machine.
+ * Every way sends its hour's slices 8 at a time but the last, which goes alone 3 s later (see
+ * LAST_SLICE_AFTER_MS). The start is our clock when that last request answered; the ends are the
+ * peers' clocks on the same machine.
  */
 import { connect } from '../../src/store/pg/db.js';
 import { waitFor } from '../../test/helpers/wait.js';
@@ -29,14 +30,27 @@ const MINUTE = 60_000;
 const IN_FLIGHT = 8;
 const RUN_WAIT_MS = 300_000;
 
-/** Sends `n` requests `IN_FLIGHT` at a time; resolves with our clock when the last one answered. */
+/**
+ * The pause before the hour's last slice. Slices of a stream arrive spread over the hour, so the
+ * last one comes alone, to a peer that has been idle since the one before; sent in the same burst
+ * as the others, it would find Airflow's scheduler still looping on the burst (its idle sleep
+ * skipped) and measure a wake-up a real stream does not get.
+ */
+const LAST_SLICE_AFTER_MS = 3_000;
+
+/**
+ * Sends `n` requests, all but the last `IN_FLIGHT` at a time, then the last one alone after
+ * LAST_SLICE_AFTER_MS; resolves with our clock when it answered.
+ */
 async function sendAll(n: number, send: (i: number) => Promise<void>): Promise<number> {
   let next = 0;
   await Promise.all(
     Array.from({ length: IN_FLIGHT }, async () => {
-      while (next < n) await send(next++);
+      while (next < n - 1) await send(next++);
     }),
   );
+  await new Promise((resolve) => setTimeout(resolve, LAST_SLICE_AFTER_MS));
+  await send(n - 1);
   return Date.now();
 }
 
