@@ -7,6 +7,7 @@ import { type Config, parseConfig } from '../../src/config/index.js';
 import { type Daemon, type DaemonOptions, startDaemon } from '../../src/daemon/daemon.js';
 import { queueConnection } from '../../src/queue/backend.js';
 import { createLogger } from '../../src/support/log.js';
+import { atFileEnd } from './cleanup.js';
 import type { TestDatabase } from './db.js';
 import { REDIS_URL, withTestBackend } from './env.js';
 
@@ -43,16 +44,28 @@ export function testConfigInput(
 /** Writes a config (as JSON) to a file of its own, removed after the test file; its path. */
 export function writeTestConfig(raw: Record<string, unknown>): string {
   const dir = mkdtempSync(join(tmpdir(), 'cr-config-'));
-  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+  atFileEnd(async () => rmSync(dir, { recursive: true, force: true }));
   const path = join(dir, 'config.json');
   writeFileSync(path, JSON.stringify(raw));
   return path;
 }
 
-/** Starts a daemon in this process, stopped after the file. */
+/**
+ * Starts a daemon in this process, stopped after the file, wherever it is called. vitest drops an
+ * afterAll registered from a test or a hook: such a daemon ran on until its database was dropped
+ * WITH (FORCE) under it. Called at module level, the afterAll stops it in the file's hook order
+ * (before the file's earlier hooks close what it uses); the file-end cleanup, which runs after
+ * every hook and before the database is dropped, stops the others. Once either way.
+ */
 export async function startTestDaemon(config: Config, options: DaemonOptions = {}): Promise<Daemon> {
   const daemon = await startDaemon(config, createLogger(config.log_level), undefined, options);
-  afterAll(() => daemon.stop());
+  let stopped: Promise<void> | undefined;
+  const stop = () => {
+    stopped ??= daemon.stop();
+    return stopped;
+  };
+  afterAll(stop);
+  atFileEnd(stop);
   return daemon;
 }
 
@@ -63,7 +76,8 @@ export function testProducer(config: Config): Queue {
 
 /**
  * A queue handle for reading what a queue target received: on `config`'s backend (its database
- * for PostgreSQL), else on the test Redis. Closed after the file.
+ * for PostgreSQL), else on the test Redis. Closed after the file, wherever it is called (before
+ * the database it may live in is dropped).
  */
 export function testQueue(
   name: string,
@@ -76,7 +90,7 @@ export function testQueue(
 ): Queue {
   const connection = queueConnection(config);
   const queue = connection.queue(name, prefix);
-  afterAll(async () => {
+  atFileEnd(async () => {
     await queue.close();
     await connection.close();
   });

@@ -131,10 +131,12 @@ export interface Mark {
 /**
  * The state each state becomes when a rerun is owed, as data: the statement applies the core rule
  * (`stateAfterMark`) to the row's state at write time, under its row lock, not to a state read
- * before, so a decision committed in between is never overwritten.
+ * before, so a decision committed in between is never overwritten. Sent with `tx.json`: a string
+ * cast `::jsonb` is serialized once more by postgres.js (a JSON string, whose `->>` is null), and
+ * the period stayed `triggered` with its output condemned until the next evaluation.
  */
-const AFTER_RERUN = JSON.stringify(
-  Object.fromEntries(PERIOD_STATES.map((s) => [s, stateAfterMark(s, 'replay')])),
+const AFTER_RERUN: Record<string, string> = Object.fromEntries(
+  PERIOD_STATES.map((s) => [s, stateAfterMark(s, 'replay')]),
 );
 
 /**
@@ -150,7 +152,7 @@ export async function markTouched(tx: Tx, rollupId: string, marks: readonly Mark
       dirty = true,
       last_change_at = greatest(p.last_change_at, u.changed_at),
       rerun = coalesce(p.rerun, u.rerun),
-      state = case when u.rerun is null then p.state else coalesce(${AFTER_RERUN}::jsonb ->> p.state, p.state) end,
+      state = case when u.rerun is null then p.state else coalesce(${tx.json(AFTER_RERUN)} ->> p.state, p.state) end,
       updated_at = now()
     from unnest(
       ${marks.map((m) => m.lo)}::int8[], ${marks.map((m) => m.changedAt?.toISOString() ?? null)}::timestamptz[],
@@ -158,7 +160,7 @@ export async function markTouched(tx: Tx, rollupId: string, marks: readonly Mark
     ) as u(lo, changed_at, rerun)
     where p.rollup_id = ${rollupId} and p.lo = u.lo
       and (not p.dirty or u.changed_at > p.last_change_at or (u.changed_at is not null and p.last_change_at is null)
-        or (u.rerun is not null and (p.rerun is null or p.state is distinct from ${AFTER_RERUN}::jsonb ->> p.state)))`;
+        or (u.rerun is not null and (p.rerun is null or p.state is distinct from ${tx.json(AFTER_RERUN)} ->> p.state)))`;
 }
 
 /**
