@@ -1,6 +1,7 @@
 import type { RollupRuntime } from '../config/rollups.js';
 import { groupBy } from '../core/group-by.js';
 import { decideAll, type PeriodDecision, type TriggerDecision } from '../core/periods/decisions.js';
+import type { Rollup } from '../core/rollups/rollup.js';
 import type { Fence } from '../lease/fence.js';
 import type { Metrics } from '../metrics/registry.js';
 import { loadUpstreams } from '../store/assets/upstreams.js';
@@ -40,22 +41,19 @@ export interface Evaluation {
  * decision and outbox row in one transaction fenced by the lease token.
  */
 export async function evaluatePending(ctx: EvaluationContext, now: Date, limit: number): Promise<Evaluation> {
-  // Time and integer periods are claimed apart: their starts are not comparable, and integer
-  // starts (small numbers) would otherwise always come after every time backlog.
-  const groupsByDomain = (['time', 'integer'] as const)
-    .map((domain) =>
-      [...ctx.rollups.values()].filter((r) => r.rollup.domain === domain).map((r) => r.rollup.id),
-    )
-    .filter((ids) => ids.length > 0);
-  if (groupsByDomain.length === 0) return { evaluated: 0, triggered: 0, more: false };
+  const claims = claimGroups(
+    [...ctx.rollups.values()].map((r) => r.rollup),
+    limit,
+  );
+  if (claims.length === 0) return { evaluated: 0, triggered: 0, more: false };
   let decided: (() => void) | undefined;
   const result = await ctx.sql.begin(async (tx) => {
     // Pipelined (sent together, run in order): every round trip here delays the trigger.
-    const [, ...claims] = await Promise.all([
+    const [, ...claimed] = await Promise.all([
       limitTransaction(tx, ctx.idleMs),
-      ...groupsByDomain.map((ids) => claimPending(tx, ids, limit, now)),
+      ...claims.map((c) => claimPending(tx, c.ids, c.limit, now)),
     ]);
-    const periods = claims.flatMap((c) => c.rows);
+    const periods = claimed.flatMap((c) => c.rows);
     if (periods.length === 0) return { evaluated: 0, triggered: 0, more: false };
     const byRollup = groupBy(periods, (p) => p.rollupId);
     const groups = [...byRollup].map(([id, rows]) => ({ runtime: ctx.rollups.get(id)!, rows }));
@@ -92,7 +90,7 @@ export async function evaluatePending(ctx: EvaluationContext, now: Date, limit: 
       }
     };
     const triggered = decisions.reduce((n, d) => n + d.triggers.length, 0);
-    const more = claims.some((c) => c.full);
+    const more = claimed.some((c) => c.full);
     return { evaluated: periods.length, triggered, more };
   });
   decided?.(); // logged and counted only once committed: a fenced commit fails silently otherwise
@@ -154,4 +152,25 @@ function logDecisions(
       'period missed its deadline',
     );
   }
+}
+
+/**
+ * Which rollups' pending periods are claimed together, newest first, and how many at most. Time
+ * starts are instants, comparable across rollups: the newest periods of all time rollups go first.
+ * Integer starts are comparable only within a rollup (offsets of one topic, row ids of one table):
+ * claimed together, a backlog at high offsets in one rollup came before every period of another
+ * whose offsets are small, until the backlog was done. Each integer rollup is claimed on its own,
+ * sharing one limit, so its freshest periods are never behind another's history.
+ */
+export function claimGroups(
+  rollups: ReadonlyArray<Pick<Rollup, 'id' | 'domain'>>,
+  limit: number,
+): Array<{ ids: string[]; limit: number }> {
+  const time = rollups.filter((r) => r.domain === 'time').map((r) => r.id);
+  const integer = rollups.filter((r) => r.domain === 'integer').map((r) => r.id);
+  const each = Math.max(1, Math.ceil(limit / Math.max(1, integer.length)));
+  return [
+    ...(time.length > 0 ? [{ ids: time, limit }] : []),
+    ...integer.map((id) => ({ ids: [id], limit: each })),
+  ];
 }
