@@ -13,9 +13,8 @@ import { defineRollups } from '../../src/config/rollups.js';
 import { type Daemon, startDaemon } from '../../src/daemon/daemon.js';
 import { hashedName } from '../../src/http/auth.js';
 import { createLogger } from '../../src/support/log.js';
-import { TEST_TOKEN } from '../helpers/daemon.js';
+import { TEST_TOKEN, testConfigInput } from '../helpers/daemon.js';
 import { createTestDatabase } from '../helpers/db.js';
-import { REDIS_URL, withTestBackend } from '../helpers/env.js';
 import { DAEMON_ENTRY } from '../helpers/process.js';
 import { createTestPrefix } from '../helpers/redis.js';
 import { waitFor } from '../helpers/wait.js';
@@ -48,18 +47,7 @@ const hourly = (id: string, upstream: string, extra: Record<string, unknown> = {
 function writeConfig(listed: readonly unknown[], extra: Record<string, unknown> = {}): void {
   const named = listed.some((r) => (r as { id?: string }).id === 'file_cb');
   const rollups = named ? listed : [...listed, hourly('file_cb', 'cat.cb')];
-  const raw = withTestBackend({
-    database_url: db.url,
-    redis_url: REDIS_URL,
-    log_level: process.env.TEST_LOG_LEVEL ?? 'silent',
-    http: { host: '127.0.0.1', port: 0 },
-    api_tokens: [TEST_TOKEN],
-    queue: { prefix, batch_wait: 'PT0.002S' },
-    lease: { ttl: 'PT2S', renew_every: 'PT0.5S', retry_every: 'PT0.2S' },
-    shutdown_timeout: 'PT10S',
-    rollups,
-    ...extra,
-  });
+  const raw = testConfigInput(db, prefix, { rollups, ...extra });
   writeFileSync(file, JSON.stringify(raw));
 }
 
