@@ -1,10 +1,14 @@
 import { groupBy } from '../core/group-by.js';
-import type { Period } from '../core/periods/calendar.js';
 import { derivedState } from '../core/periods/periods.js';
 import { rerunOwed, stateAfterMark } from '../core/periods/policy.js';
-import { walkDown } from '../core/periods/walk-down.js';
+import {
+  type LoggedEvent,
+  type Touch,
+  touchEvents,
+  touchSeed,
+  type WalkPosition,
+} from '../core/periods/touches.js';
 import type { Rollup } from '../core/rollups/rollup.js';
-import type { Interval } from '../core/types.js';
 import { assetPositions } from '../store/assets/assets.js';
 import { eventsAfter } from '../store/assets/event-log.js';
 import { type CondemnedPeriod, condemnOutputs } from '../store/assets/outputs.js';
@@ -14,24 +18,6 @@ import { seenByTriggers } from '../store/periods/reads.js';
 import { insertTouched, type Mark, markTouched } from '../store/periods/writes.js';
 import { databaseNow, type Sql, type Tx } from '../store/pg/db.js';
 import { commitWithoutFlush, limitTransaction } from '../store/pg/transaction-limits.js';
-
-interface EventRow {
-  seq: number;
-  kind: 'completion' | 'replay_requirement';
-  lo: number;
-  hi: number;
-  ingested_at: Date;
-}
-
-interface Touch {
-  hi: number;
-  key: string;
-  /** When the first event touching it arrived: a period first touched after its deadline was already missed. */
-  firstAt: Date;
-  lastChangeAt: Date | null;
-  completionSeq: number;
-  replaySeq: number;
-}
 
 /**
  * Follows each upstream's event log from the rollup's cursor and marks every period an event
@@ -85,13 +71,9 @@ export async function markTouchedPeriods(
 export const MARK_BUDGET = 10_000;
 
 /** Where a rollup's cursor on one upstream stands, and whether this pass moved it. */
-interface Position {
+interface Position extends WalkPosition {
   readonly name: string;
   readonly id: number;
-  seq: number;
-  eventBelow: number | null;
-  seedBelow: number | null;
-  moved: boolean;
 }
 
 /** Seed from every segment: a point above any segment's end (all are safe integers). */
@@ -147,7 +129,7 @@ async function markRollup(
     ),
     seeding.length === 0 ? undefined : databaseNow(tx),
   ]);
-  const byAsset: Map<number, EventRow[]> = groupBy(events, (e) => e.asset_id);
+  const byAsset: Map<number, LoggedEvent[]> = groupBy(events, (e) => e.asset_id);
   const walk = { left: budget };
   let full = false;
   let spent = false;
@@ -190,95 +172,6 @@ async function markRollup(
   const marks = mergeMarks(marked.map((m) => m.marks));
   if (marks.length > 0) await markTouched(tx, rollup.id, marks);
   return { condemned: marked.flatMap((m) => m.condemned), more: spent ? 'budget' : full ? 'batch' : false };
-}
-
-/**
- * The periods of `events` (one upstream's, in log order) into `touches`, each event's newest
- * first, while the walk's budget lasts; moves `at` past each event all of whose periods are in,
- * and to where it stopped inside the next one. True when every event read is in.
- */
-function touchEvents(
-  rollup: Rollup,
-  events: readonly EventRow[],
-  at: Position,
-  touches: Map<number, Touch>,
-  walk: { left: number },
-): boolean {
-  for (const e of events) {
-    // The event after the cursor may be half marked already: its periods from eventBelow up.
-    const top = at.eventBelow ?? e.hi;
-    const { periods, below } = walkDown(rollup.calendar, Math.max(e.lo, rollup.begin), top, walk.left);
-    walk.left -= periods.length;
-    for (const p of periods) touch(touches, p, e);
-    at.moved = true;
-    if (below !== null) {
-      at.eventBelow = below;
-      return false;
-    }
-    at.seq = e.seq;
-    at.eventBelow = null;
-  }
-  return true;
-}
-
-/**
- * A seed's periods into `touches`: those of the segments overlapping [begin, seedBelow), newest
- * first (`spans`, newest first; `full`: there may be older ones than these), while the walk's
- * budget lasts. No rerun is owed for them. Moves `at`'s seedBelow to where it stopped, null when
- * the seed is done.
- */
-function touchSeed(
-  rollup: Rollup,
-  spans: readonly Interval[],
-  full: boolean,
-  at: Position,
-  touches: Map<number, Touch>,
-  walk: { left: number },
-  now: Date,
-): void {
-  let top = at.seedBelow!;
-  let stopped = false;
-  for (const s of spans) {
-    const from = Math.max(s.start, rollup.begin);
-    const { periods, below } = walkDown(rollup.calendar, from, Math.min(s.end, top), walk.left);
-    walk.left -= periods.length;
-    for (const p of periods) {
-      if (!touches.has(p.start)) touches.set(p.start, seedTouch(p, now));
-    }
-    if (below !== null) {
-      top = below;
-      stopped = true;
-      break;
-    }
-    // The oldest period walked starts at or before the span: the spans below it are older.
-    if (periods.length > 0) top = periods.at(-1)!.start;
-  }
-  // Read a full page of spans: older ones than these may overlap [begin, top) still.
-  at.seedBelow = (stopped || full) && top > rollup.begin ? top : null;
-  at.moved = true;
-}
-
-function seedTouch(p: Period, now: Date): Touch {
-  return { hi: p.end, key: p.key, firstAt: now, lastChangeAt: null, completionSeq: 0, replaySeq: 0 };
-}
-
-/** What event `e` owes period `p`, added to what earlier events of the batch owe it. */
-function touch(touches: Map<number, Touch>, p: Period, e: EventRow): void {
-  const t = touches.get(p.start) ?? {
-    hi: p.end,
-    key: p.key,
-    firstAt: e.ingested_at,
-    lastChangeAt: null,
-    completionSeq: 0,
-    replaySeq: 0,
-  };
-  if (e.kind === 'completion') {
-    t.completionSeq = Math.max(t.completionSeq, e.seq);
-    if (!t.lastChangeAt || e.ingested_at > t.lastChangeAt) t.lastChangeAt = e.ingested_at;
-  } else {
-    t.replaySeq = Math.max(t.replaySeq, e.seq);
-  }
-  touches.set(p.start, t);
 }
 
 interface Marked {
